@@ -1,0 +1,39 @@
+/**
+ * `npm run demo`: signs a fresh receipt with the demo issuer key and writes the body of a
+ * verification call to demo-request.json (or the path given), ready for curl.
+ */
+import { writeFileSync } from "node:fs";
+import { toHex } from "../worker/protocol/encoding.js";
+import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
+import { DEMO_AUDIENCE, DEMO_ISSUER, demoSeed } from "./demo-identity.js";
+
+const out = process.argv[2] ?? "demo-request.json";
+const random = (n: number) => toHex(crypto.getRandomValues(new Uint8Array(n)));
+const now = Math.floor(Date.now() / 1000);
+const request = {
+  agent_id: "agent://demo/planner",
+  tool: "weather.lookup",
+  params: { city: "Lisbon", units: "metric" },
+  timestamp: now,
+  trace_id: random(8),
+};
+const receipt = signReceipt(
+  await unsignedReceipt({
+    request,
+    issuer: DEMO_ISSUER,
+    audience: DEMO_AUDIENCE,
+    verdict: "allow",
+    issued_at: now,
+    lifetime: 120,
+    nonce: random(16),
+    sequence: Date.now(),
+    max_clock_skew: 5,
+    rule_summary: "SEC-001=allow|policy-floor=allow",
+    config_hash: "sha256:" + "0".repeat(64),
+    legacy_receipt: random(16),
+  }),
+  demoSeed(),
+);
+writeFileSync(out, JSON.stringify({ receipt, audience: DEMO_AUDIENCE, request }, null, 2) + "\n");
+console.log(`wrote ${out}: a receipt valid for 120 s. Verify it (a second call is a replay):`);
+console.log(`  curl -s localhost:\${PORT:-8787}/v1/receipts/verify -H 'content-type: application/json' --data @${out}`);

@@ -1,0 +1,108 @@
+/**
+ * Starts the Worker locally as a user would (`wrangler dev`, offline, local KV and Durable
+ * Objects persisted under `persistTo`) and stops it. Used by `npm start`, the end-to-end
+ * suite and the benchmarks.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { dirname, resolve } from "node:path";
+
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+export interface LocalServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+export interface LocalServerOptions {
+  port?: number;
+  persistTo: string;
+  vars?: Record<string, string>;
+  config?: string;
+  /** Inherit wrangler's output (npm start) instead of keeping it for error reports. */
+  inheritOutput?: boolean;
+  readyTimeoutMs?: number;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on("error", fail);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => ok(port));
+    });
+  });
+}
+
+export const offlineEnv = (): NodeJS.ProcessEnv => ({
+  ...process.env,
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_LOG: process.env.WRANGLER_LOG ?? "warn",
+});
+
+async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}\n${output()}`);
+    try {
+      const res = await fetch(`${url}/healthz`);
+      if (res.ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`wrangler dev did not become healthy within ${timeoutMs} ms\n${output()}`);
+}
+
+export async function startLocalServer(o: LocalServerOptions): Promise<LocalServer> {
+  const port = o.port ?? (await freePort());
+  const args = [
+    resolve(PROJECT_ROOT, "node_modules/wrangler/bin/wrangler.js"), "dev",
+    "--config", o.config ?? resolve(PROJECT_ROOT, "wrangler.toml"),
+    "--ip", "127.0.0.1", "--port", String(port), "--persist-to", o.persistTo,
+    "--inspector-port", String(await freePort()),
+    "--show-interactive-dev-session=false",
+  ];
+  for (const [k, v] of Object.entries(o.vars ?? {})) args.push("--var", `${k}:${v}`);
+  const child = spawn(process.execPath, args, {
+    cwd: PROJECT_ROOT,
+    env: offlineEnv(),
+    stdio: o.inheritOutput ? "inherit" : ["ignore", "pipe", "pipe"],
+    detached: process.platform !== "win32",
+  });
+  let log = "";
+  const keep = (chunk: Buffer) => {
+    log = (log + chunk.toString()).slice(-8000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => child.once("exit", () => r()));
+    const kill = (sig: NodeJS.Signals) => {
+      try {
+        if (child.pid) process.kill(-child.pid, sig);
+      } catch {
+        child.kill(sig);
+      }
+    };
+    kill("SIGTERM");
+    const timer = setTimeout(() => kill("SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+  };
+  try {
+    await waitHealthy(url, child, o.readyTimeoutMs ?? 60_000, () => log);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, port, stop };
+}

@@ -1,0 +1,51 @@
+/**
+ * The Hono application. Routes are thin: they validate the call, hand the pure protocol code
+ * its clock, keys and ledger, and shape the answer. Dependencies are injectable for tests.
+ */
+import { Hono } from "hono";
+import type { Env } from "./env.js";
+import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
+import type { AnchorRecord, TrustedKey } from "./protocol/anchors.js";
+import { errorResponse } from "./http.js";
+import { dependencyTimeout } from "./config.js";
+import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorStore, type LedgerClient, type LedgerStub } from "./stores.js";
+import { adminRoutes } from "./routes/admin.js";
+import { issuerRoutes } from "./routes/issuers.js";
+import { receiptRoutes } from "./routes/receipts.js";
+
+export interface AppOptions {
+  /** The clock, in Unix seconds. */
+  now?: () => number;
+  verifier?: SignatureVerifier;
+  /** Replaces the IssuerLedger stubs (fault injection in tests). */
+  ledgerStub?: (env: Env) => (name: string) => LedgerStub;
+}
+
+export interface Services {
+  now: () => number;
+  verifier: SignatureVerifier;
+  anchors: AnchorStore;
+  ledgers: LedgerClient;
+}
+
+export type AppEnv = { Bindings: Env; Variables: { services: Services } };
+
+export function createApp(options: AppOptions = {}): Hono<AppEnv> {
+  const now = options.now ?? (() => Date.now() / 1000);
+  const verifier = options.verifier ?? webCryptoVerifier();
+  const anchorCache = new Map<string, { at: number; record: AnchorRecord; keys: TrustedKey[] }>();
+  const app = new Hono<AppEnv>();
+  app.use(async (c, next) => {
+    const timeout = dependencyTimeout(c.env);
+    const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
+    c.set("services", { now, verifier, anchors: kvAnchorStore(c.env, timeout, anchorCache), ledgers: ledgerClient(stubFor, timeout) });
+    await next();
+  });
+  app.get("/healthz", (c) => c.json({ ok: true }));
+  app.route("/v1/receipts", receiptRoutes);
+  app.route("/v1/issuers", issuerRoutes);
+  app.route("/v1/admin", adminRoutes);
+  app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));
+  app.onError((err, c) => errorResponse(c, err));
+  return app;
+}

@@ -1,0 +1,26 @@
+import type { FreshnessPolicy } from "./protocol/checks/freshness.js";
+import { DEFAULT_FRESHNESS } from "./protocol/checks/freshness.js";
+import type { Env } from "./env.js";
+
+/** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
+export const MAX_VERIFY_BODY = 256 * 1024;
+export const MAX_ADMIN_BODY = 64 * 1024;
+export const DEFAULT_DEPENDENCY_TIMEOUT_MS = 2_000;
+
+const positive = (text: string | undefined, fallback: number): number => {
+  const n = Number(text);
+  return text !== undefined && text !== "" && Number.isFinite(n) && n >= 0 ? n : fallback;
+};
+
+export function audiences(env: Env): Set<string> {
+  return new Set((env.AUDIENCES ?? "").split(",").map((a) => a.trim()).filter(Boolean));
+}
+
+export function freshnessPolicy(env: Env): FreshnessPolicy {
+  return {
+    maxLifetime: positive(env.MAX_RECEIPT_LIFETIME, DEFAULT_FRESHNESS.maxLifetime),
+    skewCap: positive(env.MAX_CLOCK_SKEW, DEFAULT_FRESHNESS.skewCap),
+  };
+}
+
+export const dependencyTimeout = (env: Env): number => positive(env.DEPENDENCY_TIMEOUT_MS, DEFAULT_DEPENDENCY_TIMEOUT_MS);

@@ -1,0 +1,16 @@
+import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+
+/** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
+export interface Env {
+  ANCHORS: KVNamespace;
+  ISSUER_LEDGER: DurableObjectNamespace<IssuerLedger>;
+  /** Comma-separated audiences this deployment serves. */
+  AUDIENCES: string;
+  /** Bearer token of the admin routes. */
+  ADMIN_TOKEN?: string;
+  /** Optional overrides, in seconds. */
+  MAX_RECEIPT_LIFETIME?: string;
+  MAX_CLOCK_SKEW?: string;
+  /** Milliseconds a KV read or a ledger RPC may take before the verifier fails closed. */
+  DEPENDENCY_TIMEOUT_MS?: string;
+}

@@ -1,0 +1,98 @@
+/**
+ * The HTTP edge of every route: one error type, one error shape, strict bodies with a size cap.
+ * No response ever carries a stack trace or an internal path.
+ */
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { CallErrorCode } from "./protocol/codes.js";
+import { parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
+import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: CallErrorCode | "MALFORMED_RECEIPT",
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** Verification routes answer errors in the decision's own shape; the others with `error` alone. */
+export const DECISION_ROUTES = /^\/v1\/receipts\/verify$/;
+
+export function errorResponse(c: Context, err: unknown): Response {
+  const e =
+    err instanceof ApiError
+      ? err
+      : err instanceof VerifierUnavailable
+        ? new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`)
+        : new ApiError(503, "VERIFIER_UNAVAILABLE", "internal failure; failing closed");
+  if (!(err instanceof ApiError)) console.error("request failed", err);
+  const error = { code: e.code, detail: e.detail };
+  if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
+  const mode: Mode = "enforce";
+  const body = rejection([], mode, Math.floor(Date.now() / 1000));
+  return c.json({ ...body, failures: [{ code: e.code, severity: "CRITICAL", step: e.code === "MALFORMED_RECEIPT" ? 0 : null, detail: e.detail }], error }, e.status);
+}
+
+/** Reads at most `maxBytes` of body and parses it strictly; a violation inside `receiptField` is MALFORMED_RECEIPT. */
+export async function readStrictJson(c: Context, maxBytes: number, receiptField?: string): Promise<unknown> {
+  const declared = Number(c.req.header("content-length"));
+  if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
+  const reader = c.req.raw.body?.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (reader) {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > maxBytes) {
+        await reader.cancel();
+        throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
+      }
+      chunks.push(value);
+    }
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
+  try {
+    return parseStrictJsonBytes(bytes);
+  } catch (err) {
+    if (!(err instanceof StrictJsonError)) throw err;
+    const inReceipt = receiptField !== undefined && err.path[0] === receiptField;
+    const where = err.path.length ? ` (at ${err.path.join(".")})` : "";
+    throw new ApiError(400, inReceipt ? "MALFORMED_RECEIPT" : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);
+  }
+}
+
+export function requireObject(value: unknown, what: string): Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ApiError(400, "MALFORMED_REQUEST", `${what} must be a JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** Rejects a promise that takes longer than `ms`; the dependency is named in the 503. */
+export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout>;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new VerifierUnavailable(dependency, new Error(`timed out after ${ms} ms`))), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Constant-time bearer check: both sides are hashed first so lengths leak nothing either. */
+export async function bearerMatches(header: string | undefined, token: string | undefined): Promise<boolean> {
+  if (!token || !header?.startsWith("Bearer ")) return false;
+  const enc = new TextEncoder();
+  const [a, b] = await Promise.all([
+    crypto.subtle.digest("SHA-256", enc.encode(header.slice(7))),
+    crypto.subtle.digest("SHA-256", enc.encode(token)),
+  ]);
+  const x = new Uint8Array(a);
+  const y = new Uint8Array(b);
+  let diff = 0;
+  for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+  return diff === 0;
+}

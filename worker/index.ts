@@ -1,0 +1,6 @@
+/** The Worker: the Hono app and the Durable Object classes it binds. */
+import { createApp } from "./app.js";
+
+export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+
+export default createApp();

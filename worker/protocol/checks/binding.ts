@@ -1,0 +1,78 @@
+import { failure, type Failure } from "../codes.js";
+import { jcs, prefixedDigest, sha256Hex } from "../digest.js";
+import { actionDigest, type Receipt } from "../receipt.js";
+
+/** The request an executor is about to run, as presented with the receipt. */
+export interface PresentedRequest {
+  agent_id: string;
+  tool: string;
+  params: unknown;
+  timestamp: number;
+  trace_id: string;
+}
+
+export interface Presented {
+  request?: PresentedRequest;
+  response?: unknown;
+  runtimeContext?: unknown;
+}
+
+const REQUEST_FIELDS = ["agent_id", "params", "timestamp", "tool", "trace_id"];
+
+/** Why a value is not a presentable request, or null. A call-level error, not a receipt failure. */
+export function requestProblem(value: unknown): string | null {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return "request must be an object";
+  const v = value as Record<string, unknown>;
+  for (const key of Object.keys(v)) if (!REQUEST_FIELDS.includes(key)) return `request has unknown field ${JSON.stringify(key)}`;
+  for (const key of REQUEST_FIELDS) if (!Object.hasOwn(v, key)) return `request is missing ${key}`;
+  if (typeof v.agent_id !== "string" || typeof v.tool !== "string" || typeof v.trace_id !== "string") {
+    return "request.agent_id, request.tool and request.trace_id must be strings";
+  }
+  if (typeof v.timestamp !== "number") return "request.timestamp must be a number";
+  return null;
+}
+
+/**
+ * The canonical request `{agent_id, params, timestamp, tool, trace_id}` built around the
+ * params' canonical text, which is computed once and also digested on its own.
+ */
+function canonicalRequest(q: PresentedRequest, paramsText: string): string {
+  return `{"agent_id":${jcs(q.agent_id)},"params":${paramsText},"timestamp":${jcs(q.timestamp)},"tool":${jcs(q.tool)},"trace_id":${jcs(q.trace_id)}}`;
+}
+
+/** Step 5: what is presented is exactly what the receipt was issued for. */
+export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]> {
+  const out: Failure[] = [];
+  const mismatch = (detail: string) => out.push(failure("BINDING_MISMATCH", detail));
+  const pending: Promise<void>[] = [];
+  const q = p.request;
+  if (q) {
+    if (q.tool !== r.tool) mismatch(`request.tool ${JSON.stringify(q.tool)} is not the receipt's tool`);
+    if (q.trace_id !== r.trace_id) mismatch("request.trace_id is not the receipt's trace_id");
+    if (q.timestamp !== r.timestamp) mismatch("request.timestamp is not the receipt's timestamp");
+    const paramsText = jcs(q.params);
+    pending.push(
+      sha256Hex(paramsText).then((digest) => {
+        if (digest !== actionDigest(r.action, r.tool)) mismatch("params digest does not match the receipt's action");
+        if (digest.slice(0, 16) !== r.params_hash) mismatch("params digest does not match params_hash");
+      }),
+      prefixedDigest(canonicalRequest(q, paramsText)).then((h) => {
+        if (h !== r.request_hash) mismatch("request_hash does not match the presented request");
+      }),
+    );
+  }
+  const bindOptional = (value: unknown, expected: string, name: string) => {
+    if (value === undefined) return;
+    if (expected === "") {
+      mismatch(`a ${name} was presented but the receipt binds none`);
+      return;
+    }
+    pending.push(prefixedDigest(jcs(value)).then((h) => {
+      if (h !== expected) mismatch(`${name}_hash does not match the presented ${name}`);
+    }));
+  };
+  bindOptional(p.response, r.response_hash, "response");
+  bindOptional(p.runtimeContext, r.runtime_context_hash, "runtime_context");
+  await Promise.all(pending);
+  return out;
+}

@@ -1,0 +1,29 @@
+import { keysValidAt, type TrustedKey } from "../anchors.js";
+import { failure, type Failure } from "../codes.js";
+import type { SignatureVerifier } from "../ed25519.js";
+import { fromHex } from "../encoding.js";
+import type { Receipt } from "../receipt.js";
+
+export type SignatureCheck = { kid: string; failures: [] } | { kid: null; failures: Failure[] };
+
+/**
+ * Step 3 (stateless part): the issuer is pinned, a key of it is valid at `issued_at`, and the
+ * signature verifies under one of those keys. Revocation is the ledger's part of step 3.
+ */
+export async function checkSignature(
+  r: Receipt,
+  signedBytes: Uint8Array,
+  keys: TrustedKey[] | null,
+  verifier: SignatureVerifier,
+): Promise<SignatureCheck> {
+  if (keys === null) return { kid: null, failures: [failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`)] };
+  const candidates = keysValidAt(keys, r.issued_at);
+  if (candidates.length === 0) {
+    return { kid: null, failures: [failure("UNTRUSTED_ISSUER", `no pinned key of ${r.issuer} is valid at issued_at ${r.issued_at}`)] };
+  }
+  const signature = fromHex(r.signature)!;
+  for (const key of candidates) {
+    if (await verifier.verify(key.raw, key.fingerprint, signature, signedBytes)) return { kid: key.kid, failures: [] };
+  }
+  return { kid: null, failures: [failure("SIGNATURE_INVALID", `signature does not verify under any pinned key of ${r.issuer} valid at issued_at`)] };
+}

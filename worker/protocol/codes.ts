@@ -1,0 +1,60 @@
+/**
+ * The closed set of failure codes a decision can carry. Clients branch on these codes and on
+ * nothing else; every code is documented in the README and produced by at least one test.
+ */
+export const FAILURE_CODES = [
+  "MALFORMED_RECEIPT",
+  "FRESHNESS_EXPIRED",
+  "AUDIENCE_MISMATCH",
+  "UNTRUSTED_ISSUER",
+  "ANCHOR_REVOKED",
+  "SIGNATURE_INVALID",
+  "REPLAY_DETECTED",
+  "BINDING_MISMATCH",
+  "OUTCOME_INDETERMINATE",
+] as const;
+export type FailureCode = (typeof FAILURE_CODES)[number];
+
+/** Codes of a call that could not be judged at all (HTTP 4xx/5xx, same response shape). */
+export const CALL_ERROR_CODES = [
+  "MALFORMED_REQUEST",
+  "REQUEST_TOO_LARGE",
+  "UNAUTHORIZED",
+  "NOT_FOUND",
+  "ANCHOR_INVALID",
+  "ANCHOR_KEY_REJECTED",
+  "ANCHOR_KID_REVOKED",
+  "VERIFIER_UNAVAILABLE",
+] as const;
+export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
+
+export type Severity = "CRITICAL" | "WARNING";
+
+/** The CCS §12.2 step each code belongs to. */
+export const STEP_OF: Record<FailureCode, number> = {
+  MALFORMED_RECEIPT: 0,
+  FRESHNESS_EXPIRED: 1,
+  AUDIENCE_MISMATCH: 2,
+  UNTRUSTED_ISSUER: 3,
+  ANCHOR_REVOKED: 3,
+  SIGNATURE_INVALID: 3,
+  REPLAY_DETECTED: 4,
+  BINDING_MISMATCH: 5,
+  OUTCOME_INDETERMINATE: 6,
+};
+
+export interface Failure {
+  code: FailureCode;
+  severity: Severity;
+  step: number;
+  detail: string;
+}
+
+export function failure(code: FailureCode, detail: string): Failure {
+  return {
+    code,
+    severity: code === "OUTCOME_INDETERMINATE" ? "WARNING" : "CRITICAL",
+    step: STEP_OF[code],
+    detail,
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * The CCS v1.3 receipt: exactly 22 fields, checked strictly (step 0), and its canonical bytes.
+ */
+import { failure, type Failure } from "./codes.js";
+import { utf8, utf8Length } from "./encoding.js";
+
+export type Verdict = "allow" | "deny" | "escalate";
+
+export interface Receipt {
+  action: string;
+  audience: string;
+  block_reason: string;
+  config_hash: string;
+  expires_at: number;
+  issued_at: number;
+  issuer: string;
+  max_clock_skew: number;
+  nonce: string;
+  params_hash: string;
+  receipt: string;
+  request_hash: string;
+  response_hash: string;
+  rule_summary: string;
+  runtime_context_hash: string;
+  sequence: number;
+  signature: string;
+  timestamp: number;
+  tool: string;
+  trace_id: string;
+  verdict: Verdict;
+  verified_at: number;
+}
+
+export type UnsignedReceipt = Omit<Receipt, "signature">;
+
+/** The 22 field names in RFC 8785 order (UTF-16 code unit order, which for ASCII is byte order). */
+export const RECEIPT_FIELDS = [
+  "action", "audience", "block_reason", "config_hash", "expires_at", "issued_at", "issuer",
+  "max_clock_skew", "nonce", "params_hash", "receipt", "request_hash", "response_hash",
+  "rule_summary", "runtime_context_hash", "sequence", "signature", "timestamp", "tool",
+  "trace_id", "verdict", "verified_at",
+] as const satisfies readonly (keyof Receipt)[];
+
+export const ACTION_PREFIX = "ccs:tool-invoke:";
+export const MAX_TOOL_BYTES = 256;
+
+const HEX16 = /^[0-9a-f]{16}$/;
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX64 = /^[0-9a-f]{64}$/;
+const HEX128 = /^[0-9a-f]{128}$/;
+const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
+const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
+const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
+
+/** An `https://` absolute URI with a host and no whitespace. */
+export function isHttpsUri(value: unknown): value is string {
+  if (typeof value !== "string" || !value.startsWith("https://") || /\s/.test(value)) return false;
+  try {
+    return new URL(value).host.length > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** The full params digest carried in `action`, or null when `action` is not of the profile's form. */
+export function actionDigest(action: string, tool: string): string | null {
+  const prefix = ACTION_PREFIX + tool + ":";
+  if (!action.startsWith(prefix)) return null;
+  const digest = action.slice(prefix.length);
+  return HEX64.test(digest) ? digest : null;
+}
+
+type Check = (r: Record<string, unknown>) => string | null;
+
+const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const form = (test: (v: unknown) => boolean, what: string) => (field: string): Check => (r) =>
+  test(r[field]) ? null : `${field} must be ${what}`;
+const pattern = (re: RegExp, what: string) => form((v) => typeof v === "string" && re.test(v), what);
+const time = form(isNumber, "a finite number of Unix seconds");
+const hashOrEmpty = form((v) => v === "" || (typeof v === "string" && SHA256_REF.test(v)), '"sha256:" + 64 lowercase hex, or ""');
+
+const FIELD_CHECKS: Check[] = [
+  pattern(HEX16, "16 lowercase hex")("trace_id"),
+  form((v) => v === "allow" || v === "deny" || v === "escalate", '"allow", "deny" or "escalate"')("verdict"),
+  time("timestamp"), time("verified_at"), time("issued_at"), time("expires_at"),
+  form((v) => typeof v === "string" && v.length > 0 && utf8Length(v) <= MAX_TOOL_BYTES, `a non-empty string of at most ${MAX_TOOL_BYTES} UTF-8 bytes`)("tool"),
+  pattern(HEX16, "16 lowercase hex")("params_hash"),
+  pattern(RULE_SUMMARY, '"name=verdict" entries joined by "|"')("rule_summary"),
+  pattern(HEX32, "32 lowercase hex")("receipt"),
+  form((v) => typeof v === "string", "a string")("block_reason"),
+  pattern(SHA256_REF, '"sha256:" + 64 lowercase hex')("request_hash"),
+  pattern(SHA256_REF, '"sha256:" + 64 lowercase hex')("config_hash"),
+  hashOrEmpty("response_hash"), hashOrEmpty("runtime_context_hash"),
+  form((v) => typeof v === "string" && v.startsWith(ACTION_PREFIX), `"${ACTION_PREFIX}<tool>:<64 hex>"`)("action"),
+  form(isHttpsUri, "an https:// URI")("issuer"),
+  form(isHttpsUri, "an https:// URI")("audience"),
+  pattern(HEX32, "32 lowercase hex")("nonce"),
+  form((v) => Number.isSafeInteger(v) && (v as number) >= 0, "an integer in 0..2^53-1")("sequence"),
+  form((v) => isNumber(v) && v >= 0, "a number of seconds >= 0")("max_clock_skew"),
+  pattern(HEX128, "128 lowercase hex")("signature"),
+];
+
+/** Cross-field rules of the profile, checked once every field has its form. */
+function consistency(r: Receipt): string[] {
+  const problems: string[] = [];
+  const digest = actionDigest(r.action, r.tool);
+  if (digest === null) problems.push(`action must be "${ACTION_PREFIX}${r.tool}:<64 lowercase hex>"`);
+  else if (digest.slice(0, 16) !== r.params_hash) problems.push("params_hash is not the first 16 hex of the params digest in action");
+  if (r.verdict === "allow" && r.block_reason !== "") problems.push("block_reason must be empty for an allow verdict");
+  if (r.verdict !== "allow" && r.block_reason === "") problems.push(`block_reason must be non-empty for a ${r.verdict} verdict`);
+  return problems;
+}
+
+export type ReceiptParse = { ok: true; receipt: Receipt } | { ok: false; failures: Failure[] };
+
+/** Step 0 after strict parsing: exactly the 22 fields, each of its form, consistent. */
+export function parseReceipt(value: unknown): ReceiptParse {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { ok: false, failures: [failure("MALFORMED_RECEIPT", "receipt must be a JSON object")] };
+  }
+  const r = value as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const key of Object.keys(r)) if (!FIELD_SET.has(key)) problems.push(`unknown field ${JSON.stringify(key)}`);
+  for (const field of RECEIPT_FIELDS) if (!Object.hasOwn(r, field)) problems.push(`missing field ${field}`);
+  if (problems.length === 0) {
+    for (const check of FIELD_CHECKS) {
+      const problem = check(r);
+      if (problem) problems.push(problem);
+    }
+  }
+  if (problems.length === 0) problems.push(...consistency(r as unknown as Receipt));
+  if (problems.length > 0) return { ok: false, failures: problems.map((p) => failure("MALFORMED_RECEIPT", p)) };
+  return { ok: true, receipt: r as unknown as Receipt };
+}
+
+export interface CanonicalReceipt {
+  /** RFC 8785 bytes of the 21 signed fields: the Ed25519 message. */
+  signedBytes: Uint8Array;
+  /** RFC 8785 text of the whole receipt, signature included: the receipt_hash input. */
+  fullText: string;
+}
+
+/**
+ * Both canonical forms in one pass. Every field is a string or a finite number whose
+ * `JSON.stringify` form is already the RFC 8785 form, and the member order is fixed, so the
+ * signed text is the full text without the `signature` member.
+ */
+export function canonicalReceipt(r: UnsignedReceipt & { signature?: string }): CanonicalReceipt {
+  let before = "";
+  let after = "";
+  let passedSignature = false;
+  for (const field of RECEIPT_FIELDS) {
+    if (field === "signature") {
+      passedSignature = true;
+      continue;
+    }
+    const member = `"${field}":${JSON.stringify(r[field])}`;
+    if (passedSignature) after += "," + member;
+    else before += (before ? "," : "") + member;
+  }
+  const signed = `{${before}${after}}`;
+  const fullText = r.signature === undefined ? signed : `{${before},"signature":"${r.signature}"${after}}`;
+  return { signedBytes: utf8(signed), fullText };
+}

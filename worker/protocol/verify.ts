@@ -1,0 +1,126 @@
+/**
+ * CCS §12.2 enforcement validation of one receipt. Pure: time, keys and replay state are
+ * parameters. Stateless checks run first; the ledger is asked to consume the nonce only when
+ * every one of them passed, so a forger cannot burn an honest nonce.
+ */
+import type { TrustedKey } from "./anchors.js";
+import { failure, type Failure } from "./codes.js";
+import { prefixedDigest } from "./digest.js";
+import type { SignatureVerifier } from "./ed25519.js";
+import type { LedgerAnswer, ReplayLedger } from "./ledger.js";
+import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
+import { checkAudience } from "./checks/audience.js";
+import { checkBinding, type Presented } from "./checks/binding.js";
+import { checkFreshness, grantedSkew, type FreshnessPolicy } from "./checks/freshness.js";
+import { mapOutcome, type Enforcement, type ReportedOutcome } from "./checks/outcome.js";
+import { checkSignature } from "./checks/signature.js";
+
+export type Mode = "enforce" | "audit";
+
+export interface Decision {
+  valid: boolean;
+  decision: "accept" | "reject";
+  failures: Failure[];
+  enforcement: Enforcement;
+  receipt_hash: string | null;
+  nonce_consumed: boolean;
+  mode: Mode;
+  /** The Unix seconds the receipt was judged at. */
+  checked_at: number;
+  issuer: string | null;
+  /** The pinned key the signature verified under. */
+  kid: string | null;
+}
+
+export interface VerifyOptions extends Presented {
+  audience: string;
+  mode: Mode;
+  now: number;
+  policy: FreshnessPolicy;
+  reportedOutcome?: ReportedOutcome;
+}
+
+export interface VerifyDeps {
+  /** The issuer's pinned keys, or null when the issuer is not pinned. */
+  anchors(issuer: string): Promise<TrustedKey[] | null>;
+  verifier: SignatureVerifier;
+  ledger(issuer: string, nonce: string): ReplayLedger;
+}
+
+/** A dependency (anchor store, ledger) failed or timed out: the caller must fail closed. */
+export class VerifierUnavailable extends Error {
+  constructor(readonly dependency: string, cause: unknown) {
+    super(`${dependency} unavailable`, { cause });
+    this.name = "VerifierUnavailable";
+  }
+}
+
+async function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw err instanceof VerifierUnavailable ? err : new VerifierUnavailable(name, err);
+  }
+}
+
+export function rejection(failures: Failure[], mode: Mode, now: number): Decision {
+  return {
+    valid: false,
+    decision: "reject",
+    failures,
+    enforcement: { action: "block", verdict: null, outcome_status: null },
+    receipt_hash: null,
+    nonce_consumed: false,
+    mode,
+    checked_at: now,
+    issuer: null,
+    kid: null,
+  };
+}
+
+function ledgerFailures(answer: LedgerAnswer, kid: string | null): Failure[] {
+  const out: Failure[] = [];
+  if (answer.revoked) out.push(failure("ANCHOR_REVOKED", `key ${kid} of this issuer has been revoked`));
+  if (answer.replay) out.push(failure("REPLAY_DETECTED", answer.replay));
+  return out;
+}
+
+export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: VerifyDeps): Promise<Decision> {
+  const parsed = parseReceipt(value);
+  if (!parsed.ok) return rejection(parsed.failures, opts.mode, opts.now);
+  const r: Receipt = parsed.receipt;
+  const { signedBytes, fullText } = canonicalReceipt(r);
+  const receiptHash = prefixedDigest(fullText);
+  const binding = checkBinding(r, opts);
+  const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...checkAudience(r, opts.audience)];
+  const keys = await dependency("anchor store", () => deps.anchors(r.issuer));
+  const signature = await checkSignature(r, signedBytes, keys, deps.verifier);
+  stateless.push(...signature.failures, ...(await binding));
+
+  const ledger = deps.ledger(r.issuer, r.nonce);
+  const query = { issuer: r.issuer, nonce: r.nonce, sequence: r.sequence, kid: signature.kid };
+  let stateful: LedgerAnswer = { revoked: false, replay: null, consumed: false };
+  const provisional = mapOutcome(r, stateless.length === 0, opts.reportedOutcome);
+  if (opts.mode === "audit") {
+    stateful = await dependency("issuer ledger", () => ledger.inspect(query));
+  } else if (stateless.length === 0) {
+    const retainUntil = r.expires_at + grantedSkew(r, opts.policy);
+    const warnings = provisional.warnings.map((w) => w.code);
+    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, warnings }));
+  }
+  const failures = [...stateless, ...ledgerFailures(stateful, signature.kid)];
+  const critical = failures.some((f) => f.severity === "CRITICAL");
+  const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
+  return {
+    valid: !critical,
+    decision: critical ? "reject" : "accept",
+    failures: [...failures, ...warnings],
+    enforcement,
+    receipt_hash: await receiptHash,
+    nonce_consumed: stateful.consumed,
+    mode: opts.mode,
+    checked_at: opts.now,
+    issuer: r.issuer,
+    kid: signature.kid,
+  };
+}

@@ -1,0 +1,42 @@
+import { Hono } from "hono";
+import type { AppEnv } from "../app.js";
+import { MAX_ADMIN_BODY } from "../config.js";
+import { ApiError, bearerMatches, readStrictJson, requireObject } from "../http.js";
+import { buildAnchorRecord } from "../protocol/anchors.js";
+
+export const adminRoutes = new Hono<AppEnv>();
+
+adminRoutes.use(async (c, next) => {
+  if (!(await bearerMatches(c.req.header("authorization"), c.env.ADMIN_TOKEN))) {
+    throw new ApiError(401, "UNAUTHORIZED", "a valid admin bearer token is required");
+  }
+  await next();
+});
+
+/** Pins or replaces an issuer's anchor. A kid revoked before can never be pinned again. */
+adminRoutes.put("/anchors", async (c) => {
+  const { now, anchors, ledgers } = c.get("services");
+  const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), Math.floor(now()));
+  if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
+  const { record } = built;
+  const { revoked } = await ledgers.stats(record.issuer);
+  const reused = record.keys.filter((k) => revoked.some((r) => r.kid === k.kid)).map((k) => k.kid);
+  if (reused.length > 0) throw new ApiError(409, "ANCHOR_KID_REVOKED", `kid ${reused.join(", ")} was revoked and cannot be pinned again`);
+  await anchors.put(record);
+  return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
+});
+
+/** Revokes one key, in the issuer's ledger: the very next verification anywhere sees it. */
+adminRoutes.post("/anchors/revoke", async (c) => {
+  const body = requireObject(await readStrictJson(c, MAX_ADMIN_BODY), "body");
+  const { issuer, kid } = body;
+  if (typeof issuer !== "string" || typeof kid !== "string" || Object.keys(body).length !== 2) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "body must be {issuer, kid}");
+  }
+  const { now, anchors, ledgers } = c.get("services");
+  const record = await anchors.get(issuer);
+  if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
+  if (!record.keys.some((k) => k.kid === kid)) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} has no key ${kid}`);
+  const revoked = await ledgers.revoke(issuer, kid, Math.floor(now()));
+  return c.json({ issuer, ...revoked });
+});
