@@ -7,8 +7,8 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
-import type { ClaimQuery, LedgerAnswer, LedgerQuery } from "../worker/protocol/ledger.js";
-import { admitSequence, decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
+import { judgeReplay, type ClaimQuery, type LedgerAnswer, type LedgerQuery } from "../worker/protocol/ledger.js";
+import { decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
 
 /** Purges are batched: an alarm never fires sooner than this after the previous one. */
 export const PURGE_INTERVAL_MS = 30_000;
@@ -45,11 +45,11 @@ export class IssuerLedger extends DurableObject<Env> {
   }
 
   private judge(q: LedgerQuery): { answer: LedgerAnswer; next: SequenceWindow | null } {
-    const revoked = q.kid !== null && this.revoked.has(q.kid);
-    const seen = this.sql.exec("SELECT 1 FROM nonces WHERE nonce = ?", q.nonce).toArray().length > 0;
-    const seq = admitSequence(this.window, q.sequence);
-    const replay = seen ? `nonce ${q.nonce} was already presented` : seq.kind === "fresh" ? null : seq.detail;
-    return { answer: { revoked, replay, consumed: false }, next: seq.kind === "fresh" ? seq.next : null };
+    return judgeReplay(q, {
+      nonceSeen: this.sql.exec("SELECT 1 FROM nonces WHERE nonce = ?", q.nonce).toArray().length > 0,
+      kidRevoked: q.kid !== null && this.revoked.has(q.kid),
+      window: this.window,
+    });
   }
 
   private count(codes: string[]): void {

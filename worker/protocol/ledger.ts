@@ -3,6 +3,7 @@
  * adapter is the IssuerLedger Durable Object; tests and the CLI may supply their own.
  */
 import type { FailureCode } from "./codes.js";
+import { admitSequence, type SequenceWindow } from "./replay-window.js";
 
 export interface LedgerQuery {
   issuer: string;
@@ -32,4 +33,14 @@ export interface ReplayLedger {
   claim(q: ClaimQuery): Promise<LedgerAnswer>;
   /** The same checks, read-only. */
   inspect(q: LedgerQuery): Promise<LedgerAnswer>;
+}
+
+/** The ledger's decision for one query, given what it holds; `next` is the window to store on a claim. */
+export function judgeReplay(
+  q: LedgerQuery,
+  held: { nonceSeen: boolean; kidRevoked: boolean; window: SequenceWindow },
+): { answer: LedgerAnswer; next: SequenceWindow | null } {
+  const seq = admitSequence(held.window, q.sequence);
+  const replay = held.nonceSeen ? `nonce ${q.nonce} was already presented` : seq.kind === "fresh" ? null : seq.detail;
+  return { answer: { revoked: held.kidRevoked, replay, consumed: false }, next: seq.kind === "fresh" ? seq.next : null };
 }

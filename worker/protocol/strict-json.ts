@@ -1,7 +1,8 @@
 /**
  * Strict JSON: RFC 8259 plus the refusals the wire profile requires. One pass builds the value
  * and rejects duplicate object keys, lone surrogates (raw or escaped), integers outside the
- * IEEE-754 safe range, numbers that overflow to infinity, and nesting deeper than `maxDepth`.
+ * IEEE-754 safe range (any number of magnitude 2^53 or more, whatever its notation, since it
+ * cannot be told from an integer that lost precision), numbers that overflow to infinity, and nesting deeper than `maxDepth`.
  * `JSON.parse` accepts all of these silently, so it is never used on untrusted input.
  */
 

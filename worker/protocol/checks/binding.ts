@@ -40,39 +40,32 @@ function canonicalRequest(q: PresentedRequest, paramsText: string): string {
   return `{"agent_id":${jcs(q.agent_id)},"params":${paramsText},"timestamp":${jcs(q.timestamp)},"tool":${jcs(q.tool)},"trace_id":${jcs(q.trace_id)}}`;
 }
 
-/** Step 5: what is presented is exactly what the receipt was issued for. */
+/** Step 5: what is presented is exactly what the receipt was issued for. Failures come in a fixed order. */
 export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]> {
-  const out: Failure[] = [];
-  const mismatch = (detail: string) => out.push(failure("BINDING_MISMATCH", detail));
-  const pending: Promise<void>[] = [];
   const q = p.request;
+  const paramsText = q ? jcs(q.params) : "";
+  const digestOf = (value: unknown) => (value === undefined ? undefined : prefixedDigest(jcs(value)));
+  const [paramsDigest, requestHash, responseHash, contextHash] = await Promise.all([
+    q ? sha256Hex(paramsText) : undefined,
+    q ? prefixedDigest(canonicalRequest(q, paramsText)) : undefined,
+    digestOf(p.response),
+    digestOf(p.runtimeContext),
+  ]);
+  const problems: string[] = [];
   if (q) {
-    if (q.tool !== r.tool) mismatch(`request.tool ${JSON.stringify(q.tool)} is not the receipt's tool`);
-    if (q.trace_id !== r.trace_id) mismatch("request.trace_id is not the receipt's trace_id");
-    if (q.timestamp !== r.timestamp) mismatch("request.timestamp is not the receipt's timestamp");
-    const paramsText = jcs(q.params);
-    pending.push(
-      sha256Hex(paramsText).then((digest) => {
-        if (digest !== actionDigest(r.action, r.tool)) mismatch("params digest does not match the receipt's action");
-        if (digest.slice(0, 16) !== r.params_hash) mismatch("params digest does not match params_hash");
-      }),
-      prefixedDigest(canonicalRequest(q, paramsText)).then((h) => {
-        if (h !== r.request_hash) mismatch("request_hash does not match the presented request");
-      }),
-    );
+    if (q.tool !== r.tool) problems.push(`request.tool ${JSON.stringify(q.tool)} is not the receipt's tool`);
+    if (q.trace_id !== r.trace_id) problems.push("request.trace_id is not the receipt's trace_id");
+    if (q.timestamp !== r.timestamp) problems.push("request.timestamp is not the receipt's timestamp");
+    if (paramsDigest !== actionDigest(r.action, r.tool)) problems.push("params digest does not match the receipt's action");
+    if (paramsDigest!.slice(0, 16) !== r.params_hash) problems.push("params digest does not match params_hash");
+    if (requestHash !== r.request_hash) problems.push("request_hash does not match the presented request");
   }
-  const bindOptional = (value: unknown, expected: string, name: string) => {
-    if (value === undefined) return;
-    if (expected === "") {
-      mismatch(`a ${name} was presented but the receipt binds none`);
-      return;
-    }
-    pending.push(prefixedDigest(jcs(value)).then((h) => {
-      if (h !== expected) mismatch(`${name}_hash does not match the presented ${name}`);
-    }));
+  const bound = (digest: string | undefined, expected: string, name: string) => {
+    if (digest === undefined) return;
+    if (expected === "") problems.push(`a ${name} was presented but the receipt binds none`);
+    else if (digest !== expected) problems.push(`${name}_hash does not match the presented ${name}`);
   };
-  bindOptional(p.response, r.response_hash, "response");
-  bindOptional(p.runtimeContext, r.runtime_context_hash, "runtime_context");
-  await Promise.all(pending);
-  return out;
+  bound(responseHash, r.response_hash, "response");
+  bound(contextHash, r.runtime_context_hash, "runtime_context");
+  return problems.map((detail) => failure("BINDING_MISMATCH", detail));
 }

@@ -1,0 +1,37 @@
+/**
+ * The Worker's bindings faked in memory, so the very same Hono app runs under plain Node.
+ * Only for the Node-side tests; the workers pool tests use real KV and Durable Objects.
+ */
+import type { Env } from "../../worker/env.js";
+import type { LedgerStub } from "../../worker/stores.js";
+import { memoryLedger } from "../../worker/protocol/memory-ledger.js";
+
+export function nodeEnv(vars: Partial<Env> = {}) {
+  const kv = new Map<string, string>();
+  const ledgers = new Map<string, ReturnType<typeof memoryLedger>>();
+  const ledger = (name: string) => ledgers.get(name) ?? ledgers.set(name, memoryLedger()).get(name)!;
+  const env = {
+    ANCHORS: {
+      get: async (key: string, type?: string) => {
+        const v = kv.get(key);
+        return v === undefined ? null : type === "json" ? JSON.parse(v) : v;
+      },
+      put: async (key: string, value: string) => void kv.set(key, value),
+    },
+    AUDIENCES: "https://relying-party.example,https://second-party.example",
+    ADMIN_TOKEN: "test-admin-token",
+    ...vars,
+  } as unknown as Env;
+  const ledgerStub = () => (name: string): LedgerStub => {
+    const l = ledger(name);
+    return {
+      claim: (q) => l.claim(q),
+      inspect: (q) => l.inspect(q),
+      record: async () => {},
+      revoke: async (kid, at) => (l.revoke(kid), { kid, revoked_at: at }),
+      stats: async () => ({ nonces: l.nonces(), window: { highest: -1 }, revoked: l.revokedKids().map((kid) => ({ kid, revoked_at: 0 })), counters: {} }),
+    };
+  };
+  const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
+  return { env, ledgerStub, ctx };
+}

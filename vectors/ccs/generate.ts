@@ -1,0 +1,178 @@
+/**
+ * Generates vectors/ccs/receipts.json: CCS v1.3 conformance vectors from fixed seeds, judged at
+ * a fixed instant. `npm run vectors:generate` rewrites the file; the output is committed and the
+ * tests check that a fresh generation is byte-identical.
+ */
+import { writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { anchorFor, identity, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
+
+/** 2100-01-01T00:00:00Z: the vectors' clock, far enough ahead that no purge alarm fires during a test run. */
+export const VECTOR_NOW = 4102444800;
+export const AUDIENCE = "https://relying-party.example";
+const OTHER_AUDIENCE = "https://other-party.example";
+
+interface Expect {
+  status: number;
+  valid: boolean;
+  codes: string[];
+  action?: string;
+  nonce_consumed: boolean;
+}
+interface Call {
+  body?: Record<string, unknown>;
+  raw_body?: string;
+  expect: Expect;
+}
+interface Vector {
+  id: string;
+  title: string;
+  setup?: { revoke: { issuer: string; kid: string }[] };
+  calls: Call[];
+}
+
+const reject = (codes: string[], status = 200): Expect => ({ status, valid: false, codes, action: "block", nonce_consumed: false });
+const accept = (action: string, codes: string[] = []): Expect => ({ status: 200, valid: true, codes, action, nonce_consumed: true });
+
+export async function generate() {
+  const a1 = await identity("issuer-a/a1", "https://issuer-a.example", "a1");
+  const aOld = await identity("issuer-a/a0", "https://issuer-a.example", "a0-retired");
+  const r1 = await identity("issuer-revoked/r1", "https://issuer-revoked.example", "r1");
+  const s1 = await identity("issuer-seq/s1", "https://issuer-seq.example", "s1");
+  const attacker = await identity("attacker", "https://attacker.example", "x1");
+  const unknown = await identity("issuer-unknown/u1", "https://issuer-unknown.example", "u1");
+
+  let sequence = 1000;
+  const spec = (label: string, extra: Partial<ReceiptSpec> = {}): ReceiptSpec => ({
+    label, audience: AUDIENCE, issuedAt: VECTOR_NOW - 10, sequence: (sequence += 10), ...extra,
+  });
+  const call = async (id: Identity, s: ReceiptSpec, extra: Record<string, unknown> = {}) => {
+    const { receipt, request } = await makeReceipt(id, s);
+    return { receipt, audience: AUDIENCE, request, ...extra } as Record<string, unknown>;
+  };
+  const withReceipt = (body: Record<string, unknown>, patch: Record<string, unknown>) => ({
+    ...body, receipt: { ...(body.receipt as object), ...patch },
+  });
+  const vectors: Vector[] = [];
+  const add = (id: string, title: string, calls: Call[], setup?: Vector["setup"]) => vectors.push({ id, title, calls, ...(setup ? { setup } : {}) });
+
+  // Positive vectors.
+  add("CV-001", "admission receipt (allow, no response yet) accepted in enforce mode", [
+    { body: await call(a1, spec("cv-001")), expect: accept("proceed_pending_reconciliation") },
+  ]);
+  add("CV-002", "deny receipt is valid evidence whose action is block", [
+    { body: await call(a1, spec("cv-002", { verdict: "deny" })), expect: { ...accept("block") } },
+  ]);
+  add("CV-003", "escalate receipt defers", [
+    { body: await call(a1, spec("cv-003", { verdict: "escalate" })), expect: accept("defer") },
+  ]);
+  const response = { status: "ok", transfer_id: "tr-5521" };
+  const runtimeContext = { region: "eu-west", sandbox: "gvisor", model: "planner-v2" };
+  const cv4 = spec("cv-004", { response, runtimeContext });
+  add("CV-004", "finalised allow receipt bound to the presented request, response and runtime context", [
+    { body: await call(a1, cv4, { response, runtime_context: runtimeContext }), expect: accept("proceed") },
+  ]);
+  const cv5 = await call(a1, spec("cv-005"));
+  add("CV-005", "audit mode at a chosen instant consumes nothing; the receipt is then accepted in enforce mode", [
+    { body: { ...cv5, mode: "audit", at: VECTOR_NOW - 5 }, expect: { status: 200, valid: true, codes: [], action: "proceed_pending_reconciliation", nonce_consumed: false } },
+    { body: cv5, expect: accept("proceed_pending_reconciliation") },
+  ]);
+  add("CV-006", "a signed field changed after signing breaks the signature", [
+    { body: withReceipt(await call(a1, spec("cv-006")), { verified_at: VECTOR_NOW - 9 }), expect: reject(["SIGNATURE_INVALID"]) },
+  ]);
+
+  // CCS §13 negative cases.
+  const n131 = await call(a1, spec("13.1"));
+  add("13.1", "parameter substitution: the presented params are not the signed ones", [
+    { body: { ...n131, request: { ...(n131.request as object), params: { amount: 125000, currency: "EUR", to: "acct-6666" } } }, expect: reject(["BINDING_MISMATCH", "BINDING_MISMATCH", "BINDING_MISMATCH"]) },
+  ]);
+  const n132 = await call(a1, spec("13.2", { response }), { response });
+  add("13.2", "response substitution: the presented response is not the signed one", [
+    { body: { ...n132, response: { status: "ok", transfer_id: "tr-9999" } }, expect: reject(["BINDING_MISMATCH"]) },
+  ]);
+  const n133 = await call(a1, spec("13.3"));
+  add("13.3", "replay: the same receipt presented twice", [
+    { body: n133, expect: accept("proceed_pending_reconciliation") },
+    { body: n133, expect: reject(["REPLAY_DETECTED"]) },
+  ]);
+  add("13.4", "expired receipt", [
+    { body: await call(a1, spec("13.4", { issuedAt: VECTOR_NOW - 1000 })), expect: reject(["FRESHNESS_EXPIRED"]) },
+  ]);
+  add("13.5", "receipt issued for another audience", [
+    { body: await call(a1, spec("13.5", { audience: OTHER_AUDIENCE })), expect: reject(["AUDIENCE_MISMATCH"]) },
+  ]);
+  add("13.6", "attacker signs with its own key and claims a pinned issuer", [
+    { body: await call(attacker, spec("13.6", { claimIssuer: a1.issuer })), expect: reject(["SIGNATURE_INVALID"]) },
+  ]);
+
+  // One vector per remaining failure code and form.
+  add("NEG-untrusted-issuer", "issuer not pinned", [
+    { body: await call(unknown, spec("neg-untrusted")), expect: reject(["UNTRUSTED_ISSUER"]) },
+  ]);
+  add("NEG-key-outside-validity", "signed by a pinned key whose validity ended before issued_at", [
+    { body: await call(aOld, spec("neg-key-validity")), expect: reject(["UNTRUSTED_ISSUER"]) },
+  ]);
+  add("NEG-anchor-revoked", "signed by a revoked key", [
+    { body: await call(r1, spec("neg-revoked")), expect: reject(["ANCHOR_REVOKED"]) },
+  ], { revoke: [{ issuer: r1.issuer, kid: r1.kid }] });
+  add("NEG-sequence-repeated", "a new nonce with a sequence already presented", [
+    { body: await call(s1, spec("neg-seq-a", { sequence: 5000 })), expect: accept("proceed_pending_reconciliation") },
+    { body: await call(s1, spec("neg-seq-b", { sequence: 5000 })), expect: reject(["REPLAY_DETECTED"]) },
+  ]);
+  add("NEG-sequence-too-old", "a sequence 1024 or more below the highest seen", [
+    { body: await call(s1, spec("neg-seq-c", { sequence: 3976 })), expect: reject(["REPLAY_DETECTED"]) },
+    { body: await call(s1, spec("neg-seq-d", { sequence: 3977 })), expect: accept("proceed_pending_reconciliation") },
+  ]);
+  const ctxBody = await call(a1, spec("neg-runtime", { runtimeContext }), { runtime_context: runtimeContext });
+  add("NEG-runtime-context", "runtime context differs from the signed one", [
+    { body: { ...ctxBody, runtime_context: { ...runtimeContext, sandbox: "none" } }, expect: reject(["BINDING_MISMATCH"]) },
+  ]);
+  add("NEG-outcome-indeterminate", "a caller reports the outcome indeterminate: valid, handled conservatively, with a warning", [
+    { body: await call(a1, spec("neg-indeterminate"), { outcome_status: "indeterminate" }), expect: accept("conservative", ["OUTCOME_INDETERMINATE"]) },
+  ]);
+  add("NEG-issued-in-future", "issued beyond the skew in the future", [
+    { body: await call(a1, spec("neg-future", { issuedAt: VECTOR_NOW + 60 })), expect: reject(["FRESHNESS_EXPIRED"]) },
+  ]);
+  add("NEG-lifetime-too-long", "lifetime beyond the 300 s policy maximum", [
+    { body: await call(a1, spec("neg-lifetime", { lifetime: 600 })), expect: reject(["FRESHNESS_EXPIRED"]) },
+  ]);
+  add("NEG-every-failure-reported", "expired and for another audience: both failures reported, expiry first", [
+    { body: await call(a1, spec("neg-multi", { issuedAt: VECTOR_NOW - 1000, audience: OTHER_AUDIENCE })), expect: reject(["FRESHNESS_EXPIRED", "AUDIENCE_MISMATCH"]) },
+  ]);
+
+  // Malformed receipts: schema (step 0) and strict parsing.
+  const base = await call(a1, spec("malformed"));
+  const raw = JSON.stringify(base);
+  const r = base.receipt as Record<string, unknown>;
+  const malformed = (id: string, title: string, c: Omit<Call, "expect">) => add(id, title, [{ ...c, expect: reject(["MALFORMED_RECEIPT"], 400) }]);
+  malformed("MAL-23rd-field", "an unknown 23rd field (outcome_status) added to a signed receipt", { body: withReceipt(base, { outcome_status: "confirmed" }) });
+  malformed("MAL-missing-field", "a receipt without its nonce", { body: { ...base, receipt: Object.fromEntries(Object.entries(r).filter(([k]) => k !== "nonce")) } });
+  malformed("MAL-params-hash", "a 16-hex params_hash that is not the prefix of the full params digest", { body: withReceipt(base, { params_hash: "0123456789abcdef" }) });
+  malformed("MAL-nan-as-text", "NaN smuggled as a string where a number belongs", { body: withReceipt(base, { expires_at: "NaN" }) });
+  malformed("MAL-uppercase-signature", "signature in uppercase hex", { body: withReceipt(base, { signature: (r.signature as string).toUpperCase() }) });
+  malformed("MAL-duplicate-key", "a duplicate key inside the receipt", { raw_body: raw.replace(`"nonce":"`, `"nonce":"${"0".repeat(32)}","nonce":"`) });
+  malformed("MAL-lone-surrogate", "a lone surrogate escape inside the receipt", { raw_body: raw.replace(`"block_reason":""`, `"block_reason":"\\ud800"`) });
+  malformed("MAL-unsafe-integer", "an integer beyond 2^53-1 inside the receipt", { raw_body: raw.replace(/"sequence":\d+/, `"sequence":9007199254740993`) });
+  malformed("MAL-nan-token", "a bare NaN token inside the receipt", { raw_body: raw.replace(/"expires_at":\d+/, `"expires_at":NaN`) });
+
+  return {
+    description: "countersign CCS v1.3 conformance vectors. Pin `anchors`, apply each vector's setup, judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
+    generator: "vectors/ccs/generate.ts",
+    now: VECTOR_NOW,
+    audience: AUDIENCE,
+    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), anchorFor(s1)].map((anchor) => ({
+      ...anchor,
+      keys: anchor.keys.map((k) => (k.kid === aOld.kid ? { ...k, not_after: VECTOR_NOW - 86400 } : k)),
+    })),
+    vectors,
+  };
+}
+
+export const VECTORS_PATH = fileURLToPath(new URL("./receipts.json", import.meta.url));
+export const render = (doc: unknown): string => JSON.stringify(doc, null, 2) + "\n";
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const doc = await generate();
+  writeFileSync(VECTORS_PATH, render(doc));
+  console.log(`wrote ${doc.vectors.length} vectors to ${VECTORS_PATH}`);
+}
