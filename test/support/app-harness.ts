@@ -1,0 +1,59 @@
+/**
+ * Drives the Hono app with `app.request`, for tests in the workers pool (real bindings) or
+ * under Node (faked bindings). Keeps the JSON plumbing out of the tests.
+ */
+import { createApp, type AppOptions } from "../../worker/app.js";
+import type { Env } from "../../worker/env.js";
+import { anchorFor, identity, makeReceipt, type Identity, type ReceiptSpec } from "../../vectors/ccs/factory.js";
+
+export const ADMIN_TOKEN = "test-admin-token";
+export const AUDIENCE = "https://relying-party.example";
+export const SECOND_AUDIENCE = "https://second-party.example";
+/** A fixed clock for the tests, years ahead so no purge alarm fires while they run. */
+export const TEST_NOW = 1_900_000_000;
+
+export interface Harness {
+  call(path: string, init?: RequestInit): Promise<{ status: number; body: any; text: string }>;
+  verify(body: unknown): Promise<{ status: number; body: any; text: string }>;
+  pin(anchor: unknown): Promise<{ status: number; body: any; text: string }>;
+  revoke(issuer: string, kid: string): Promise<{ status: number; body: any; text: string }>;
+}
+
+export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {}): Harness {
+  const app = createApp({ now: () => TEST_NOW, ...options });
+  const call = async (path: string, init: RequestInit = {}) => {
+    const res = await app.request(path, init, env, ctx);
+    const text = await res.text();
+    let body: unknown = null;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON; the test looks at text */
+    }
+    return { status: res.status, body, text };
+  };
+  const json = (method: string, body: unknown, admin = false): RequestInit => ({
+    method,
+    headers: { "content-type": "application/json", ...(admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : {}) },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  return {
+    call,
+    verify: (body) => call("/v1/receipts/verify", json("POST", body)),
+    pin: (anchor) => call("/v1/admin/anchors", json("PUT", anchor, true)),
+    revoke: (issuer, kid) => call("/v1/admin/anchors/revoke", json("POST", { issuer, kid }, true)),
+  };
+}
+
+let counter = 0;
+/** A pinned-able issuer identity unique to one test, and a maker of its receipts. */
+export async function issuerFor(test: string) {
+  const id: Identity = await identity(test, `https://${test.replace(/[^a-z0-9]+/gi, "-").toLowerCase()}.example`, "k1");
+  const receipt = (extra: Partial<ReceiptSpec> = {}) =>
+    makeReceipt(id, { label: `${test}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter, ...extra });
+  const body = async (extra: Partial<ReceiptSpec> = {}, call: Record<string, unknown> = {}) => {
+    const { receipt: r, request } = await receipt(extra);
+    return { receipt: r, audience: AUDIENCE, request, ...call } as Record<string, any>;
+  };
+  return { id, anchor: anchorFor(id), receipt, body };
+}

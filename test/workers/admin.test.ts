@@ -1,0 +1,119 @@
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { sha256Hex } from "../../worker/protocol/digest.js";
+import { fromBase64Url, fromHex, toBase64Url } from "../../worker/protocol/encoding.js";
+import { harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
+
+const h = () => harness(env, createExecutionContext());
+const keyOf = (hex: string) => toBase64Url(fromHex(hex)!);
+
+describe("admin authentication", () => {
+  it("refuses a missing or wrong bearer token with 401 UNAUTHORIZED", async () => {
+    const issuer = await issuerFor("admin-auth");
+    for (const authorization of [undefined, "Bearer wrong", "Basic dGVzdA==", "Bearer test-admin-tokeN", "test-admin-token"]) {
+      const res = await h().call("/v1/admin/anchors", {
+        method: "PUT",
+        headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) },
+        body: JSON.stringify(issuer.anchor),
+      });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ error: { code: "UNAUTHORIZED", detail: expect.any(String) } });
+    }
+  });
+});
+
+describe("pinning anchors", () => {
+  it("answers the kids with their fingerprints, SHA-256 of the raw key", async () => {
+    const issuer = await issuerFor("pin-ok");
+    const res = await h().pin(issuer.anchor);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ issuer: issuer.id.issuer, keys: [{ kid: "k1", fingerprint: await sha256Hex(fromBase64Url(issuer.id.publicKey)!) }] });
+  });
+
+  it.each([
+    ["the identity point", "0100000000000000000000000000000000000000000000000000000000000000"],
+    ["a point of order 8", "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a"],
+    ["a point of order 2 (y = -1)", "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"],
+  ])("refuses %s as a small-order key with 400 ANCHOR_KEY_REJECTED", async (_name, hex) => {
+    const issuer = await issuerFor("pin-small-order");
+    const res = await h().pin({ ...issuer.anchor, keys: [{ kid: "bad", alg: "Ed25519", public_key: keyOf(hex) }] });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("ANCHOR_KEY_REJECTED");
+    expect(res.body.error.detail).toMatch(/small-order/);
+  });
+
+  it("refuses a non-canonical point encoding and a non-canonical base64url with 400 ANCHOR_KEY_REJECTED", async () => {
+    const issuer = await issuerFor("pin-noncanonical");
+    const nonCanonicalY = keyOf("eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f");
+    const good = issuer.id.publicKey;
+    const nonCanonicalB64 = good.slice(0, 42) + String.fromCharCode(good.charCodeAt(42) + 1);
+    for (const public_key of [nonCanonicalY, nonCanonicalB64]) {
+      const res = await h().pin({ ...issuer.anchor, keys: [{ kid: "k9", alg: "Ed25519", public_key }] });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("ANCHOR_KEY_REJECTED");
+    }
+  });
+
+  it.each([
+    ["an unknown field", (a: any) => ({ ...a, extra: 1 })],
+    ["no keys", (a: any) => ({ ...a, keys: [] })],
+    ["an http issuer", (a: any) => ({ ...a, issuer: "http://issuer.example" })],
+    ["another algorithm", (a: any) => ({ ...a, keys: [{ ...a.keys[0], alg: "ES256" }] })],
+    ["a key of the wrong length", (a: any) => ({ ...a, keys: [{ ...a.keys[0], public_key: "AAAA" }] })],
+    ["a caller-supplied fingerprint", (a: any) => ({ ...a, keys: [{ ...a.keys[0], fingerprint: "0".repeat(64) }] })],
+    ["a kid listed twice", (a: any) => ({ ...a, keys: [a.keys[0], a.keys[0]] })],
+    ["not_after before not_before", (a: any) => ({ ...a, keys: [{ ...a.keys[0], not_before: 10, not_after: 5 }] })],
+  ])("refuses %s with 400 ANCHOR_INVALID", async (_name, mutate) => {
+    const issuer = await issuerFor("pin-invalid");
+    const res = await h().pin(mutate(issuer.anchor));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("ANCHOR_INVALID");
+  });
+
+  it("refuses a strictly malformed body with 400 MALFORMED_REQUEST", async () => {
+    const res = await h().pin('{"issuer":"https://a.example","issuer":"https://b.example","keys":[]}');
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+  });
+});
+
+describe("revocation and the public anchor", () => {
+  it("shows the pinned anchor, then the revoked kid; a revoked kid cannot be pinned again", async () => {
+    const issuer = await issuerFor("public-anchor");
+    const k2 = { kid: "k2", alg: "Ed25519", public_key: (await issuerFor("public-anchor-k2")).id.publicKey, not_before: TEST_NOW - 100, not_after: TEST_NOW + 100 };
+    await h().pin({ ...issuer.anchor, org_id: "org-7", keys: [...issuer.anchor.keys, k2] });
+    const path = `/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`;
+    const before = await h().call(path);
+    expect(before.status).toBe(200);
+    expect(before.body).toMatchObject({ issuer: issuer.id.issuer, org_id: "org-7", revoked: [] });
+    expect(before.body.keys.map((k: any) => [k.kid, k.revoked, k.short_fingerprint.length, k.not_before])).toEqual([["k1", false, 16, null], ["k2", false, 16, TEST_NOW - 100]]);
+    expect((await h().revoke(issuer.id.issuer, "k2")).status).toBe(200);
+    const after = await h().call(path);
+    expect(after.body.revoked).toEqual([{ kid: "k2", revoked_at: TEST_NOW }]);
+    expect(after.body.keys.find((k: any) => k.kid === "k2").revoked).toBe(true);
+    const again = await h().pin({ ...issuer.anchor, keys: [...issuer.anchor.keys, k2] });
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("ANCHOR_KID_REVOKED");
+  });
+
+  it("answers 404 NOT_FOUND for an unknown issuer or kid", async () => {
+    const issuer = await issuerFor("revoke-unknown");
+    expect((await h().revoke(issuer.id.issuer, "k1")).body.error.code).toBe("NOT_FOUND");
+    await h().pin(issuer.anchor);
+    const res = await h().revoke(issuer.id.issuer, "nope");
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("NOT_FOUND");
+    expect((await h().call(`/v1/issuers/${encodeURIComponent("https://nobody.example")}`)).status).toBe(404);
+  });
+
+  it("refuses a revocation body that is not {issuer, kid}", async () => {
+    const res = await h().call("/v1/admin/anchors/revoke", {
+      method: "POST",
+      headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
+      body: JSON.stringify({ issuer: "https://a.example" }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+  });
+});

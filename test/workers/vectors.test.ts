@@ -1,0 +1,20 @@
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { harness } from "../support/app-harness.js";
+import { ccsVectors, mismatches, rawBodyOf } from "../support/vectors.js";
+
+describe("CCS vectors through POST /v1/receipts/verify in workerd (WebCrypto, KV, IssuerLedger)", () => {
+  const h = harness(env, createExecutionContext(), { now: () => ccsVectors.now });
+
+  beforeAll(async () => {
+    for (const anchor of ccsVectors.anchors) expect((await h.pin(anchor)).status).toBe(200);
+  });
+
+  for (const vector of ccsVectors.vectors) {
+    it(`${vector.id}: ${vector.title}`, async () => {
+      for (const r of "setup" in vector ? vector.setup!.revoke : []) expect((await h.revoke(r.issuer, r.kid)).status).toBe(200);
+      for (const c of vector.calls) expect(mismatches(c, await h.verify(rawBodyOf(c)))).toEqual([]);
+    });
+  }
+});

@@ -1,0 +1,205 @@
+import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../worker/env.js";
+import type { LedgerStub } from "../../worker/stores.js";
+import { AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
+
+const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
+
+describe("stateless failures never consume a nonce", () => {
+  it("a forged signature never consumes a nonce: the genuine receipt is accepted afterwards", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("forged-first");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const genuine = await issuer.body();
+    const forged = { ...genuine, receipt: { ...genuine.receipt, signature: genuine.receipt.signature.replace(/^./, (c: string) => (c === "0" ? "1" : "0")) } };
+    const first = await h.verify(forged);
+    expect(codes(first)).toEqual(["SIGNATURE_INVALID"]);
+    expect(first.body.nonce_consumed).toBe(false);
+    const second = await h.verify(genuine);
+    expect(second.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
+
+  it("a wrong audience never consumes a nonce", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("audience-first");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const elsewhere = await h.verify({ ...genuine, audience: SECOND_AUDIENCE });
+    expect(codes(elsewhere)).toEqual(["AUDIENCE_MISMATCH"]);
+    expect(elsewhere.body.nonce_consumed).toBe(false);
+    expect((await h.verify(genuine)).body).toMatchObject({ valid: true, nonce_consumed: true });
+  });
+
+  it("an expired receipt never consumes a nonce", async () => {
+    const later = harness(env, createExecutionContext(), { now: () => TEST_NOW + 3600 });
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("expired-first");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const expired = await later.verify(genuine);
+    expect(codes(expired)).toEqual(["FRESHNESS_EXPIRED"]);
+    expect(expired.body.nonce_consumed).toBe(false);
+    expect((await h.verify(genuine)).body).toMatchObject({ valid: true, nonce_consumed: true });
+  });
+
+  it("a binding mismatch never consumes a nonce", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("binding-first");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const swapped = await h.verify({ ...genuine, request: { ...genuine.request, tool: "payments.refund" } });
+    expect(codes(swapped)).toContain("BINDING_MISMATCH");
+    expect((await h.verify(genuine)).body).toMatchObject({ valid: true, nonce_consumed: true });
+  });
+});
+
+describe("replay", () => {
+  it("50 concurrent enforce calls with one receipt: exactly one accept, 49 REPLAY_DETECTED", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("concurrent");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    const answers = await Promise.all(Array.from({ length: 50 }, () => h.verify(body)));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(answers.filter((a) => a.body.valid)).toHaveLength(1);
+    expect(answers.filter((a) => a.body.nonce_consumed)).toHaveLength(1);
+    const rejected = answers.filter((a) => !a.body.valid);
+    expect(rejected).toHaveLength(49);
+    expect(rejected.every((a) => JSON.stringify(codes(a)) === '["REPLAY_DETECTED"]')).toBe(true);
+  });
+
+  it("audit mode consumes nothing and reports a nonce already consumed", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("audit-mode");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    for (let i = 0; i < 2; i++) expect((await h.verify({ ...body, mode: "audit" })).body).toMatchObject({ valid: true, nonce_consumed: false, mode: "audit" });
+    expect((await h.verify(body)).body.nonce_consumed).toBe(true);
+    const after = await h.verify({ ...body, mode: "audit" });
+    expect(codes(after)).toEqual(["REPLAY_DETECTED"]);
+  });
+
+  it("audit mode judges freshness at `at` and runs without a request", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("audit-at");
+    await h.pin(issuer.anchor);
+    const { receipt } = await issuer.body();
+    const then = await h.verify({ receipt, audience: AUDIENCE, mode: "audit", at: receipt.issued_at + 10 });
+    expect(then.body).toMatchObject({ valid: true, checked_at: receipt.issued_at + 10 });
+    const muchLater = await h.verify({ receipt, audience: AUDIENCE, mode: "audit", at: receipt.expires_at + 3600 });
+    expect(codes(muchLater)).toEqual(["FRESHNESS_EXPIRED"]);
+  });
+});
+
+describe("revocation", () => {
+  it("revoking a key makes the next verification fail with ANCHOR_REVOKED, in any isolate, with no waiting", async () => {
+    const h = harness(env, createExecutionContext());
+    const otherIsolate = harness(env, createExecutionContext());
+    const issuer = await issuerFor("revocation");
+    await h.pin(issuer.anchor);
+    expect((await otherIsolate.verify(await issuer.body())).body.valid).toBe(true);
+    const revoked = await h.revoke(issuer.id.issuer, issuer.id.kid);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body).toMatchObject({ issuer: issuer.id.issuer, kid: issuer.id.kid, revoked_at: TEST_NOW });
+    const next = await otherIsolate.verify(await issuer.body());
+    expect(codes(next)).toEqual(["ANCHOR_REVOKED"]);
+    expect(next.body.nonce_consumed).toBe(false);
+    const audit = await otherIsolate.verify({ ...(await issuer.body()), mode: "audit" });
+    expect(codes(audit)).toEqual(["ANCHOR_REVOKED"]);
+  });
+});
+
+describe("fail closed", () => {
+  const failingLedger = (behaviour: "throw" | "hang") => () => (): LedgerStub => {
+    const fail = () => (behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {}));
+    return { claim: fail, inspect: fail, record: fail, revoke: fail, stats: fail };
+  };
+
+  for (const behaviour of ["throw", "hang"] as const) {
+    it(`a ledger that ${behaviour}s yields 503 VERIFIER_UNAVAILABLE, never an accept`, async () => {
+      const fastEnv = { ...env, DEPENDENCY_TIMEOUT_MS: "100" } as Env;
+      const good = harness(env, createExecutionContext());
+      const issuer = await issuerFor(`ledger-${behaviour}`);
+      await good.pin(issuer.anchor);
+      const h = harness(fastEnv, createExecutionContext(), { ledgerStub: failingLedger(behaviour) });
+      for (const mode of ["enforce", "audit"]) {
+        const res = await h.verify({ ...(await issuer.body()), mode });
+        expect(res.status).toBe(503);
+        expect(res.body).toMatchObject({ valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+        expect(codes(res)).toEqual(["VERIFIER_UNAVAILABLE"]);
+        expect(res.text).not.toMatch(/secret|\.ts|\bat\s/);
+      }
+    });
+  }
+
+  it("an anchor store that fails yields 503 VERIFIER_UNAVAILABLE", async () => {
+    const brokenKv = { ...env, ANCHORS: { get: () => Promise.reject(new Error("kv down")), put: () => Promise.reject(new Error("kv down")) } } as unknown as Env;
+    const issuer = await issuerFor("kv-down");
+    const res = await harness(brokenKv, createExecutionContext()).verify(await issuer.body());
+    expect(res.status).toBe(503);
+    expect(codes(res)).toEqual(["VERIFIER_UNAVAILABLE"]);
+  });
+
+  it("a stored anchor that no longer matches its schema fails closed", async () => {
+    const issuer = await issuerFor("corrupt-anchor");
+    await env.ANCHORS.put(`anchor:${issuer.id.issuer}`, JSON.stringify({ issuer: issuer.id.issuer, keys: "everything" }));
+    const res = await harness(env, createExecutionContext()).verify(await issuer.body());
+    expect(res.status).toBe(503);
+    expect(codes(res)).toEqual(["VERIFIER_UNAVAILABLE"]);
+  });
+});
+
+describe("malformed calls", () => {
+  const cases: [string, (b: Record<string, any>) => unknown, number, string][] = [
+    ["an unknown top-level field", (b) => ({ ...b, extra: 1 }), 400, "MALFORMED_REQUEST"],
+    ["a missing receipt", ({ receipt: _r, ...b }) => b, 400, "MALFORMED_REQUEST"],
+    ["an audience this deployment does not serve", (b) => ({ ...b, audience: "https://elsewhere.example" }), 400, "MALFORMED_REQUEST"],
+    ["at in enforce mode", (b) => ({ ...b, at: TEST_NOW }), 400, "MALFORMED_REQUEST"],
+    ["enforce mode without a request", ({ request: _q, ...b }) => b, 400, "MALFORMED_REQUEST"],
+    ["an unknown mode", (b) => ({ ...b, mode: "lenient" }), 400, "MALFORMED_REQUEST"],
+    ["a request with an extra field", (b) => ({ ...b, request: { ...b.request, extra: true } }), 400, "MALFORMED_REQUEST"],
+    ["a reported outcome other than indeterminate/unknown", (b) => ({ ...b, outcome_status: "confirmed" }), 400, "MALFORMED_REQUEST"],
+    ["a body that is not an object", () => [1, 2], 400, "MALFORMED_REQUEST"],
+    ["a top-level duplicate key", (b) => `{"audience":"x",${JSON.stringify(b).slice(1)}`, 400, "MALFORMED_REQUEST"],
+    ["a receipt that is not an object", (b) => ({ ...b, receipt: "a receipt" }), 400, "MALFORMED_RECEIPT"],
+    ["a body over 256 KiB", (b) => ({ ...b, request: { ...b.request, params: { blob: "x".repeat(300_000) } } }), 413, "REQUEST_TOO_LARGE"],
+    ["invalid JSON", () => "{", 400, "MALFORMED_REQUEST"],
+  ];
+  for (const [name, mutate, status, code] of cases) {
+    it(`${name} is ${status} ${code}, in the decision's shape`, async () => {
+      const issuer = await issuerFor("malformed-calls");
+      const res = await harness(env, createExecutionContext()).verify(mutate(await issuer.body()));
+      expect(res.status).toBe(status);
+      expect(res.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, enforcement: { action: "block" } });
+      expect(codes(res)[0]).toBe(code);
+    });
+  }
+});
+
+describe("outcome and counters", () => {
+  it("counts decisions by code in the issuer's ledger", async () => {
+    const ctx = createExecutionContext();
+    const h = harness(env, ctx);
+    const issuer = await issuerFor("counters");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    await h.verify(body);
+    await h.verify(body);
+    await h.verify({ ...(await issuer.body()), audience: SECOND_AUDIENCE });
+    await h.verify(await issuer.body({}, { outcome_status: "unknown" }));
+    await waitOnExecutionContext(ctx);
+    const stats = await env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(issuer.id.issuer)).stats();
+    expect(stats.counters).toEqual({ ACCEPTED: 2, REPLAY_DETECTED: 1, AUDIENCE_MISMATCH: 1, OUTCOME_INDETERMINATE: 1 });
+    expect(stats.nonces).toBe(2);
+  });
+
+  it("the deployed Worker answers through its own fetch handler", async () => {
+    const res = await (await import("cloudflare:test")).SELF.fetch("https://countersign.test/healthz");
+    expect(res.status).toBe(200);
+    const nf = await (await import("cloudflare:test")).SELF.fetch("https://countersign.test/v1/nothing");
+    expect(nf.status).toBe(404);
+    expect(await nf.json()).toMatchObject({ error: { code: "NOT_FOUND" } });
+  });
+});
