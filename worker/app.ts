@@ -5,10 +5,9 @@
 import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
-import type { AnchorRecord, TrustedKey } from "./protocol/anchors.js";
 import { errorResponse } from "./http.js";
 import { dependencyTimeout } from "./config.js";
-import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorStore, type LedgerClient, type LedgerStub } from "./stores.js";
+import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub } from "./stores.js";
 import { adminRoutes } from "./routes/admin.js";
 import { issuerRoutes } from "./routes/issuers.js";
 import { receiptRoutes } from "./routes/receipts.js";
@@ -33,7 +32,7 @@ export type AppEnv = { Bindings: Env; Variables: { services: Services } };
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? (() => Date.now() / 1000);
   const verifier = options.verifier ?? webCryptoVerifier();
-  const anchorCache = new Map<string, { at: number; record: AnchorRecord; keys: TrustedKey[] }>();
+  const anchorCache: AnchorCache = new Map();
   const app = new Hono<AppEnv>();
   app.use(async (c, next) => {
     const timeout = dependencyTimeout(c.env);

@@ -3,47 +3,52 @@
  * isolate) and replay state in IssuerLedger Durable Objects. Every call is bounded by a timeout
  * and any failure surfaces as VerifierUnavailable, so the verifier fails closed.
  */
-import { anchorKvKey, readAnchorRecord, trustedKeys, type AnchorRecord, type TrustedKey } from "./protocol/anchors.js";
+import { anchorKvKey, pinnedIssuer, readAnchorRecord, type AnchorRecord, type PinnedIssuer } from "./protocol/anchors.js";
 import type { LedgerStats } from "../durable-objects/issuer-ledger.js";
-import type { ClaimQuery, LedgerAnswer, LedgerQuery, ReplayLedger } from "./protocol/ledger.js";
+import { ledgerName, ledgerNames, type ClaimQuery, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./protocol/ledger.js";
 import { withTimeout } from "./http.js";
 import type { Env } from "./env.js";
 
 export const ANCHOR_CACHE_TTL_MS = 30_000;
 
+export type AnchorCache = Map<string, { at: number; record: AnchorRecord; pinned: PinnedIssuer }>;
+
 export interface AnchorStore {
   get(issuer: string): Promise<AnchorRecord | null>;
-  keys(issuer: string): Promise<TrustedKey[] | null>;
+  pinned(issuer: string): Promise<PinnedIssuer | null>;
   put(record: AnchorRecord): Promise<void>;
 }
 
-export function kvAnchorStore(env: Env, timeoutMs: number, cache: Map<string, { at: number; record: AnchorRecord; keys: TrustedKey[] }>): AnchorStore {
+export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
+  const remember = (record: AnchorRecord) => {
+    const entry = { at: Date.now(), record, pinned: pinnedIssuer(record) };
+    cache.set(record.issuer, entry);
+    return entry;
+  };
   const load = async (issuer: string) => {
     const hit = cache.get(issuer);
     if (hit && Date.now() - hit.at < ANCHOR_CACHE_TTL_MS) return hit;
     const raw = await withTimeout(env.ANCHORS.get(anchorKvKey(issuer), "json"), timeoutMs, "anchor store");
-    if (raw === null) return null;
-    const record = readAnchorRecord(raw);
-    const entry = { at: Date.now(), record, keys: trustedKeys(record) };
-    cache.set(issuer, entry);
-    return entry;
+    return raw === null ? null : remember(readAnchorRecord(raw));
   };
   return {
     get: async (issuer) => (await load(issuer))?.record ?? null,
-    keys: async (issuer) => (await load(issuer))?.keys ?? null,
+    pinned: async (issuer) => (await load(issuer))?.pinned ?? null,
     async put(record) {
       await withTimeout(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)), timeoutMs, "anchor store");
-      cache.set(record.issuer, { at: Date.now(), record, keys: trustedKeys(record) });
+      remember(record);
     },
   };
 }
 
 /** What the routes need of the ledgers, beyond the per-decision port. */
 export interface LedgerClient {
-  forDecision(issuer: string, nonce: string): ReplayLedger;
-  record(issuer: string, codes: string[]): Promise<void>;
-  revoke(issuer: string, kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
-  stats(issuer: string): Promise<LedgerStats>;
+  forDecision(issuer: string, nonce: string, shards: number): ReplayLedger;
+  record(issuer: string, nonce: string, shards: number, codes: string[]): Promise<void>;
+  /** Revokes in every shard; idempotent, so a failed fan-out is simply retried. */
+  revoke(issuer: string, shards: number, kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
+  /** The issuer's state summed over its shards. */
+  stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
 }
 
 /** The minimal surface of an IssuerLedger stub, so tests can inject a failing one. */
@@ -59,15 +64,32 @@ export function durableLedgerStub(env: Env) {
   return (name: string): LedgerStub => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(name)) as unknown as LedgerStub;
 }
 
+function mergeStats(all: LedgerStats[]): LedgerStats & { shards: number } {
+  const counters: Record<string, number> = {};
+  for (const s of all) for (const [code, n] of Object.entries(s.counters)) counters[code] = (counters[code] ?? 0) + n;
+  const revoked = new Map<string, number>();
+  for (const s of all) for (const r of s.revoked) revoked.set(r.kid, Math.min(r.revoked_at, revoked.get(r.kid) ?? Infinity));
+  return {
+    shards: all.length,
+    nonces: all.reduce((n, s) => n + s.nonces, 0),
+    window: { highest: Math.max(...all.map((s) => s.window.highest)) },
+    revoked: [...revoked].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kid, revoked_at]) => ({ kid, revoked_at })),
+    counters,
+  };
+}
+
 export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: number): LedgerClient {
   const call = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "issuer ledger");
   return {
-    forDecision(issuer) {
-      const stub = stubFor(issuer);
+    forDecision(issuer, nonce, shards) {
+      const stub = stubFor(ledgerName(issuer, nonce, shards));
       return { claim: (q) => call(stub.claim(q)), inspect: (q) => call(stub.inspect(q)) };
     },
-    record: (issuer, codes) => call(stubFor(issuer).record(codes)),
-    revoke: (issuer, kid, at) => call(stubFor(issuer).revoke(kid, at)),
-    stats: (issuer) => call(stubFor(issuer).stats()),
+    record: (issuer, nonce, shards, codes) => call(stubFor(ledgerName(issuer, nonce, shards)).record(codes)),
+    async revoke(issuer, shards, kid, at) {
+      const all = await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).revoke(kid, at))));
+      return { kid, revoked_at: Math.min(...all.map((r) => r.revoked_at)) };
+    },
+    stats: async (issuer, shards) => mergeStats(await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).stats())))),
   };
 }

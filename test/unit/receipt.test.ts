@@ -114,3 +114,19 @@ describe("sequence window", () => {
     expect(admitSequence(w, Number.MAX_SAFE_INTEGER).kind).toBe("fresh");
   });
 });
+
+describe("ledger shards", () => {
+  it("names the issuer itself with one shard, and a stable issuer#k with several", async () => {
+    const { ledgerName, ledgerNames } = await import("../../worker/protocol/ledger.js");
+    expect(ledgerName("https://i.example", "ab".repeat(16), 1)).toBe("https://i.example");
+    expect(ledgerNames("https://i.example", 1)).toEqual(["https://i.example"]);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 4000; i++) {
+      const name = ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4);
+      expect(ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4)).toBe(name);
+      counts.set(name, (counts.get(name) ?? 0) + 1);
+    }
+    expect([...counts.keys()].sort()).toEqual(ledgerNames("https://i.example", 4).sort());
+    for (const n of counts.values()) expect(n).toBeGreaterThan(700);
+  });
+});

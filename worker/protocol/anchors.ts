@@ -21,6 +21,14 @@ export interface AnchorRecord {
   org_id: string | null;
   keys: AnchorKey[];
   pinned_at: number;
+  /** IssuerLedger shards of this issuer (1 when absent); fixed once pinned. */
+  ledger_shards?: number;
+}
+
+/** What verification needs of a pinned issuer. */
+export interface PinnedIssuer {
+  keys: TrustedKey[];
+  ledgerShards: number;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -38,7 +46,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; keys: Omit<AnchorKey, "fingerprint">[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; keys: Omit<AnchorKey, "fingerprint">[] };
   const errors: string[] = [];
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
@@ -60,7 +68,7 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     const keyRejected = errors.some((e) => /public_key|public key/.test(e));
     return { kind: "invalid", code: keyRejected ? "ANCHOR_KEY_REJECTED" : "ANCHOR_INVALID", errors };
   }
-  return { kind: "built", record: { issuer: pin.issuer, org_id: pin.org_id ?? null, keys, pinned_at: now } };
+  return { kind: "built", record: { issuer: pin.issuer, org_id: pin.org_id ?? null, keys, pinned_at: now, ledger_shards: pin.ledger_shards ?? 1 } };
 }
 
 /** Reads a stored record back, refusing anything that does not match the stored schema. */
@@ -70,8 +78,8 @@ export function readAnchorRecord(value: unknown): AnchorRecord {
   return value as AnchorRecord;
 }
 
-export function trustedKeys(record: AnchorRecord): TrustedKey[] {
-  return record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! }));
+export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
+  return { keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1 };
 }
 
 /** The keys whose validity window contains `issuedAt`. */

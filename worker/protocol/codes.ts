@@ -24,6 +24,7 @@ export const CALL_ERROR_CODES = [
   "ANCHOR_INVALID",
   "ANCHOR_KEY_REJECTED",
   "ANCHOR_KID_REVOKED",
+  "ANCHOR_SHARDS_IMMUTABLE",
   "VERIFIER_UNAVAILABLE",
 ] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];

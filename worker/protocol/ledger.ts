@@ -44,3 +44,23 @@ export function judgeReplay(
   const replay = held.nonceSeen ? `nonce ${q.nonce} was already presented` : seq.kind === "fresh" ? null : seq.detail;
   return { answer: { revoked: held.kidRevoked, replay, consumed: false }, next: seq.kind === "fresh" ? seq.next : null };
 }
+
+/** FNV-1a, 32 bits: a cheap, stable spread of nonces over shards (not a security boundary). */
+function fnv1a32(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+/**
+ * The IssuerLedger holding `nonce` of `issuer`: the issuer itself when it has one shard,
+ * else `issuer#k` with k = fnv1a32(nonce) mod shards. A nonce always maps to the same shard.
+ */
+export function ledgerName(issuer: string, nonce: string, shards: number): string {
+  return shards <= 1 ? issuer : `${issuer}#${fnv1a32(nonce) % shards}`;
+}
+
+/** Every IssuerLedger of an issuer: revocations are written to all of them. */
+export function ledgerNames(issuer: string, shards: number): string[] {
+  return shards <= 1 ? [issuer] : Array.from({ length: shards }, (_, k) => `${issuer}#${k}`);
+}

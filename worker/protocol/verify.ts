@@ -3,7 +3,7 @@
  * parameters. Stateless checks run first; the ledger is asked to consume the nonce only when
  * every one of them passed, so a forger cannot burn an honest nonce.
  */
-import type { TrustedKey } from "./anchors.js";
+import type { PinnedIssuer } from "./anchors.js";
 import { failure, type Failure } from "./codes.js";
 import { prefixedDigest } from "./digest.js";
 import type { SignatureVerifier } from "./ed25519.js";
@@ -41,10 +41,10 @@ export interface VerifyOptions extends Presented {
 }
 
 export interface VerifyDeps {
-  /** The issuer's pinned keys, or null when the issuer is not pinned. */
-  anchors(issuer: string): Promise<TrustedKey[] | null>;
+  /** The issuer's pinned keys and ledger layout, or null when the issuer is not pinned. */
+  anchors(issuer: string): Promise<PinnedIssuer | null>;
   verifier: SignatureVerifier;
-  ledger(issuer: string, nonce: string): ReplayLedger;
+  ledger(issuer: string, nonce: string, shards: number): ReplayLedger;
 }
 
 /** A dependency (anchor store, ledger) failed or timed out: the caller must fail closed. */
@@ -93,17 +93,18 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const receiptHash = prefixedDigest(fullText);
   const binding = checkBinding(r, opts);
   const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...checkAudience(r, opts.audience)];
-  const keys = await dependency("anchor store", () => deps.anchors(r.issuer));
-  const signature = await checkSignature(r, signedBytes, keys, deps.verifier);
+  const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
+  const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier);
   stateless.push(...signature.failures, ...(await binding));
 
-  const ledger = deps.ledger(r.issuer, r.nonce);
   const query = { issuer: r.issuer, nonce: r.nonce, sequence: r.sequence, kid: signature.kid };
   let stateful: LedgerAnswer = { revoked: false, replay: null, consumed: false };
   const provisional = mapOutcome(r, stateless.length === 0, opts.reportedOutcome);
-  if (opts.mode === "audit") {
+  // An unpinned issuer has no ledger: asking one for it would create storage for any name.
+  const ledger = pinned ? deps.ledger(r.issuer, r.nonce, pinned.ledgerShards) : null;
+  if (ledger && opts.mode === "audit") {
     stateful = await dependency("issuer ledger", () => ledger.inspect(query));
-  } else if (stateless.length === 0) {
+  } else if (ledger && stateless.length === 0) {
     const retainUntil = r.expires_at + grantedSkew(r, opts.policy);
     const warnings = provisional.warnings.map((w) => w.code);
     stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, warnings }));

@@ -19,14 +19,19 @@ adminRoutes.put("/anchors", async (c) => {
   const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), Math.floor(now()));
   if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
   const { record } = built;
-  const { revoked } = await ledgers.stats(record.issuer);
+  const shards = record.ledger_shards ?? 1;
+  const existing = await anchors.get(record.issuer);
+  if (existing && (existing.ledger_shards ?? 1) !== shards) {
+    throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
+  }
+  const { revoked } = await ledgers.stats(record.issuer, shards);
   const reused = record.keys.filter((k) => revoked.some((r) => r.kid === k.kid)).map((k) => k.kid);
   if (reused.length > 0) throw new ApiError(409, "ANCHOR_KID_REVOKED", `kid ${reused.join(", ")} was revoked and cannot be pinned again`);
   await anchors.put(record);
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 });
 
-/** Revokes one key, in the issuer's ledger: the very next verification anywhere sees it. */
+/** Revokes one key in every ledger shard of the issuer: the very next verification anywhere sees it. */
 adminRoutes.post("/anchors/revoke", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_ADMIN_BODY), "body");
   const { issuer, kid } = body;
@@ -37,6 +42,6 @@ adminRoutes.post("/anchors/revoke", async (c) => {
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   if (!record.keys.some((k) => k.kid === kid)) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} has no key ${kid}`);
-  const revoked = await ledgers.revoke(issuer, kid, Math.floor(now()));
+  const revoked = await ledgers.revoke(issuer, record.ledger_shards ?? 1, kid, Math.floor(now()));
   return c.json({ issuer, ...revoked });
 });

@@ -10,12 +10,14 @@ issuerRoutes.get("/:issuer{.+}", async (c) => {
   const { anchors, ledgers } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
-  const { revoked } = await ledgers.stats(issuer);
+  const shards = record.ledger_shards ?? 1;
+  const { revoked } = await ledgers.stats(issuer, shards);
   const revokedKids = new Set(revoked.map((r) => r.kid));
   return c.json({
     issuer: record.issuer,
     org_id: record.org_id,
     pinned_at: record.pinned_at,
+    ledger_shards: shards,
     keys: record.keys.map((k) => ({ ...k, short_fingerprint: k.fingerprint.slice(0, 16), revoked: revokedKids.has(k.kid) })),
     revoked,
   });

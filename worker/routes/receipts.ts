@@ -4,6 +4,7 @@ import { audiences, freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
 import { ApiError, readStrictJson, requireObject } from "../http.js";
 import { requestProblem, type PresentedRequest } from "../protocol/checks/binding.js";
 import type { ReportedOutcome } from "../protocol/checks/outcome.js";
+import type { Receipt } from "../protocol/receipt.js";
 import { verifyReceipt, type Mode } from "../protocol/verify.js";
 
 const VERIFY_FIELDS = new Set(["receipt", "audience", "request", "response", "runtime_context", "mode", "at", "outcome_status"]);
@@ -48,13 +49,20 @@ receiptRoutes.post("/verify", async (c) => {
       runtimeContext: body.runtime_context,
       reportedOutcome: reported,
     },
-    { anchors: (issuer) => anchors.keys(issuer), verifier, ledger: (issuer, nonce) => ledgers.forDecision(issuer, nonce) },
+    { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) },
   );
   const malformed = decision.failures.some((f) => f.code === "MALFORMED_RECEIPT");
   const reachedLedger = decision.nonce_consumed || decision.failures.some((f) => STATEFUL_CODES.has(f.code));
   if (mode === "enforce" && decision.issuer && !reachedLedger) {
+    const { issuer } = decision;
+    const { nonce } = body.receipt as Receipt;
     const codes = decision.failures.map((f) => f.code);
-    c.executionCtx.waitUntil(ledgers.record(decision.issuer, codes).catch((err) => console.error("counter update failed", err)));
+    // Only pinned issuers have ledgers: a forged issuer name must not create storage.
+    const count = async () => {
+      const pinned = await anchors.pinned(issuer);
+      if (pinned) await ledgers.record(issuer, nonce, pinned.ledgerShards, codes);
+    };
+    c.executionCtx.waitUntil(count().catch((err) => console.error("counter update failed", err)));
   }
   return c.json(decision, malformed ? 400 : 200);
 });
