@@ -63,6 +63,12 @@ describe("strict JSON", () => {
     } catch (err) {
       expect((err as StrictJsonError).path).toEqual(["receipt"]);
     }
+    try {
+      parseStrictJson(`[0, {"a": NaN}]`);
+      expect.unreachable();
+    } catch (err) {
+      expect((err as StrictJsonError).path).toEqual([1]);
+    }
   });
 
   it("refuses invalid UTF-8", () => {

@@ -13,11 +13,22 @@ export function toHex(bytes: Uint8Array): string {
   return out;
 }
 
+const NIBBLE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) {
+  NIBBLE["0123456789abcdef".charCodeAt(i)] = i;
+  NIBBLE["0123456789ABCDEF".charCodeAt(i)] = i;
+}
+
 /** Decodes lowercase or uppercase hex; returns null when the text is not hex of even length. */
 export function fromHex(text: string): Uint8Array | null {
-  if (text.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(text)) return null;
+  if (text.length % 2 !== 0) return null;
   const out = new Uint8Array(text.length / 2);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(text.substr(i * 2, 2), 16);
+  for (let i = 0; i < out.length; i++) {
+    const hi = NIBBLE[text.charCodeAt(2 * i) & 0x7f];
+    const lo = NIBBLE[text.charCodeAt(2 * i + 1) & 0x7f];
+    if (hi < 0 || lo < 0 || text.charCodeAt(2 * i) > 0x7f || text.charCodeAt(2 * i + 1) > 0x7f) return null;
+    out[i] = (hi << 4) | lo;
+  }
   return out;
 }
 

@@ -52,14 +52,21 @@ const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
 const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
 const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
 
-/** An `https://` absolute URI with a host and no whitespace. */
+const knownUris = new Set<string>();
+
+/** An `https://` absolute URI with a host and no whitespace. Valid ones are remembered (bounded). */
 export function isHttpsUri(value: unknown): value is string {
-  if (typeof value !== "string" || !value.startsWith("https://") || /\s/.test(value)) return false;
+  if (typeof value !== "string") return false;
+  if (knownUris.has(value)) return true;
+  if (!value.startsWith("https://") || /\s/.test(value)) return false;
   try {
-    return new URL(value).host.length > 0;
+    if (new URL(value).host.length === 0) return false;
   } catch {
     return false;
   }
+  if (knownUris.size >= 4096) knownUris.clear();
+  knownUris.add(value);
+  return true;
 }
 
 /** The full params digest carried in `action`, or null when `action` is not of the profile's form. */
@@ -140,25 +147,33 @@ export interface CanonicalReceipt {
   fullText: string;
 }
 
+/** Fields whose validated form (hex, `sha256:` + hex, a number) can never need a JSON escape. */
+const PLAIN_FIELDS = new Set<string>([
+  "config_hash", "expires_at", "issued_at", "max_clock_skew", "nonce", "params_hash", "receipt", "request_hash",
+  "response_hash", "runtime_context_hash", "sequence", "timestamp", "trace_id", "verdict", "verified_at",
+]);
+const MEMBER_PREFIX = Object.fromEntries(RECEIPT_FIELDS.map((f) => [f, `"${f}":`])) as Record<string, string>;
+
 /**
  * Both canonical forms in one pass. Every field is a string or a finite number whose
- * `JSON.stringify` form is already the RFC 8785 form, and the member order is fixed, so the
- * signed text is the full text without the `signature` member.
+ * `JSON.stringify` form is already the RFC 8785 form (hex and numbers need no escaping at all),
+ * and the member order is fixed, so the signed text is the full text without `signature`.
  */
 export function canonicalReceipt(r: UnsignedReceipt & { signature?: string }): CanonicalReceipt {
-  let before = "";
+  let before = "{";
   let after = "";
-  let passedSignature = false;
+  let target = 0;
   for (const field of RECEIPT_FIELDS) {
     if (field === "signature") {
-      passedSignature = true;
+      target = 1;
       continue;
     }
-    const member = `"${field}":${JSON.stringify(r[field])}`;
-    if (passedSignature) after += "," + member;
-    else before += (before ? "," : "") + member;
+    const value = r[field];
+    const member = MEMBER_PREFIX[field] + (PLAIN_FIELDS.has(field) && typeof value === "string" ? `"${value}"` : typeof value === "number" ? String(value) : JSON.stringify(value));
+    if (target === 0) before += before.length === 1 ? member : "," + member;
+    else after += "," + member;
   }
-  const signed = `{${before}${after}}`;
-  const fullText = r.signature === undefined ? signed : `{${before},"signature":"${r.signature}"${after}}`;
+  const signed = before + after + "}";
+  const fullText = r.signature === undefined ? signed : `${before},"signature":"${r.signature}"${after}}`;
   return { signedBytes: utf8(signed), fullText };
 }

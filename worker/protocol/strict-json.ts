@@ -15,6 +15,7 @@ export type StrictJsonReason =
   | "too_deep"
   | "invalid_utf8";
 
+/** Where a violation was found: the top-level member it sits in (or is), when there is one. */
 export type JsonPath = (string | number)[];
 
 export class StrictJsonError extends Error {
@@ -31,6 +32,7 @@ export class StrictJsonError extends Error {
 export const DEFAULT_MAX_DEPTH = 32;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const NEEDS_SLOW_SCAN = /[\\\u0000-\u001f\ud800-\udfff]/;
 
 /** Decodes UTF-8 bytes (refusing invalid sequences) and parses them strictly. */
 export function parseStrictJsonBytes(bytes: Uint8Array, maxDepth = DEFAULT_MAX_DEPTH): unknown {
@@ -54,7 +56,8 @@ export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
 
 class Parser {
   i = 0;
-  readonly path: JsonPath = [];
+  /** The top-level member being parsed: enough to attribute a violation, and cheap to keep. */
+  top: string | number | undefined;
 
   constructor(
     readonly s: string,
@@ -62,7 +65,7 @@ class Parser {
   ) {}
 
   fail(reason: StrictJsonReason, message: string): never {
-    throw new StrictJsonError(reason, this.path.slice(), `${message} at offset ${this.i}`);
+    throw new StrictJsonError(reason, this.top === undefined ? [] : [this.top], `${message} at offset ${this.i}`);
   }
 
   ws(): void {
@@ -105,9 +108,8 @@ class Parser {
       if (this.s.charCodeAt(this.i) !== 0x3a) this.fail("syntax", "expected ':'");
       this.i++;
       this.ws();
-      this.path.push(key);
+      if (depth === 1) this.top = key;
       const v = this.value(depth);
-      this.path.pop();
       if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
       else out[key] = v;
       this.ws();
@@ -128,9 +130,8 @@ class Parser {
       return out;
     }
     for (;;) {
-      this.path.push(out.length);
+      if (depth === 1) this.top = out.length;
       out.push(this.value(depth));
-      this.path.pop();
       this.ws();
       const c = this.s.charCodeAt(this.i++);
       if (c === 0x5d) return out;
@@ -141,6 +142,15 @@ class Parser {
 
   string(): string {
     const s = this.s;
+    // Fast path: no escape, control character or surrogate before the closing quote.
+    const close = s.indexOf('"', this.i + 1);
+    if (close > 0) {
+      const body = s.slice(this.i + 1, close);
+      if (!NEEDS_SLOW_SCAN.test(body)) {
+        this.i = close + 1;
+        return body;
+      }
+    }
     let i = this.i + 1;
     let start = i;
     let out = "";
@@ -210,23 +220,25 @@ class Parser {
     return v;
   }
 
+  digitsFrom(j: number): number {
+    const s = this.s;
+    while (s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
+    return j;
+  }
+
   number(): number {
     const s = this.s;
     const start = this.i;
     let i = start;
     if (s.charCodeAt(i) === 0x2d) i++;
-    const digitsFrom = (j: number): number => {
-      while (s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
-      return j;
-    };
     if (s.charCodeAt(i) === 0x30) i++;
     else {
-      const j = digitsFrom(i);
+      const j = this.digitsFrom(i);
       if (j === i) (this.i = i, this.fail("syntax", "invalid number"));
       i = j;
     }
     if (s.charCodeAt(i) === 0x2e) {
-      const j = digitsFrom(i + 1);
+      const j = this.digitsFrom(i + 1);
       if (j === i + 1) (this.i = i, this.fail("syntax", "invalid number"));
       i = j;
     }
@@ -235,7 +247,7 @@ class Parser {
       i++;
       const sign = s.charCodeAt(i);
       if (sign === 0x2b || sign === 0x2d) i++;
-      const j = digitsFrom(i);
+      const j = this.digitsFrom(i);
       if (j === i) (this.i = i, this.fail("syntax", "invalid number"));
       i = j;
     }

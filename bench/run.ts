@@ -1,0 +1,279 @@
+/**
+ * `npm run bench [-- --quick]`: measures, in one run on this machine,
+ *  1. per-verification CPU inside workerd: raw WebCrypto Ed25519 verify, countersign's full
+ *     stateless verification (WebCrypto and @noble/ed25519), jose jwtVerify, and each stage;
+ *  2. HTTP throughput and latency of enforce-mode POST /v1/receipts/verify (every request a fresh
+ *     receipt that claims a nonce) next to a one-DO-round-trip baseline, over 1, 8 and 64
+ *     issuers, and one hot issuer on 1 vs 4 ledger shards;
+ *  3. ledger size after the purge alarm.
+ * Prints a Markdown table and writes bench/results.json.
+ */
+import autocannon from "autocannon";
+import { execSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { importJWK, SignJWT } from "jose";
+import { PROJECT_ROOT, startLocalServer, type LocalServer } from "../scripts/local-server.js";
+import { toBase64Url, toHex } from "../worker/protocol/encoding.js";
+import { anchorFor, identity, makeReceipt, type Identity } from "../vectors/ccs/factory.js";
+
+const quick = process.argv.includes("--quick");
+/** `--cases=a,b` times only those CPU cases and stops (for profiling one stage). */
+const onlyCases = process.argv.find((a) => a.startsWith("--cases="))?.slice(8).split(",");
+const AUDIENCE = "https://relying-party.example";
+const TOKEN = "bench-admin-token";
+const CPU_ROUNDS = quick ? 5 : 9;
+const CPU_N: Record<string, number> = { raw: quick ? 1000 : 3000, full: quick ? 1000 : 3000, noble: quick ? 100 : 300, jose: quick ? 1000 : 3000 };
+const STAGE_N = quick ? 1000 : 3000;
+const HTTP_REQUESTS = quick ? 3000 : 15000;
+const CONNECTIONS = 16;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+const log = (msg: string) => process.stderr.write(msg + "\n");
+
+async function post(server: LocalServer, path: string, body: unknown, token?: string) {
+  const res = await fetch(server.url + path, {
+    method: path.startsWith("/v1/admin/anchors") && !path.endsWith("revoke") ? "PUT" : "POST",
+    headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function timeRequest(server: LocalServer, path: string): Promise<number> {
+  const t0 = process.hrtime.bigint();
+  const res = await fetch(server.url + path, { method: "POST" });
+  await res.text();
+  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  return Number(process.hrtime.bigint() - t0) / 1e3;
+}
+
+/** µs per op of a case: (t(n) − t(0)) / n, median over rounds, cases interleaved within a round. */
+async function cpuBench(server: LocalServer, cases: Record<string, number>): Promise<Record<string, number>> {
+  const samples: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((c) => [c, []]));
+  for (const [c, n] of Object.entries(cases)) await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=${Math.ceil(n / 10)}`);
+  for (let r = 0; r < CPU_ROUNDS; r++) {
+    for (const [c, n] of Object.entries(cases)) {
+      const empty = await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=0`);
+      const loaded = await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=${n}`);
+      samples[c].push((loaded - empty) / n);
+    }
+  }
+  return Object.fromEntries(Object.entries(samples).map(([c, xs]) => [c, round(median(xs))]));
+}
+
+async function cpuInputs() {
+  const id = await identity("bench/cpu", "https://bench-issuer.example", "b1");
+  const now = Math.floor(Date.now() / 1000);
+  const { receipt, request } = await makeReceipt(id, { label: "bench/cpu", audience: AUDIENCE, issuedAt: now, sequence: 1, lifetime: 300 });
+  const d = toBase64Url(id.seed);
+  const privateKey = await importJWK({ kty: "OKP", crv: "Ed25519", d, x: id.publicKey }, "EdDSA");
+  const { issuer, audience, issued_at, expires_at, ...claims } = receipt;
+  const jwt = await new SignJWT({ ...claims })
+    .setProtectedHeader({ alg: "EdDSA" })
+    .setIssuer(issuer)
+    .setAudience(audience)
+    .setIssuedAt(issued_at)
+    .setExpirationTime(expires_at)
+    .sign(privateKey);
+  return {
+    bodyText: JSON.stringify({ receipt, audience: AUDIENCE, request }),
+    anchor: { ...anchorFor(id), keys: anchorFor(id).keys.map((k) => ({ ...k, fingerprint: "0".repeat(64), not_before: null, not_after: null })), pinned_at: now },
+    jwt,
+    jwtIssuer: issuer,
+    audience: AUDIENCE,
+    now: now + 1,
+  };
+}
+
+interface HttpResult {
+  label: string;
+  requests: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  non2xx: number;
+  accepted: number;
+}
+
+/** Fires `bodies` (each used once) at `path` with autocannon; counts accepted decisions. */
+async function load(server: LocalServer, label: string, path: string, bodies: string[]): Promise<HttpResult> {
+  let next = 0;
+  let accepted = 0;
+  const result = await autocannon({
+    url: server.url,
+    connections: CONNECTIONS,
+    amount: bodies.length,
+    requests: [
+      {
+        method: "POST",
+        path,
+        headers: { "content-type": "application/json" },
+        setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }),
+        onResponse: (status, body) => {
+          if (status === 200 && body.includes('"decision":"accept"')) accepted++;
+          if (path === "/bench/baseline" && status === 200) accepted++;
+        },
+      },
+    ],
+  });
+  return {
+    label,
+    requests: result.requests.total,
+    rps: round(result.requests.average, 0),
+    p50_ms: result.latency.p50,
+    p99_ms: result.latency.p99,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+    accepted,
+  };
+}
+
+async function signedBodies(ids: Identity[], count: number, lifetime: number, tag: string): Promise<string[]> {
+  const now = Math.floor(Date.now() / 1000);
+  const bodies: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const id = ids[i % ids.length];
+    const { receipt, request } = await makeReceipt(id, { label: `${tag}/${now}/${i}`, audience: AUDIENCE, issuedAt: now, sequence: now * 100000 + i, lifetime, skew: 0 });
+    bodies.push(JSON.stringify({ receipt, audience: AUDIENCE, request }));
+  }
+  return bodies;
+}
+
+function versions() {
+  const pkg = (name: string) => JSON.parse(readFileSync(resolve(PROJECT_ROOT, "node_modules", name, "package.json"), "utf8")).version;
+  return { node: process.version, wrangler: pkg("wrangler"), workerd: pkg("workerd"), hono: pkg("hono"), jose: pkg("jose"), "@noble/ed25519": pkg("@noble/ed25519"), autocannon: pkg("autocannon") };
+}
+
+function machine() {
+  let kernel = "";
+  try {
+    kernel = execSync("uname -srm").toString().trim();
+  } catch {
+    /* not unix */
+  }
+  return { cpu: cpus()[0]?.model, cores: cpus().length, memory_gib: round(totalmem() / 2 ** 30, 1), kernel };
+}
+
+async function main() {
+  const started = Date.now();
+  const persistTo = mkdtempSync(join(tmpdir(), "countersign-bench-"));
+  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN } });
+  try {
+    log("CPU: setting up inputs");
+    await post(server, "/bench/setup", await cpuInputs());
+    if (onlyCases) {
+      console.log(await cpuBench(server, Object.fromEntries(onlyCases.map((c) => [c, CPU_N[c] ?? STAGE_N]))));
+      return;
+    }
+    log("CPU: timing raw / full / noble / jose");
+    const cpu = await cpuBench(server, CPU_N);
+    log("CPU: timing stages");
+    const stageNames = ["stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding"];
+    const stages = await cpuBench(server, Object.fromEntries(stageNames.map((s) => [s, STAGE_N])));
+
+    log("HTTP: pinning 64 issuers and signing inputs");
+    const ids = await Promise.all(Array.from({ length: 64 }, (_, i) => identity(`bench/http/${i}`, `https://bench-${i}.example`, "k1")));
+    for (const id of ids) await post(server, "/v1/admin/anchors", anchorFor(id), TOKEN);
+    const hot4 = await identity("bench/http/hot4", "https://bench-hot4.example", "k1");
+    await post(server, "/v1/admin/anchors", { ...anchorFor(hot4), ledger_shards: 4 }, TOKEN);
+    const purge = await identity("bench/purge", "https://bench-purge.example", "k1");
+    await post(server, "/v1/admin/anchors", anchorFor(purge), TOKEN);
+
+    // Short-lived receipts first, so the purge alarm has something to remove by the end.
+    const purgeStart = Date.now();
+    const shortLived = await signedBodies([purge], quick ? 300 : 1000, 5, "purge-short");
+    const longLived = await signedBodies([purge], 50, 300, "purge-long");
+    const purgeLoad = await load(server, "purge issuer", "/v1/receipts/verify", [...shortLived, ...longLived]);
+
+    const warm = await signedBodies(ids.slice(0, 8), 500, 120, "warm");
+    await load(server, "warm-up", "/v1/receipts/verify", warm);
+    await load(server, "warm-up baseline", "/bench/baseline", Array(500).fill("{}"));
+
+    const http: HttpResult[] = [];
+    const runs: [string, Identity[], number][] = [["enforce, 1 issuer", ids.slice(0, 1), 1], ["enforce, 8 issuers", ids.slice(0, 8), 1], ["enforce, 64 issuers", ids, 1], ["enforce, 1 hot issuer, 4 shards", [hot4], 4]];
+    for (const [label, group] of runs) {
+      log(`HTTP: ${label}`);
+      const bodies = await signedBodies(group, HTTP_REQUESTS, 300, label);
+      http.push(await load(server, "baseline: one DO round trip", "/bench/baseline", Array(HTTP_REQUESTS).fill("{}")));
+      http.push(await load(server, label, "/v1/receipts/verify", bodies));
+    }
+
+    const afterLoad = (await (await fetch(`${server.url}/bench/ledger?name=${encodeURIComponent(purge.issuer)}`)).json()) as { nonces: number };
+    const waitMs = Math.max(0, purgeStart + 40_000 - Date.now());
+    log(`ledger: waiting ${round(waitMs / 1000, 0)} s for the purge alarm`);
+    await new Promise((r) => setTimeout(r, waitMs));
+    const afterPurge = (await (await fetch(`${server.url}/bench/ledger?name=${encodeURIComponent(purge.issuer)}`)).json()) as { nonces: number };
+
+    const byLabel = (label: string) => http.filter((h) => h.label === label);
+    const baselines = byLabel("baseline: one DO round trip");
+    const enforce1 = byLabel("enforce, 1 issuer")[0];
+    const baselineFor1 = baselines[0];
+    const results = {
+      generated_at: new Date().toISOString(),
+      mode: quick ? "quick" : "full",
+      machine: machine(),
+      versions: versions(),
+      cpu_us_per_op: cpu,
+      stages_us_per_op: stages,
+      http,
+      ledger_purge: {
+        issuer: purge.issuer,
+        accepted: purgeLoad.accepted,
+        short_lived: shortLived.length,
+        long_lived: longLived.length,
+        rows_after_load: afterLoad.nonces,
+        rows_after_purge: afterPurge.nonces,
+      },
+      chains_and_bundles: "skipped: evidence chains and EC-Agent bundles are not built yet",
+      ratios: {
+        full_over_raw: round(cpu.full / cpu.raw),
+        full_over_jose: round(cpu.full / cpu.jose),
+        noble_over_raw: round(cpu.noble / cpu.raw),
+        http_over_baseline: round(enforce1.rps / baselineFor1.rps),
+        http_64_issuers_over_baseline: round(byLabel("enforce, 64 issuers")[0].rps / baselines[2].rps),
+        hot_issuer_4_shards_over_1_shard: round(byLabel("enforce, 1 hot issuer, 4 shards")[0].rps / enforce1.rps),
+      },
+      duration_s: round((Date.now() - started) / 1000, 0),
+    };
+    writeFileSync(resolve(PROJECT_ROOT, "bench/results.json"), JSON.stringify(results, null, 2) + "\n");
+    console.log(renderMarkdown(results));
+  } finally {
+    await server.stop();
+    rmSync(persistTo, { recursive: true, force: true });
+  }
+}
+
+function renderMarkdown(r: any): string {
+  const lines = [
+    `## countersign bench (${r.mode}, ${r.machine.cores} × ${r.machine.cpu}, ${r.versions.node}, workerd ${r.versions.workerd})`,
+    "",
+    "| per verification, inside workerd | µs/op |",
+    "|---|---:|",
+    ...Object.entries(r.cpu_us_per_op).map(([k, v]) => `| ${k} | ${v} |`),
+    "",
+    "| stage of one full verification | µs/op |",
+    "|---|---:|",
+    ...Object.entries(r.stages_us_per_op).map(([k, v]) => `| ${String(k).replace("stage:", "")} | ${v} |`),
+    "",
+    `| HTTP (${CONNECTIONS} connections) | requests | req/s | p50 ms | p99 ms | errors | non-2xx | accepted |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...r.http.map((h: HttpResult) => `| ${h.label} | ${h.requests} | ${h.rps} | ${h.p50_ms} | ${h.p99_ms} | ${h.errors} | ${h.non2xx} | ${h.accepted} |`),
+    "",
+    `Ledger of ${r.ledger_purge.issuer}: ${r.ledger_purge.short_lived} receipts living 5 s and ${r.ledger_purge.long_lived} living 300 s accepted; ` +
+      `${r.ledger_purge.rows_after_load} nonce rows after the load, ${r.ledger_purge.rows_after_purge} after the purge alarm.`,
+    "",
+    "| ratio | value |",
+    "|---|---:|",
+    ...Object.entries(r.ratios).map(([k, v]) => `| ${k} | ${v} |`),
+    "",
+    `Chains and bundles: ${r.chains_and_bundles}.`,
+  ];
+  return lines.join("\n");
+}
+
+await main();

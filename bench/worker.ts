@@ -1,0 +1,135 @@
+/**
+ * Bench-only entry (bench/wrangler.toml): serves the real app and adds
+ *   POST /bench/setup      pre-signed inputs, decoded and keys imported outside any timing
+ *   POST /bench/run        ?case=…&n=… runs n iterations of one case (timed from outside:
+ *                          workerd's clock does not advance during pure CPU work)
+ *   POST /bench/baseline   one Durable Object round trip and nothing else
+ *   GET  /bench/ledger     IssuerLedger stats of ?name=
+ */
+import { DurableObject } from "cloudflare:workers";
+import { sha256 as nobleSha } from "@noble/hashes/sha2.js";
+import { jwtVerify } from "jose";
+import { createApp } from "../worker/app.js";
+import type { Env } from "../worker/env.js";
+import { pinnedIssuer, type AnchorRecord, type PinnedIssuer } from "../worker/protocol/anchors.js";
+import { checkAudience } from "../worker/protocol/checks/audience.js";
+import { checkBinding, type PresentedRequest } from "../worker/protocol/checks/binding.js";
+import { checkFreshness, DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
+import { checkSignature } from "../worker/protocol/checks/signature.js";
+import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
+import { nobleVerifier, webCryptoVerifier, type SignatureVerifier } from "../worker/protocol/ed25519.js";
+import { fromHex } from "../worker/protocol/encoding.js";
+import type { ReplayLedger } from "../worker/protocol/ledger.js";
+import { canonicalReceipt, parseReceipt, type Receipt } from "../worker/protocol/receipt.js";
+import { parseStrictJson } from "../worker/protocol/strict-json.js";
+import { verifyReceipt } from "../worker/protocol/verify.js";
+
+export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+
+export class BenchEcho extends DurableObject {
+  ping(): number {
+    return 1;
+  }
+}
+
+interface BenchEnv extends Env {
+  BENCH_ECHO: DurableObjectNamespace<BenchEcho>;
+}
+
+interface Inputs {
+  bodyText: string;
+  anchor: AnchorRecord;
+  jwt: string;
+  jwtIssuer: string;
+  audience: string;
+  now: number;
+}
+
+let inputs: Inputs;
+let pinned: PinnedIssuer;
+let rawKey: CryptoKey;
+let receipt: Receipt;
+let request: PresentedRequest;
+let signedBytes: Uint8Array;
+let signature: Uint8Array;
+const webcrypto = webCryptoVerifier();
+const claimingLedger: ReplayLedger = {
+  claim: async () => ({ revoked: false, replay: null, consumed: true }),
+  inspect: async () => ({ revoked: false, replay: null, consumed: false }),
+};
+
+async function full(verifier: SignatureVerifier): Promise<boolean> {
+  const body = parseStrictJson(inputs.bodyText) as { receipt: unknown; audience: string; request: PresentedRequest };
+  const d = await verifyReceipt(
+    body.receipt,
+    { audience: body.audience, mode: "enforce", now: inputs.now, policy: DEFAULT_FRESHNESS, request: body.request },
+    { anchors: async () => pinned, verifier, ledger: () => claimingLedger },
+  );
+  return d.valid;
+}
+
+const CASES: Record<string, () => Promise<unknown> | unknown> = {
+  raw: () => crypto.subtle.verify({ name: "Ed25519" }, rawKey, signature, signedBytes),
+  full: () => full(webcrypto),
+  noble: () => full(nobleVerifier),
+  jose: () => jwtVerify(inputs.jwt, rawKey, { audience: inputs.audience, issuer: inputs.jwtIssuer, currentDate: new Date(inputs.now * 1000) }),
+  "stage:parse": () => parseStrictJson(inputs.bodyText),
+  "stage:schema": () => parseReceipt(receipt),
+  "stage:canonical": () => canonicalReceipt(receipt),
+  "stage:freshness+audience": () => [checkFreshness(receipt, inputs.now, DEFAULT_FRESHNESS), checkAudience(receipt, inputs.audience)],
+  "stage:receipt_hash": () => prefixedDigest(canonicalReceipt(receipt).fullText),
+  "stage:params_digest": () => sha256Hex(jcs(request.params)),
+  "stage:request_hash": () => prefixedDigest(jcs(request)),
+  "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto),
+  "stage:binding": () => checkBinding(receipt, { request }),
+  "exp:subtle_1300": () => crypto.subtle.digest("SHA-256", big),
+  "exp:noble_1300": () => nobleSha(big),
+  "exp:subtle_200": () => crypto.subtle.digest("SHA-256", small),
+  "exp:noble_200": () => nobleSha(small),
+  "exp:url": () => new URL(receipt.issuer),
+  "exp:jcs_params": () => jcs(request.params),
+  "exp:jcs_request": () => jcs(request),
+  "exp:json_request": () => JSON.stringify(request),
+  "exp:utf8": () => new TextEncoder().encode(inputs.bodyText),
+  "exp:fromHex": () => fromHex(receipt.signature),
+};
+const big = new Uint8Array(1300);
+const small = new Uint8Array(200);
+
+const app = createApp();
+
+app.post("/bench/setup", async (c) => {
+  inputs = await c.req.json<Inputs>();
+  pinned = pinnedIssuer(inputs.anchor);
+  rawKey = await crypto.subtle.importKey("raw", pinned.keys[0].raw, { name: "Ed25519" }, false, ["verify"]);
+  const body = JSON.parse(inputs.bodyText);
+  receipt = body.receipt;
+  request = body.request;
+  signedBytes = canonicalReceipt(receipt).signedBytes;
+  signature = fromHex(receipt.signature)!;
+  const checks: Record<string, unknown> = {};
+  for (const [name, run] of Object.entries(CASES)) checks[name] = await run();
+  if (checks.raw !== true || checks.full !== true || checks.noble !== true) return c.json({ ok: false, checks }, 500);
+  return c.json({ ok: true, cases: Object.keys(CASES) });
+});
+
+app.post("/bench/run", async (c) => {
+  const run = CASES[c.req.query("case") ?? ""];
+  const n = Number(c.req.query("n") ?? 0);
+  if (!run) return c.json({ error: "unknown case" }, 400);
+  for (let i = 0; i < n; i++) await run();
+  return c.json({ n });
+});
+
+app.post("/bench/baseline", async (c) => {
+  const env = c.env as BenchEnv;
+  const ping = await env.BENCH_ECHO.get(env.BENCH_ECHO.idFromName("baseline")).ping();
+  return c.json({ ok: ping === 1 });
+});
+
+app.get("/bench/ledger", async (c) => {
+  const name = c.req.query("name") ?? "";
+  return c.json(await c.env.ISSUER_LEDGER.get(c.env.ISSUER_LEDGER.idFromName(name)).stats());
+});
+
+export default app;
