@@ -75,3 +75,14 @@ describe("strict JSON", () => {
     expect(() => parseStrictJsonBytes(new Uint8Array([0x22, 0xc3, 0x28, 0x22]))).toThrow(expect.objectContaining({ reason: "invalid_utf8" }));
   });
 });
+
+describe("strict JSON attribution", () => {
+  it("attributes a duplicate top-level key to the top level, not to the member parsed before it", () => {
+    try {
+      parseStrictJson(`{"audience":"x","receipt":{},"audience":"y"}`);
+      expect.unreachable();
+    } catch (err) {
+      expect((err as StrictJsonError).path).toEqual([]);
+    }
+  });
+});

@@ -110,6 +110,7 @@ class Parser {
       this.ws();
       if (depth === 1) this.top = key;
       const v = this.value(depth);
+      if (depth === 1) this.top = undefined;
       if (key === "__proto__") Object.defineProperty(out, key, { value: v, enumerable: true, writable: true, configurable: true });
       else out[key] = v;
       this.ws();
@@ -132,6 +133,7 @@ class Parser {
     for (;;) {
       if (depth === 1) this.top = out.length;
       out.push(this.value(depth));
+      if (depth === 1) this.top = undefined;
       this.ws();
       const c = this.s.charCodeAt(this.i++);
       if (c === 0x5d) return out;
