@@ -7,10 +7,10 @@
  *   GET  /bench/ledger     IssuerLedger stats of ?name=
  */
 import { DurableObject } from "cloudflare:workers";
-import { sha256 as nobleSha } from "@noble/hashes/sha2.js";
 import { jwtVerify } from "jose";
 import { createApp } from "../worker/app.js";
 import type { Env } from "../worker/env.js";
+import type { LedgerStub } from "../worker/stores.js";
 import { pinnedIssuer, type AnchorRecord, type PinnedIssuer } from "../worker/protocol/anchors.js";
 import { checkAudience } from "../worker/protocol/checks/audience.js";
 import { checkBinding, type PresentedRequest } from "../worker/protocol/checks/binding.js";
@@ -82,24 +82,32 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "stage:request_hash": () => prefixedDigest(jcs(request)),
   "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto),
   "stage:binding": () => checkBinding(receipt, { request }),
-  "exp:subtle_1300": () => crypto.subtle.digest("SHA-256", big),
-  "exp:noble_1300": () => nobleSha(big),
-  "exp:subtle_200": () => crypto.subtle.digest("SHA-256", small),
-  "exp:noble_200": () => nobleSha(small),
-  "exp:url": () => new URL(receipt.issuer),
-  "exp:jcs_params": () => jcs(request.params),
-  "exp:jcs_request": () => jcs(request),
-  "exp:json_request": () => JSON.stringify(request),
-  "exp:utf8": () => new TextEncoder().encode(inputs.bodyText),
-  "exp:fromHex": () => fromHex(receipt.signature),
+  "route (in-isolate, no ledger)": async () => {
+    const init = { method: "POST", body: inputs.bodyText, headers: { "content-type": "application/json", "content-length": String(inputs.bodyText.length) } };
+    return (await statelessApp.request("/v1/receipts/verify", init, benchEnv, benchCtx)).text();
+  },
 };
-const big = new Uint8Array(1300);
-const small = new Uint8Array(200);
+
 
 const app = createApp();
 
+/** The same app with a ledger that answers at once: the enforce route minus its Durable Object. */
+const noLedger: LedgerStub = {
+  claim: async () => ({ revoked: false, replay: null, consumed: true }),
+  inspect: async () => ({ revoked: false, replay: null, consumed: false }),
+  record: async () => {},
+  revoke: async (kid, at) => ({ kid, revoked_at: at }),
+  stats: async () => ({ nonces: 0, window: { highest: -1 }, revoked: [], counters: {} }),
+};
+const statelessApp = createApp({ ledgerStub: () => () => noLedger });
+
+let benchEnv: Env;
+let benchCtx: ExecutionContext;
+
 app.post("/bench/setup", async (c) => {
   inputs = await c.req.json<Inputs>();
+  benchEnv = c.env;
+  benchCtx = c.executionCtx;
   pinned = pinnedIssuer(inputs.anchor);
   rawKey = await crypto.subtle.importKey("raw", pinned.keys[0].raw, { name: "Ed25519" }, false, ["verify"]);
   const body = JSON.parse(inputs.bodyText);
@@ -121,10 +129,27 @@ app.post("/bench/run", async (c) => {
   return c.json({ n });
 });
 
+app.post("/bench/stateless/v1/receipts/verify", (c) => {
+  const url = new URL(c.req.url);
+  url.pathname = "/v1/receipts/verify";
+  return statelessApp.fetch(new Request(url, c.req.raw), c.env, c.executionCtx);
+});
+
 app.post("/bench/baseline", async (c) => {
   const env = c.env as BenchEnv;
+  await c.req.arrayBuffer();
   const ping = await env.BENCH_ECHO.get(env.BENCH_ECHO.idFromName("baseline")).ping();
   return c.json({ ok: ping === 1 });
+});
+
+/** One IssuerLedger claim of a fresh nonce and nothing else: the ledger's share of an enforce call. */
+let claims = 0;
+app.post("/bench/claim", async (c) => {
+  await c.req.arrayBuffer();
+  const nonce = (++claims).toString(16).padStart(32, "0");
+  const ledger = c.env.ISSUER_LEDGER.get(c.env.ISSUER_LEDGER.idFromName(`bench-claim-${c.req.query("run") ?? ""}`));
+  const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, kid: "k1", retainUntil: Date.now() / 1000 + 60, warnings: [] });
+  return c.json({ decision: answer.consumed ? "accept" : "reject" });
 });
 
 app.get("/bench/ledger", async (c) => {
@@ -133,3 +158,4 @@ app.get("/bench/ledger", async (c) => {
 });
 
 export default app;
+

@@ -1,9 +1,10 @@
 /**
  * IssuerLedger: the replay state of one issuer (or of one shard of a hot issuer). Each decision
  * is one RPC whose reads and writes run in one synchronous SQLite transaction: refuse a revoked
- * kid, claim the nonce, admit the sequence, count the outcome. A nonce is kept until its
- * receipt's `expires_at + skew`; an alarm purges what has passed, so the table holds at most
- * rate × (lifetime + skew + PURGE_INTERVAL) rows.
+ * kid, claim the nonce, admit the sequence, count the outcome. An accepted claim writes two rows
+ * (the nonce, and the one `state` row holding the window and the counters). A nonce is kept
+ * until its receipt's `expires_at + skew`; an alarm purges what has passed, so the table holds at
+ * most rate × (lifetime + skew + PURGE_INTERVAL) rows.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
@@ -20,25 +21,31 @@ export interface LedgerStats {
   counters: Record<string, number>;
 }
 
+type Counters = Record<string, number>;
+
 export class IssuerLedger extends DurableObject<Env> {
   private readonly sql: SqlStorage;
-  private window: SequenceWindow;
+  private window: SequenceWindow = EMPTY_WINDOW;
+  private counters: Counters = {};
   private revoked: Set<string>;
   private alarmAt: number | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
+    // No index on retain_until: every claim would pay for it, while the purge that would use it
+    // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention.
     this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL);
-      CREATE INDEX IF NOT EXISTS nonces_by_retention ON nonces (retain_until);
-      CREATE TABLE IF NOT EXISTS seq_window (id INTEGER PRIMARY KEY CHECK (id = 1), highest INTEGER NOT NULL, bitmap TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), highest INTEGER NOT NULL, bitmap TEXT NOT NULL, counters TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS revoked (kid TEXT PRIMARY KEY, revoked_at REAL NOT NULL);
-      CREATE TABLE IF NOT EXISTS counters (code TEXT PRIMARY KEY, n INTEGER NOT NULL);
     `);
-    const w = this.sql.exec<{ highest: number; bitmap: string }>("SELECT highest, bitmap FROM seq_window WHERE id = 1").toArray()[0];
-    this.window = w ? { highest: w.highest, bitmap: decodeBitmap(w.bitmap) } : EMPTY_WINDOW;
-    this.revoked = new Set(this.sql.exec<{ kid: string }>("SELECT kid FROM revoked").toArray().map((row) => row.kid));
+    const row = this.sql.exec<{ highest: number; bitmap: string; counters: string }>("SELECT highest, bitmap, counters FROM state WHERE id = 1").toArray()[0];
+    if (row) {
+      this.window = { highest: row.highest, bitmap: decodeBitmap(row.bitmap) };
+      this.counters = JSON.parse(row.counters) as Counters;
+    }
+    this.revoked = new Set(this.sql.exec<{ kid: string }>("SELECT kid FROM revoked").toArray().map((r) => r.kid));
     ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
@@ -52,29 +59,33 @@ export class IssuerLedger extends DurableObject<Env> {
     });
   }
 
-  private count(codes: string[]): void {
-    for (const code of codes) {
-      this.sql.exec("INSERT INTO counters (code, n) VALUES (?, 1) ON CONFLICT (code) DO UPDATE SET n = n + 1", code);
-    }
+  /** Writes the window and the counters (plus `codes`) in the one state row; memory follows on success. */
+  private saveState(window: SequenceWindow, codes: string[]): () => void {
+    const counters = { ...this.counters };
+    for (const code of codes) counters[code] = (counters[code] ?? 0) + 1;
+    this.sql.exec(
+      "INSERT INTO state (id, highest, bitmap, counters) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap, counters = excluded.counters",
+      window.highest,
+      encodeBitmap(window.bitmap),
+      JSON.stringify(counters),
+    );
+    return () => {
+      this.window = window;
+      this.counters = counters;
+    };
   }
 
   claim(q: ClaimQuery): LedgerAnswer {
-    const answer = this.ctx.storage.transactionSync(() => {
+    const { answer, commit } = this.ctx.storage.transactionSync(() => {
       const { answer, next } = this.judge(q);
       if (answer.revoked || answer.replay || !next) {
-        this.count([...(answer.revoked ? ["ANCHOR_REVOKED"] : []), ...(answer.replay ? ["REPLAY_DETECTED"] : [])]);
-        return answer;
+        const codes = [...(answer.revoked ? ["ANCHOR_REVOKED"] : []), ...(answer.replay ? ["REPLAY_DETECTED"] : [])];
+        return { answer, commit: this.saveState(this.window, codes) };
       }
       this.sql.exec("INSERT INTO nonces (nonce, retain_until) VALUES (?, ?)", q.nonce, q.retainUntil);
-      this.sql.exec(
-        "INSERT INTO seq_window (id, highest, bitmap) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap",
-        next.highest,
-        encodeBitmap(next.bitmap),
-      );
-      this.count(["ACCEPTED", ...q.warnings]);
-      this.window = next;
-      return { ...answer, consumed: true };
+      return { answer: { ...answer, consumed: true }, commit: this.saveState(next, ["ACCEPTED", ...q.warnings]) };
     });
+    commit();
     if (answer.consumed) this.schedulePurge(q.retainUntil * 1000);
     return answer;
   }
@@ -85,7 +96,7 @@ export class IssuerLedger extends DurableObject<Env> {
 
   /** Counts a decision the Worker rejected before it reached the ledger. */
   record(codes: string[]): void {
-    this.ctx.storage.transactionSync(() => this.count(codes));
+    this.ctx.storage.transactionSync(() => this.saveState(this.window, codes))();
   }
 
   revoke(kid: string, at: number): { kid: string; revoked_at: number } {
@@ -97,8 +108,8 @@ export class IssuerLedger extends DurableObject<Env> {
 
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
-    const counters = Object.fromEntries(this.sql.exec<{ code: string; n: number }>("SELECT code, n FROM counters ORDER BY code").toArray().map((r) => [r.code, r.n]));
     const revoked = this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();
+    const counters = Object.fromEntries(Object.entries(this.counters).sort(([a], [b]) => (a < b ? -1 : 1)));
     return { nonces, window: { highest: this.window.highest }, revoked, counters };
   }
 
@@ -117,6 +128,6 @@ export class IssuerLedger extends DurableObject<Env> {
   }
 
   purge(nowMs: number): number {
-    return this.sql.exec("DELETE FROM nonces WHERE retain_until * 1000 <= ?", nowMs).rowsWritten;
+    return this.sql.exec("DELETE FROM nonces WHERE retain_until <= ?", nowMs / 1000).rowsWritten;
   }
 }

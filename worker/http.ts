@@ -38,8 +38,10 @@ export function errorResponse(c: Context, err: unknown): Response {
 
 /** Reads at most `maxBytes` of body and parses it strictly; a violation inside `receiptField` is MALFORMED_RECEIPT. */
 export async function readStrictJson(c: Context, maxBytes: number, receiptField?: string): Promise<unknown> {
-  const declared = Number(c.req.header("content-length"));
+  const declared = Number(c.req.header("content-length") ?? NaN);
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
+  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.arrayBuffer()), receiptField);
+  // No declared length: read the stream, refusing as soon as it passes the cap.
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -58,6 +60,10 @@ export async function readStrictJson(c: Context, maxBytes: number, receiptField?
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
+  return parseBody(bytes, receiptField);
+}
+
+function parseBody(bytes: Uint8Array, receiptField?: string): unknown {
   try {
     return parseStrictJsonBytes(bytes);
   } catch (err) {

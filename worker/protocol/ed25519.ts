@@ -14,25 +14,22 @@ export interface SignatureVerifier {
 }
 
 export function webCryptoVerifier(maxCachedKeys = 1024): SignatureVerifier {
-  const keys = new Map<string, Promise<CryptoKey>>();
-  const importKey = (publicKey: Uint8Array, cacheKey: string): Promise<CryptoKey> => {
-    let key = keys.get(cacheKey);
-    if (!key) {
-      if (keys.size >= maxCachedKeys) keys.clear();
-      key = crypto.subtle.importKey("raw", publicKey, { name: "Ed25519" }, false, ["verify"]);
-      keys.set(cacheKey, key);
-      key.catch(() => keys.delete(cacheKey));
-    }
+  const keys = new Map<string, CryptoKey>();
+  const ED25519 = { name: "Ed25519" };
+  const importKey = async (publicKey: Uint8Array, cacheKey: string): Promise<CryptoKey> => {
+    const key = await crypto.subtle.importKey("raw", publicKey, ED25519, false, ["verify"]);
+    if (keys.size >= maxCachedKeys) keys.clear();
+    keys.set(cacheKey, key);
     return key;
   };
+  const verifyWith = (key: CryptoKey, signature: Uint8Array, message: Uint8Array) =>
+    crypto.subtle.verify(ED25519, key, signature, message).catch(() => false);
   return {
-    async verify(publicKey, cacheKey, signature, message) {
-      if (publicKey.length !== 32 || signature.length !== 64) return false;
-      try {
-        return await crypto.subtle.verify({ name: "Ed25519" }, await importKey(publicKey, cacheKey), signature, message);
-      } catch {
-        return false;
-      }
+    verify(publicKey, cacheKey, signature, message) {
+      if (publicKey.length !== 32 || signature.length !== 64) return Promise.resolve(false);
+      const cached = keys.get(cacheKey);
+      if (cached) return verifyWith(cached, signature, message);
+      return importKey(publicKey, cacheKey).then((key) => verifyWith(key, signature, message), () => false);
     },
   };
 }
