@@ -243,6 +243,7 @@ async function main() {
     log(`ledger: waiting ${round(waitMs / 1000, 0)} s for the purge alarm`);
     await new Promise((r) => setTimeout(r, waitMs));
     const rowsAfterPurge = await ledgerRows();
+    const hotLedger = (await (await fetch(`${server.url}/bench/ledger?name=${encodeURIComponent(ids[0].issuer)}`)).json()) as { nonces: number; database_bytes: number };
 
     const medianRps = (label: string) => median(http.filter((h) => h.label === label).map((h) => h.rps));
     const summary = [...new Set(http.map((h) => h.label))].map((label) => {
@@ -267,6 +268,12 @@ async function main() {
         long_lived: longLived.length,
         rows_after_load: rowsAfterLoad,
         rows_after_purge: rowsAfterPurge,
+      },
+      storage_per_nonce: {
+        ledger: ids[0].issuer,
+        rows: hotLedger.nonces,
+        database_bytes: hotLedger.database_bytes,
+        bytes_per_nonce: round(hotLedger.database_bytes / hotLedger.nonces, 0),
       },
       chains_and_bundles: "skipped: evidence chains and EC-Agent bundles are not built yet",
       ratios: {
@@ -307,6 +314,8 @@ function renderMarkdown(r: any): string {
     "",
     `Ledger of ${r.ledger_purge.issuer}: ${r.ledger_purge.short_lived} receipts living 5 s and ${r.ledger_purge.long_lived} living 300 s accepted; ` +
       `${r.ledger_purge.rows_after_load} nonce rows after the load, ${r.ledger_purge.rows_after_purge} after the purge alarm.`,
+    "",
+    `Storage: the ledger of ${r.storage_per_nonce.ledger} holds ${r.storage_per_nonce.rows} nonces in ${r.storage_per_nonce.database_bytes} bytes: ${r.storage_per_nonce.bytes_per_nonce} bytes a nonce, all overhead included.`,
     "",
     "| ratio | value |",
     "|---|---:|",

@@ -16,6 +16,8 @@ export const PURGE_INTERVAL_MS = 30_000;
 
 export interface LedgerStats {
   nonces: number;
+  /** Size of this object's SQLite database, bytes (free pages included). */
+  database_bytes: number;
   window: { highest: number };
   revoked: { kid: string; revoked_at: number }[];
   counters: Record<string, number>;
@@ -110,7 +112,7 @@ export class IssuerLedger extends DurableObject<Env> {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
     const revoked = this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();
     const counters = Object.fromEntries(Object.entries(this.counters).sort(([a], [b]) => (a < b ? -1 : 1)));
-    return { nonces, window: { highest: this.window.highest }, revoked, counters };
+    return { nonces, database_bytes: this.sql.databaseSize, window: { highest: this.window.highest }, revoked, counters };
   }
 
   private schedulePurge(retainUntilMs: number): void {

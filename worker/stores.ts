@@ -72,6 +72,7 @@ function mergeStats(all: LedgerStats[]): LedgerStats & { shards: number } {
   return {
     shards: all.length,
     nonces: all.reduce((n, s) => n + s.nonces, 0),
+    database_bytes: all.reduce((n, s) => n + s.database_bytes, 0),
     window: { highest: Math.max(...all.map((s) => s.window.highest)) },
     revoked: [...revoked].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kid, revoked_at]) => ({ kid, revoked_at })),
     counters,

@@ -51,16 +51,16 @@ export function jcs(value: unknown, depth = 0): string {
   }
 }
 
-export async function sha256(data: Uint8Array | string): Promise<Uint8Array> {
-  const bytes = typeof data === "string" ? utf8(data) : data;
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+// Plain promise chains rather than async functions: these run three times per verification.
+export function sha256(data: Uint8Array | string): Promise<Uint8Array> {
+  return crypto.subtle.digest("SHA-256", typeof data === "string" ? utf8(data) : data).then((d) => new Uint8Array(d));
 }
 
-export async function sha256Hex(data: Uint8Array | string): Promise<string> {
-  return toHex(await sha256(data));
+export function sha256Hex(data: Uint8Array | string): Promise<string> {
+  return sha256(data).then(toHex);
 }
 
 /** `sha256:` + hex of the digest of the canonical form: the profile's request/response hashes. */
-export async function prefixedDigest(canonicalText: string): Promise<string> {
-  return SHA256_PREFIX + (await sha256Hex(canonicalText));
+export function prefixedDigest(canonicalText: string): Promise<string> {
+  return sha256(canonicalText).then((d) => SHA256_PREFIX + toHex(d));
 }
