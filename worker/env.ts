@@ -6,6 +6,8 @@ export interface Env {
   ISSUER_LEDGER: DurableObjectNamespace<IssuerLedger>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
+  /** This deployment's organisation id: cross-org envelopes must name it as receiver_org_id. */
+  ORG_ID?: string;
   /** Bearer token of the admin routes. */
   ADMIN_TOKEN?: string;
   /** Optional overrides, in seconds. */

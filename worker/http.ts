@@ -8,10 +8,17 @@ import type { CallErrorCode } from "./protocol/codes.js";
 import { parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
 
+/** The code of a strict-parse violation inside the thing being verified, rather than the call around it. */
+export type SubjectMalformed = "MALFORMED_RECEIPT" | "ENVELOPE_MALFORMED";
+export interface Subject {
+  field: string;
+  code: SubjectMalformed;
+}
+
 export class ApiError extends Error {
   constructor(
     readonly status: ContentfulStatusCode,
-    readonly code: CallErrorCode | "MALFORMED_RECEIPT",
+    readonly code: CallErrorCode | SubjectMalformed,
     readonly detail: string,
   ) {
     super(detail);
@@ -19,7 +26,7 @@ export class ApiError extends Error {
 }
 
 /** Verification routes answer errors in the decision's own shape; the others with `error` alone. */
-export const DECISION_ROUTES = /^\/v1\/receipts\/verify$/;
+export const DECISION_ROUTES = /^\/v1\/(receipts|envelopes)\/verify$/;
 
 export function errorResponse(c: Context, err: unknown): Response {
   const e =
@@ -33,14 +40,15 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
   const mode: Mode = "enforce";
   const body = rejection([], mode, Math.floor(Date.now() / 1000));
-  return c.json({ ...body, failures: [{ code: e.code, severity: "CRITICAL", step: e.code === "MALFORMED_RECEIPT" ? 0 : null, detail: e.detail }], error }, e.status);
+  const step = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED" ? 0 : null;
+  return c.json({ ...body, failures: [{ code: e.code, severity: "CRITICAL", step, detail: e.detail }], error }, e.status);
 }
 
-/** Reads at most `maxBytes` of body and parses it strictly; a violation inside `receiptField` is MALFORMED_RECEIPT. */
-export async function readStrictJson(c: Context, maxBytes: number, receiptField?: string): Promise<unknown> {
+/** Reads at most `maxBytes` of body and parses it strictly; a violation inside `subject.field` carries `subject.code`. */
+export async function readStrictJson(c: Context, maxBytes: number, subject?: Subject): Promise<unknown> {
   const declared = Number(c.req.header("content-length") ?? NaN);
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
-  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.arrayBuffer()), receiptField);
+  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.arrayBuffer()), subject);
   // No declared length: read the stream, refusing as soon as it passes the cap.
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];
@@ -60,17 +68,17 @@ export async function readStrictJson(c: Context, maxBytes: number, receiptField?
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
-  return parseBody(bytes, receiptField);
+  return parseBody(bytes, subject);
 }
 
-function parseBody(bytes: Uint8Array, receiptField?: string): unknown {
+function parseBody(bytes: Uint8Array, subject?: Subject): unknown {
   try {
     return parseStrictJsonBytes(bytes);
   } catch (err) {
     if (!(err instanceof StrictJsonError)) throw err;
-    const inReceipt = receiptField !== undefined && err.path[0] === receiptField;
+    const inSubject = subject !== undefined && err.path[0] === subject.field;
     const where = err.path.length ? ` (at ${err.path.join(".")})` : "";
-    throw new ApiError(400, inReceipt ? "MALFORMED_RECEIPT" : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);
+    throw new ApiError(400, inSubject ? subject.code : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);
   }
 }
 

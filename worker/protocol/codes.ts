@@ -12,6 +12,11 @@ export const FAILURE_CODES = [
   "REPLAY_DETECTED",
   "BINDING_MISMATCH",
   "OUTCOME_INDETERMINATE",
+  "ENVELOPE_MALFORMED",
+  "NOT_SELF_CONTAINED",
+  "ORG_MISMATCH",
+  "CHAIN_BROKEN",
+  "HOP_LIMIT_EXCEEDED",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -31,7 +36,7 @@ export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 export type Severity = "CRITICAL" | "WARNING";
 
-/** The CCS §12.2 step each code belongs to. */
+/** The CCS §12.2 step each code belongs to; 7 is evidence propagation (CCS §11: envelopes, chains). */
 export const STEP_OF: Record<FailureCode, number> = {
   MALFORMED_RECEIPT: 0,
   FRESHNESS_EXPIRED: 1,
@@ -42,6 +47,11 @@ export const STEP_OF: Record<FailureCode, number> = {
   REPLAY_DETECTED: 4,
   BINDING_MISMATCH: 5,
   OUTCOME_INDETERMINATE: 6,
+  ENVELOPE_MALFORMED: 0,
+  NOT_SELF_CONTAINED: 3,
+  ORG_MISMATCH: 2,
+  CHAIN_BROKEN: 7,
+  HOP_LIMIT_EXCEEDED: 7,
 };
 
 export interface Failure {

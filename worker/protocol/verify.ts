@@ -38,6 +38,8 @@ export interface VerifyOptions extends Presented {
   now: number;
   policy: FreshnessPolicy;
   reportedOutcome?: ReportedOutcome;
+  /** Further stateless checks of the context the receipt arrived in (an envelope's, say); their failures also keep the nonce unconsumed. */
+  contextChecks?: (r: Receipt, receiptHash: string) => Failure[];
 }
 
 export interface VerifyDeps {
@@ -96,6 +98,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
   const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier);
   stateless.push(...signature.failures, ...(await binding));
+  if (opts.contextChecks) stateless.push(...opts.contextChecks(r, await receiptHash));
 
   const query = { issuer: r.issuer, nonce: r.nonce, sequence: r.sequence, kid: signature.kid };
   let stateful: LedgerAnswer = { revoked: false, replay: null, consumed: false };

@@ -1,0 +1,60 @@
+/**
+ * What the decision routes (receipts, envelopes) share: the call's common fields, the
+ * protocol's dependencies, counting refusals that never reached a ledger, the answer's status.
+ */
+import type { Context } from "hono";
+import type { AppEnv, Services } from "../app.js";
+import { audiences } from "../config.js";
+import { ApiError } from "../http.js";
+import type { Decision, Mode, VerifyDeps } from "../protocol/verify.js";
+
+export interface DecisionCall {
+  audience: string;
+  mode: Mode;
+  /** Unix seconds to judge at: `at` in audit mode, else now. */
+  now: number;
+}
+
+/** Validates `audience`, `mode` and `at`, and that no field outside `allowed` is present. */
+export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unknown>, allowed: Set<string>, subject: string): DecisionCall {
+  for (const key of Object.keys(body)) if (!allowed.has(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
+  if (!Object.hasOwn(body, subject)) throw new ApiError(400, "MALFORMED_REQUEST", `${subject} is required`);
+  const served = audiences(c.env);
+  if (typeof body.audience !== "string" || !served.has(body.audience)) {
+    throw new ApiError(400, "MALFORMED_REQUEST", `audience must be one this deployment serves: ${[...served].join(", ")}`);
+  }
+  const mode = (body.mode ?? "enforce") as Mode;
+  if (mode !== "enforce" && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", 'mode must be "enforce" or "audit"');
+  if (body.at !== undefined) {
+    if (mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
+    if (typeof body.at !== "number") throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
+  }
+  return { audience: body.audience, mode, now: (body.at as number | undefined) ?? c.get("services").now() };
+}
+
+export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps {
+  return { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) };
+}
+
+const STATEFUL_CODES = new Set(["REPLAY_DETECTED", "ANCHOR_REVOKED"]);
+const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
+
+/**
+ * Answers a decision: 400 when what was presented is malformed, else 200. An enforce decision
+ * refused before the ledger is counted in the issuer's ledger after the answer, and only for a
+ * pinned issuer: a forged issuer name must not create storage.
+ */
+export function answerDecision(c: Context<AppEnv>, decision: Decision, nonce: string | undefined): Response {
+  const reachedLedger = decision.nonce_consumed || decision.failures.some((f) => STATEFUL_CODES.has(f.code));
+  const { issuer } = decision;
+  if (decision.mode === "enforce" && issuer && nonce && !reachedLedger) {
+    const { anchors, ledgers } = c.get("services");
+    const codes = decision.failures.map((f) => f.code);
+    const count = async () => {
+      const pinned = await anchors.pinned(issuer);
+      if (pinned) await ledgers.record(issuer, nonce, pinned.ledgerShards, codes);
+    };
+    c.executionCtx.waitUntil(count().catch((err) => console.error("counter update failed", err)));
+  }
+  return c.json(decision, decision.failures.some((f) => MALFORMED_CODES.has(f.code)) ? 400 : 200);
+}
