@@ -24,6 +24,7 @@ import { canonicalReceipt, parseReceipt, type Receipt } from "../worker/protocol
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
 import { verifyReceipt } from "../worker/protocol/verify.js";
 
+export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 
 export class BenchEcho extends DurableObject {
@@ -97,6 +98,7 @@ const noLedger: LedgerStub = {
   inspect: async () => ({ revoked: false, replay: null, consumed: false }),
   record: async () => {},
   revoke: async (kid, at) => ({ kid, revoked_at: at }),
+  revokedKids: async () => [],
   stats: async () => ({ nonces: 0, database_bytes: 0, window: { highest: -1 }, revoked: [], counters: {} }),
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });

@@ -108,6 +108,10 @@ export class IssuerLedger extends DurableObject<Env> {
     return { kid, revoked_at: row.revoked_at };
   }
 
+  revokedKids(): string[] {
+    return [...this.revoked].sort();
+  }
+
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
     const revoked = this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();

@@ -1,9 +1,11 @@
+import type { EvidenceChain } from "../durable-objects/evidence-chain.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
 export interface Env {
   ANCHORS: KVNamespace;
   ISSUER_LEDGER: DurableObjectNamespace<IssuerLedger>;
+  EVIDENCE_CHAIN: DurableObjectNamespace<EvidenceChain>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
   /** This deployment's organisation id: cross-org envelopes must name it as receiver_org_id. */
