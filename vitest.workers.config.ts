@@ -10,6 +10,7 @@ export default defineConfig({
         bindings: {
           ADMIN_TOKEN: "test-admin-token",
           AUDIENCES: "https://relying-party.example,https://second-party.example",
+          ORG_ID: "relying-org",
         },
       },
     }),

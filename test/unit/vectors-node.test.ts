@@ -2,21 +2,23 @@ import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
-import { generate, render, VECTORS_PATH } from "../../vectors/ccs/generate.js";
-import { ccsVectors, mismatches, rawBodyOf, type Answer } from "../support/vectors.js";
+import { generateAll } from "../../vectors/ccs/generate.js";
+import { FAILURE_CODES } from "../../worker/protocol/codes.js";
+import { ccsVectors, mismatches, propagationVectors, rawBodyOf, type Answer } from "../support/vectors.js";
 import { nodeEnv } from "../support/node-env.js";
 
 describe("CCS vectors", () => {
   it("are exactly what the generator produces from its fixed seeds", async () => {
-    expect(render(await generate())).toBe(readFileSync(VECTORS_PATH, "utf8"));
+    for (const { path, text } of await generateAll()) expect(text, path).toBe(readFileSync(path, "utf8"));
   });
 
   it("cover every failure code", () => {
-    const codes = new Set(ccsVectors.vectors.flatMap((v) => v.calls.flatMap((c) => c.expect.codes)));
-    expect([...codes].sort()).toEqual([
-      "ANCHOR_REVOKED", "AUDIENCE_MISMATCH", "BINDING_MISMATCH", "FRESHNESS_EXPIRED", "MALFORMED_RECEIPT",
-      "OUTCOME_INDETERMINATE", "REPLAY_DETECTED", "SIGNATURE_INVALID", "UNTRUSTED_ISSUER",
+    const codes = new Set([
+      ...ccsVectors.vectors.flatMap((v) => v.calls.flatMap((c) => c.expect.codes)),
+      ...propagationVectors.envelopes.flatMap((v) => v.calls.flatMap((c) => c.expect.codes)),
+      ...propagationVectors.chains.flatMap((v) => v.expect.failures.map((f) => f.split(":")[1])),
     ]);
+    expect([...codes].sort()).toEqual([...FAILURE_CODES].sort());
   });
 });
 

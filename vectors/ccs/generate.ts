@@ -6,6 +6,7 @@
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { anchorFor, identity, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
+import { generatePropagation } from "./propagation.js";
 
 /** 2100-01-01T00:00:00Z: the vectors' clock, far enough ahead that no purge alarm fires during a test run. */
 export const VECTOR_NOW = 4102444800;
@@ -169,10 +170,27 @@ export async function generate() {
 }
 
 export const VECTORS_PATH = fileURLToPath(new URL("./receipts.json", import.meta.url));
+export const PROPAGATION_PATH = fileURLToPath(new URL("./propagation.json", import.meta.url));
 export const render = (doc: unknown): string => JSON.stringify(doc, null, 2) + "\n";
 
+export async function generateAll(): Promise<{ path: string; text: string }[]> {
+  const receipts = await generate();
+  const propagation = {
+    description: "countersign CCS §11 vectors. Pin `anchors`; judge `envelopes` with POST /v1/envelopes/verify at `now` on a deployment whose ORG_ID is `org_id`, in order (replay state carries over); judge `chains` with POST /v1/chains/verify and compare chain_valid, broken_at_hop, the \"hop:code\" failures in order and, where given, the summary hash.",
+    generator: "vectors/ccs/generate.ts",
+    now: VECTOR_NOW,
+    audience: AUDIENCE,
+    ...(await generatePropagation(VECTOR_NOW, AUDIENCE)),
+  };
+  return [
+    { path: VECTORS_PATH, text: render(receipts) },
+    { path: PROPAGATION_PATH, text: render(propagation) },
+  ];
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const doc = await generate();
-  writeFileSync(VECTORS_PATH, render(doc));
-  console.log(`wrote ${doc.vectors.length} vectors to ${VECTORS_PATH}`);
+  for (const { path, text } of await generateAll()) {
+    writeFileSync(path, text);
+    console.log(`wrote ${path}`);
+  }
 }

@@ -1,0 +1,80 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../worker/app.js";
+import { buildAnchorRecord, pinnedIssuer, type PinnedIssuer } from "../../worker/protocol/anchors.js";
+import { parseChain, summaryHash, verifyChain } from "../../worker/protocol/chain.js";
+import { DEFAULT_FRESHNESS } from "../../worker/protocol/checks/freshness.js";
+import { nobleVerifier } from "../../worker/protocol/ed25519.js";
+import { fromHex } from "../../worker/protocol/encoding.js";
+import { sha256 } from "../../worker/protocol/digest.js";
+import { chainMismatches, mismatches, propagationVectors as pv, type Answer, type ChainAnswer } from "../support/vectors.js";
+import { nodeEnv } from "../support/node-env.js";
+
+describe("chain verification offline, under plain Node, from the pure protocol code", () => {
+  const pinned = new Map<string, PinnedIssuer>();
+  beforeAll(async () => {
+    for (const anchor of pv.anchors) {
+      const built = await buildAnchorRecord(anchor, 0);
+      if (built.kind !== "built") throw new Error("vector anchor does not build");
+      pinned.set(anchor.issuer, pinnedIssuer(built.record));
+    }
+  });
+
+  for (const v of pv.chains) {
+    it(`${v.id}: ${v.title}`, async () => {
+      const parsed = parseChain(v.body.chain);
+      expect(parsed.ok).toBe(true);
+      if (!parsed.ok) return;
+      const verdict = await verifyChain(
+        parsed.chain,
+        { spot: (v.body as { spot?: number }).spot, now: pv.now, policy: DEFAULT_FRESHNESS },
+        { anchors: async (issuer) => pinned.get(issuer) ?? null, verifier: nobleVerifier },
+      );
+      expect("malformed" in verdict).toBe(false);
+      expect(chainMismatches(v, { status: 200, body: verdict } as ChainAnswer)).toEqual([]);
+    });
+  }
+
+  it("CV-010's summary hash is SHA-256 over the concatenated raw receipt digests, recomputed independently", async () => {
+    const v = pv.chains.find((c) => c.id === "CV-010")!;
+    const digests = await Promise.all(
+      v.body.chain.entries.map(async (e) => {
+        const { jcs } = await import("../../worker/protocol/digest.js");
+        return sha256(jcs((e as { receipt: unknown }).receipt));
+      }),
+    );
+    const concatenated = new Uint8Array(digests.length * 32);
+    digests.forEach((d, i) => concatenated.set(d, i * 32));
+    expect(await summaryHash(digests)).toBe(v.expect.summary_hash);
+    expect(await summaryHash([concatenated.subarray(0, 32), concatenated.subarray(32, 64), concatenated.subarray(64)])).toBe(v.expect.summary_hash);
+    expect(fromHex(v.expect.summary_hash!.slice(7))).toHaveLength(32);
+  });
+});
+
+describe("CCS §11 vectors through the app under plain Node", () => {
+  const { env, ledgerStub, ctx } = nodeEnv({ ORG_ID: pv.org_id });
+  const app = createApp({ now: () => pv.now, verifier: nobleVerifier, ledgerStub });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    app.request(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }, env, ctx);
+
+  beforeAll(async () => {
+    for (const anchor of pv.anchors) {
+      const res = await app.request("/v1/admin/anchors", { method: "PUT", headers: { authorization: "Bearer test-admin-token" }, body: JSON.stringify(anchor) }, env, ctx);
+      expect(res.status).toBe(200);
+    }
+  });
+
+  for (const v of pv.envelopes) {
+    it(`${v.id}: ${v.title}`, async () => {
+      for (const c of v.calls) {
+        const res = await post("/v1/envelopes/verify", c.body);
+        expect(mismatches(c as never, { status: res.status, body: await res.json() } as Answer)).toEqual([]);
+      }
+    });
+  }
+  for (const v of pv.chains) {
+    it(`${v.id} over HTTP`, async () => {
+      const res = await post("/v1/chains/verify", v.body);
+      expect(chainMismatches(v, { status: res.status, body: await res.json() } as ChainAnswer)).toEqual([]);
+    });
+  }
+});
