@@ -109,10 +109,22 @@ export function parseChain(value: unknown): ChainParse {
   return { ok: true, chain: value as unknown as ChainDocument };
 }
 
+/** A kept receipt parsed and canonicalised once, for its digest and its checks alike. */
+interface PreparedReceipt {
+  parse: ReturnType<typeof parseReceipt>;
+  signedBytes: Uint8Array | null;
+  digest: Promise<Uint8Array>;
+}
+
+function prepare(receipt: Record<string, unknown>): PreparedReceipt {
+  const parse = parseReceipt(receipt);
+  const canonical = parse.ok ? canonicalReceipt(parse.receipt) : null;
+  return { parse, signedBytes: canonical?.signedBytes ?? null, digest: sha256(canonical ? canonical.fullText : jcs(receipt)) };
+}
+
 /** The raw SHA-256 of a receipt's canonical form (signature included): receipt_hash without its prefix. */
 export function receiptDigest(receipt: Record<string, unknown>): Promise<Uint8Array> {
-  const parsed = parseReceipt(receipt);
-  return sha256(parsed.ok ? canonicalReceipt(parsed.receipt).fullText : jcs(receipt));
+  return prepare(receipt).digest;
 }
 
 export const receiptHashOf = (digest: Uint8Array): string => SHA256_PREFIX + toHex(digest);
@@ -131,13 +143,18 @@ export interface KeptReceiptCheck {
 }
 
 /** A kept receipt on its own: 22-field form, pinned issuer, signature, revocation, and freshness when asked. */
-export async function checkKeptReceipt(value: Record<string, unknown>, opts: { checkFreshness?: boolean; now: number; policy: FreshnessPolicy }, deps: ChainDeps): Promise<KeptReceiptCheck> {
-  const parsed = parseReceipt(value);
-  if (!parsed.ok) return { receipt: null, kid: null, failures: parsed.failures };
-  const r = parsed.receipt;
+export function checkKeptReceipt(value: Record<string, unknown>, opts: KeptOptions, deps: ChainDeps): Promise<KeptReceiptCheck> {
+  return checkPrepared(prepare(value), opts, deps);
+}
+
+type KeptOptions = { checkFreshness?: boolean; now: number; policy: FreshnessPolicy };
+
+async function checkPrepared({ parse, signedBytes }: PreparedReceipt, opts: KeptOptions, deps: ChainDeps): Promise<KeptReceiptCheck> {
+  if (!parse.ok) return { receipt: null, kid: null, failures: parse.failures };
+  const r = parse.receipt;
   const failures: Failure[] = opts.checkFreshness ? checkFreshness(r, opts.now, opts.policy) : [];
   const pinned = await deps.anchors(r.issuer);
-  const signature = await checkSignature(r, canonicalReceipt(r).signedBytes, pinned?.keys ?? null, deps.verifier);
+  const signature = await checkSignature(r, signedBytes!, pinned?.keys ?? null, deps.verifier);
   failures.push(...signature.failures);
   if (signature.kid && deps.revokedKids && (await deps.revokedKids(r.issuer)).has(signature.kid)) {
     failures.push(failure("ANCHOR_REVOKED", `key ${signature.kid} of ${r.issuer} has been revoked`));
@@ -154,7 +171,8 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     if (!isHop(spot) || spot >= entries.length) return { malformed: `spot must name a hop of the chain (0..${entries.length - 1})` };
     if ("pruned" in entries[spot]) return { malformed: `hop ${spot} is pruned: there is no receipt to verify there` };
   }
-  const digests = await Promise.all(entries.map((e) => ("pruned" in e ? Promise.resolve(fromHex(e.receipt_hash.slice(7))!) : receiptDigest(e.receipt))));
+  const prepared = entries.map((e) => ("pruned" in e ? null : prepare(e.receipt)));
+  const digests = await Promise.all(entries.map((e, i) => ("pruned" in e ? fromHex(e.receipt_hash.slice(7))! : prepared[i]!.digest)));
   const hashes = digests.map(receiptHashOf);
   const failures: ChainFailure[] = [];
   const verified: number[] = [];
@@ -166,7 +184,7 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     const prev = e.previous_receipt_hash ?? null;
     if (i === 0 && prev !== null) failures.push(at(0, "CHAIN_BROKEN", "hop 0 names a predecessor that is not in the chain"));
     if (i > 0 && prev !== hashes[i - 1]) failures.push(at(i, "CHAIN_BROKEN", `hop ${i}'s previous_receipt_hash is not the receipt hash of hop ${i - 1}`));
-    const kept = await checkKeptReceipt(e.receipt, opts, deps);
+    const kept = await checkPrepared(prepared[i]!, opts, deps);
     failures.push(...kept.failures.map((f) => ({ ...f, hop: i })));
     verified.push(i);
   }
