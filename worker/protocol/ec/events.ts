@@ -1,0 +1,86 @@
+/**
+ * The event trace of an agent run: a closed schema, its canonical form and its digest.
+ */
+import { DOMAINS, domainDigest } from "./canonical.js";
+
+export const EC_SCHEMA_VERSION = "ec-agent/1";
+
+export const ACTION_TYPES = [
+  "retrieval",
+  "observation",
+  "empty_observation",
+  "tool_call",
+  "tool_error",
+  "retry",
+  "access_denied",
+  "claim_emission",
+  "answer",
+  "stop",
+] as const;
+export type ActionType = (typeof ACTION_TYPES)[number];
+
+/**
+ * Every event has exactly these fields; null where one does not apply. `index` is not a field:
+ * the canonical form inserts it from the event's position.
+ */
+export const EVENT_FIELDS = ["action_id", "action_type", "tool", "input", "output", "doc_id", "claim_id", "attempt"] as const;
+
+export interface TraceEvent {
+  action_id: string;
+  action_type: ActionType;
+  tool: string | null;
+  input: string | null;
+  output: string | null;
+  doc_id: string | null;
+  claim_id: string | null;
+  attempt: number | null;
+}
+
+export type EventReason = "EVENT_SCHEMA_INVALID" | "EVENT_ACTION_TYPE_INVALID" | "EVENT_DUPLICATE_ACTION_ID";
+
+export interface EventProblem {
+  reason: EventReason;
+  index: number;
+  detail: string;
+}
+
+const FIELD_SET = new Set<string>(EVENT_FIELDS);
+const TYPE_SET = new Set<string>(ACTION_TYPES);
+const scalar = (v: unknown) => v === null || typeof v === "string" || typeof v === "boolean" || Number.isSafeInteger(v);
+
+/** Every problem of a trace against the closed schema; empty when it is canonical. */
+export function traceProblems(events: unknown): EventProblem[] {
+  if (!Array.isArray(events)) return [{ reason: "EVENT_SCHEMA_INVALID", index: -1, detail: "events must be an array" }];
+  const problems: EventProblem[] = [];
+  const ids = new Set<string>();
+  events.forEach((e, index) => {
+    const bad = (reason: EventReason, detail: string) => problems.push({ reason, index, detail });
+    if (e === null || typeof e !== "object" || Array.isArray(e)) return bad("EVENT_SCHEMA_INVALID", "an event must be an object");
+    const ev = e as Record<string, unknown>;
+    for (const key of Object.keys(ev)) if (!FIELD_SET.has(key)) bad("EVENT_SCHEMA_INVALID", `undeclared field ${JSON.stringify(key)}`);
+    for (const key of EVENT_FIELDS) if (!Object.hasOwn(ev, key)) bad("EVENT_SCHEMA_INVALID", `missing field ${key}`);
+    for (const [key, v] of Object.entries(ev)) if (!scalar(v)) bad("EVENT_SCHEMA_INVALID", `${key} must be an integer, string, boolean or null`);
+    if (typeof ev.action_id !== "string" || ev.action_id === "") bad("EVENT_SCHEMA_INVALID", "action_id must be a non-empty string");
+    else if (ids.has(ev.action_id)) bad("EVENT_DUPLICATE_ACTION_ID", `action_id ${JSON.stringify(ev.action_id)} appears twice`);
+    else ids.add(ev.action_id);
+    if (!TYPE_SET.has(ev.action_type as string)) bad("EVENT_ACTION_TYPE_INVALID", `action_type ${JSON.stringify(ev.action_type)} is not one of ${ACTION_TYPES.join(", ")}`);
+  });
+  return problems;
+}
+
+/** The canonical events: declared fields, in order, each with `index` from its position. */
+export const indexedEvents = (events: TraceEvent[]) => events.map((e, index) => ({ ...e, index }));
+
+/** SHA-256 over the trace domain separator and the canonical `{domain, events, schema_version}`. */
+export function traceDigest(events: TraceEvent[]): Promise<string> {
+  return domainDigest(DOMAINS.trace, { domain: DOMAINS.trace, events: indexedEvents(events), schema_version: EC_SCHEMA_VERSION });
+}
+
+/** The index of the first answer event, or -1. */
+export const answerIndex = (events: TraceEvent[]): number => events.findIndex((e) => e.action_type === "answer");
+
+/** The execution digest: the trace digest of the prefix through the (first) answer event. */
+export function executionDigest(events: TraceEvent[]): Promise<string> | null {
+  const end = answerIndex(events);
+  return end < 0 ? null : traceDigest(events.slice(0, end + 1));
+}

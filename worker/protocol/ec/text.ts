@@ -1,0 +1,38 @@
+/**
+ * Text as the EC-Agent protocol counts it: Unicode code points (not UTF-16 units, not bytes),
+ * Python's `str.casefold`, Python's whitespace and Python's `\w`.
+ */
+import { CASEFOLD_TABLE } from "./casefold-table.js";
+
+const FOLD = new Map<number, string>(
+  CASEFOLD_TABLE.split(";").map((entry) => {
+    const [cp, folded] = entry.split("=");
+    return [parseInt(cp, 16), String.fromCodePoint(...folded.split(",").map((h) => parseInt(h, 16)))];
+  }),
+);
+
+/** Python's `str.casefold()`: full Unicode case folding, so `ß` → `ss`, `ς` → `σ`. */
+export function casefold(text: string): string {
+  let out = "";
+  for (const ch of text) out += FOLD.get(ch.codePointAt(0)!) ?? ch;
+  return out;
+}
+
+/** The code points of a string. */
+export const codePoints = (text: string): string[] => Array.from(text);
+
+/** Python's `str.isspace()` characters, which `str.split()` splits on. */
+const PY_SPACE = /[\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/gu;
+
+/** Python's `" ".join(text.split())`. */
+export const collapseWhitespace = (text: string): string => text.replace(PY_SPACE, " ").replace(/^ | $/g, "");
+
+/** Python's `\w` on str: letters, numbers (Nd, Nl, No) and the underscore; combining marks are not word characters. */
+const WORD = /[\p{L}\p{N}_]+/gu;
+
+/** T(x): the word-character runs of casefold(x) longer than one code point, as a set. */
+export function tokens(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const m of casefold(text).matchAll(WORD)) if (codePoints(m[0]).length > 1) out.add(m[0]);
+  return out;
+}
