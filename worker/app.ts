@@ -11,6 +11,7 @@ import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorCache, type 
 import { adminRoutes } from "./routes/admin.js";
 import { issuerRoutes } from "./routes/issuers.js";
 import { chainRoutes } from "./routes/chains.js";
+import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
 
@@ -46,6 +47,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);
+  app.route("/v1", ecRoutes);
   app.route("/v1/issuers", issuerRoutes);
   app.route("/v1/admin", adminRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));

@@ -162,7 +162,9 @@ const sortKeys = (v: unknown): unknown =>
 export const renderReport = (report: ReplayReport): string => JSON.stringify(sortKeys(report), null, 2) + "\n";
 
 /** Builds a bundle, computing every row digest (issuing side, fixtures, the audit). */
-export async function buildBundle(corpus: Corpus, runs: { run_id: string; events: unknown[]; receipts: { id: string; receipt: EcReceipt }[]; required_claims?: string[] }[]): Promise<Bundle> {
+export async function buildBundle(corpusIn: Corpus, runsIn: { run_id: string; events: unknown[]; receipts: { id: string; receipt: EcReceipt }[]; required_claims?: string[] }[]): Promise<Bundle> {
+  // A bundle owns its rows: nothing the caller holds is aliased into it.
+  const [corpus, runs] = JSON.parse(JSON.stringify([corpusIn, runsIn])) as [Corpus, typeof runsIn];
   const rows: Record<string, unknown> = { corpus };
   const manifestRows: ManifestRow[] = [{ id: "corpus", kind: "corpus", sha256: await rowDigest(corpus) }];
   for (const run of runs) {

@@ -1,6 +1,7 @@
 /**
  * The EC-Agent canonical form: JSON with sorted keys, compact separators and ASCII escaping
- * (`\uXXXX`, lowercase hex, surrogate pairs for astral characters), byte for byte what Python's
+ * (everything outside 0x20–0x7e as `\uXXXX`, lowercase hex, surrogate pairs for astral
+ * characters; `"`, `\\` and the five short control escapes as Python writes them), byte for byte what Python's
  * `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True)` writes. Only
  * objects, arrays, strings, integers, booleans and null: a non-integer number is refused.
  */
@@ -15,7 +16,7 @@ function asciiString(s: string): string {
     const ch = s[i];
     const c = s.charCodeAt(i);
     if (SHORT[ch]) out += SHORT[ch];
-    else if (c < 0x20 || c > 0x7e) out += c === 0x7f ? ch : "\\u" + c.toString(16).padStart(4, "0");
+    else if (c < 0x20 || c > 0x7e) out += "\\u" + c.toString(16).padStart(4, "0");
     else out += ch;
   }
   return out + '"';
