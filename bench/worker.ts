@@ -13,6 +13,7 @@ import type { Env } from "../worker/env.js";
 import type { LedgerStub } from "../worker/stores.js";
 import { pinnedIssuer, type AnchorRecord, type PinnedIssuer } from "../worker/protocol/anchors.js";
 import { verifyChain, type ChainDocument } from "../worker/protocol/chain.js";
+import { replayBundle } from "../worker/protocol/ec/bundle.js";
 import { checkAudience } from "../worker/protocol/checks/audience.js";
 import { checkBinding, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import { checkFreshness, DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
@@ -42,6 +43,8 @@ interface Inputs {
   bodyText: string;
   /** A 16-hop chain of receipts by the same issuer. */
   chain: ChainDocument;
+  /** The EC-Agent replay fixture (16 receipts over 4 runs). */
+  bundle: unknown;
   anchor: AnchorRecord;
   jwt: string;
   jwtIssuer: string;
@@ -79,6 +82,7 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   jose: () => jwtVerify(inputs.jwt, rawKey, { audience: inputs.audience, issuer: inputs.jwtIssuer, currentDate: new Date(inputs.now * 1000) }),
   "chain-16-full": () => verifyChain(inputs.chain, { now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
   "chain-16-spot": () => verifyChain(inputs.chain, { spot: 7, now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
+  "bundle-replay": () => replayBundle(inputs.bundle),
   "stage:parse": () => parseStrictJson(inputs.bodyText),
   "stage:schema": () => parseReceipt(receipt),
   "stage:canonical": () => canonicalReceipt(receipt),
@@ -125,7 +129,8 @@ app.post("/bench/setup", async (c) => {
   const checks: Record<string, unknown> = {};
   for (const [name, run] of Object.entries(CASES)) checks[name] = await run();
   const chainOk = (checks["chain-16-full"] as { chain_valid: boolean }).chain_valid && (checks["chain-16-spot"] as { chain_valid: boolean }).chain_valid;
-  if (checks.raw !== true || checks.full !== true || checks.noble !== true || !chainOk) return c.json({ ok: false, checks }, 500);
+  const bundleOk = (checks["bundle-replay"] as { decision: string }).decision === "match";
+  if (checks.raw !== true || checks.full !== true || checks.noble !== true || !chainOk || !bundleOk) return c.json({ ok: false, checks }, 500);
   return c.json({ ok: true, cases: Object.keys(CASES) });
 });
 

@@ -5,7 +5,7 @@
  * the recomputed result is valid. The report is deterministic: same bundle, same bytes.
  */
 import { asciiCanonical, domainDigest } from "./canonical.js";
-import { corpusProblem, type Corpus } from "./corpus.js";
+import { corpusDigest, corpusProblem, type Corpus } from "./corpus.js";
 import { requiredClaimCoverage, type Coverage } from "./coverage.js";
 import { EC_SCHEMA_VERSION } from "./events.js";
 import { verifyEcReceipt, type EcReceipt } from "./receipt.js";
@@ -121,9 +121,10 @@ export async function replayBundle(bundle: unknown): Promise<ReplayReport> {
   const corpus = b.rows[b.manifest.rows.find((r) => r.kind === "corpus")!.id] as Corpus;
   const eventsOf = (runId: string) => b.rows[b.manifest.rows.find((r) => r.kind === "events" && r.run_id === runId)!.id];
   const replays: ReceiptReplay[] = [];
+  const known = { corpusDigest: await corpusDigest(corpus) };
   for (const row of b.manifest.rows.filter((r) => r.kind === "receipt")) {
     const stored = b.rows[row.id] as Partial<EcReceipt>;
-    const check = await verifyEcReceipt(stored, corpus, eventsOf(row.run_id!));
+    const check = await verifyEcReceipt(stored, corpus, eventsOf(row.run_id!), known);
     const actualIntegrity = { valid: check.valid, reasons: check.reasons.filter((x) => !x.startsWith("SUPPORT_")) };
     const expectedIntegrity = stored?.integrity && typeof stored.integrity === "object" ? stored.integrity : null;
     replays.push({

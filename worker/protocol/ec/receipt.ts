@@ -105,9 +105,9 @@ export async function jointDigest(input: JointInput): Promise<string | null> {
  * The verifier: the receipt against the corpus map and the ordered events. Every check runs;
  * `valid` holds only when none found anything. An absent evidence set is never valid.
  */
-export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: unknown): Promise<EcVerification> {
+export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: unknown, known: { corpusDigest?: string } = {}): Promise<EcVerification> {
   const findings: Finding[] = [];
-  const recomputedCorpus = await corpusDigest(corpus);
+  const recomputedCorpus = known.corpusDigest ?? (await corpusDigest(corpus));
   const problem = schemaProblem(receipt);
   if (problem) {
     return { valid: false, reasons: ["SCHEMA_INVALID", "SUPPORT_EMPTY"], findings: [{ reason: "SCHEMA_INVALID", detail: problem }], recomputed: { corpus_digest: recomputedCorpus, execution_digest: null, joint_digest: null }, support: { lexical: [], supported: false } };
