@@ -53,11 +53,18 @@ async function post(server: LocalServer, path: string, body: unknown, token?: st
   return res.json();
 }
 
-async function timeRequest(server: LocalServer, path: string): Promise<number> {
+let resetup: (() => Promise<void>) | null = null;
+
+async function timeRequest(server: LocalServer, path: string, retried = false): Promise<number> {
   const t0 = process.hrtime.bigint();
   const res = await fetch(server.url + path, { method: "POST" });
-  await res.text();
-  if (!res.ok) throw new Error(`${path}: ${res.status}`);
+  const text = await res.text();
+  if (res.status === 409 && resetup && !retried) {
+    log(`bench worker lost its inputs (isolate restarted); setting up again`);
+    await resetup();
+    return timeRequest(server, path, true);
+  }
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${text}`);
   return Number(process.hrtime.bigint() - t0) / 1e3;
 }
 
@@ -196,7 +203,8 @@ async function main() {
     log("CPU: setting up inputs");
     const cpuSetup = await cpuInputs();
     await post(server, "/v1/admin/anchors", cpuSetup.pin, TOKEN);
-    await post(server, "/bench/setup", cpuSetup.inputs);
+    resetup = async () => void (await post(server, "/bench/setup", cpuSetup.inputs));
+    await resetup();
     if (onlyCases) {
       console.log((await cpuBench(server, Object.fromEntries(onlyCases.map((c) => [c, CPU_N[c] ?? STAGE_N])))).best);
       return;

@@ -138,6 +138,8 @@ app.post("/bench/run", async (c) => {
   const run = CASES[c.req.query("case") ?? ""];
   const n = Number(c.req.query("n") ?? 0);
   if (!run) return c.json({ error: "unknown case" }, 400);
+  // A restarted isolate has lost its inputs: the runner sets them up again and retries.
+  if (!inputs) return c.json({ error: "not set up" }, 409);
   for (let i = 0; i < n; i++) await run();
   return c.json({ n });
 });

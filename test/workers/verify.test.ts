@@ -178,6 +178,33 @@ describe("malformed calls", () => {
   }
 });
 
+describe("bodies without a declared length", () => {
+  it("a streamed body over 256 KiB is refused with 413 REQUEST_TOO_LARGE as soon as it passes the cap", async () => {
+    const chunk = new TextEncoder().encode(" ".repeat(64 * 1024));
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
+    });
+    const res = await harness(env, createExecutionContext()).call("/v1/receipts/verify", { method: "POST", body, headers: { "content-type": "application/json" } });
+    expect(res.status).toBe(413);
+    expect(codes(res)).toEqual(["REQUEST_TOO_LARGE"]);
+    expect(sent).toBeLessThan(8);
+  });
+
+  it("a small streamed body is read and judged", async () => {
+    const issuer = await issuerFor("streamed-body");
+    const h = harness(env, createExecutionContext());
+    await h.pin(issuer.anchor);
+    const bytes = new TextEncoder().encode(JSON.stringify(await issuer.body()));
+    const body = new ReadableStream<Uint8Array>({ start(controller) { controller.enqueue(bytes.slice(0, 100)); controller.enqueue(bytes.slice(100)); controller.close(); } });
+    const res = await h.call("/v1/receipts/verify", { method: "POST", body, headers: { "content-type": "application/json" } });
+    expect(res.body).toMatchObject({ valid: true, nonce_consumed: true });
+  });
+});
+
 describe("outcome and counters", () => {
   it("counts decisions by code in the issuer's ledger", async () => {
     const ctx = createExecutionContext();
