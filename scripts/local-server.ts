@@ -4,7 +4,7 @@
  * suite and the benchmarks.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { fileURLToPath } from "node:url";
 import { dirname, resolve } from "node:path";
 
@@ -26,17 +26,25 @@ export interface LocalServerOptions {
   readyTimeoutMs?: number;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => ok(port));
-    });
-  });
+/**
+ * `n` distinct free loopback ports. The listeners are all held open until every port is known,
+ * so the OS cannot hand the same port out twice.
+ */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from({ length: n }, () => new Promise<Server>((ok, fail) => {
+      const srv = createServer();
+      srv.unref();
+      srv.on("error", fail);
+      srv.listen(0, "127.0.0.1", () => ok(srv));
+    })),
+  );
+  const ports = servers.map((srv) => (srv.address() as { port: number }).port);
+  await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
+  return ports;
 }
+
+export const freePort = async (): Promise<number> => (await freePorts(1))[0];
 
 export const offlineEnv = (): NodeJS.ProcessEnv => ({
   ...process.env,
@@ -61,12 +69,13 @@ async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, 
 }
 
 export async function startLocalServer(o: LocalServerOptions): Promise<LocalServer> {
-  const port = o.port ?? (await freePort());
+  const [spare, inspectorPort] = await freePorts(2);
+  const port = o.port ?? spare;
   const args = [
     resolve(PROJECT_ROOT, "node_modules/wrangler/bin/wrangler.js"), "dev",
     "--config", o.config ?? resolve(PROJECT_ROOT, "wrangler.toml"),
     "--ip", "127.0.0.1", "--port", String(port), "--persist-to", o.persistTo,
-    "--inspector-port", String(await freePort()),
+    "--inspector-port", String(inspectorPort === port ? spare : inspectorPort),
     "--show-interactive-dev-session=false",
   ];
   for (const [k, v] of Object.entries(o.vars ?? {})) args.push("--var", `${k}:${v}`);
