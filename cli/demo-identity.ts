@@ -10,7 +10,6 @@ export const DEMO_AUDIENCE = "https://relying-party.example";
 export const DEMO_KID = "demo-2026";
 /** The demo issuer's Ed25519 seed (RFC 8032 private key), hex. */
 export const DEMO_SEED_HEX = "0d3b2f6c0c8e4b1a9f7e6d5c4b3a29181716151413121110f0e0d0c0b0a09080";
-export const DEMO_ADMIN_TOKEN = "demo-admin-token";
 
 export const demoSeed = (): Uint8Array => fromHex(DEMO_SEED_HEX)!;
 
