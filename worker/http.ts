@@ -5,7 +5,8 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { CallErrorCode } from "./protocol/codes.js";
-import { parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
+import { sha256 } from "./protocol/digest.js";
+import { isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
 
 /** The code of a strict-parse violation inside the thing being verified, rather than the call around it. */
@@ -83,7 +84,7 @@ function parseBody(bytes: Uint8Array, subject?: Subject): unknown {
 }
 
 export function requireObject(value: unknown, what: string): Record<string, unknown> {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) throw new ApiError(400, "MALFORMED_REQUEST", `${what} must be a JSON object`);
+  if (!isJsonObject(value)) throw new ApiError(400, "MALFORMED_REQUEST", `${what} must be a JSON object`);
   return value as Record<string, unknown>;
 }
 
@@ -99,13 +100,7 @@ export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string)
 /** Constant-time bearer check: both sides are hashed first so lengths leak nothing either. */
 export async function bearerMatches(header: string | undefined, token: string | undefined): Promise<boolean> {
   if (!token || !header?.startsWith("Bearer ")) return false;
-  const enc = new TextEncoder();
-  const [a, b] = await Promise.all([
-    crypto.subtle.digest("SHA-256", enc.encode(header.slice(7))),
-    crypto.subtle.digest("SHA-256", enc.encode(token)),
-  ]);
-  const x = new Uint8Array(a);
-  const y = new Uint8Array(b);
+  const [x, y] = await Promise.all([sha256(header.slice(7)), sha256(token)]);
   let diff = 0;
   for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
   return diff === 0;

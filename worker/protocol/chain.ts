@@ -7,7 +7,8 @@ import type { PinnedIssuer } from "./anchors.js";
 import { failure, type Failure, type FailureCode } from "./codes.js";
 import { jcs, sha256, SHA256_PREFIX } from "./digest.js";
 import type { SignatureVerifier } from "./ed25519.js";
-import { fromHex, toHex } from "./encoding.js";
+import { fromHex, SHA256_REF, toHex } from "./encoding.js";
+import { isJsonObject as isObject } from "./strict-json.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import { checkFreshness, type FreshnessPolicy } from "./checks/freshness.js";
 import { checkSignature } from "./checks/signature.js";
@@ -72,9 +73,7 @@ export interface ChainDeps {
 
 export type ChainParse = { ok: true; chain: ChainDocument } | { ok: false; detail: string };
 
-const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
 export const CHAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 const isHop = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 
 /** One entry's form, or why it is not an entry. */

@@ -7,6 +7,11 @@ export function utf8(text: string): Uint8Array {
   return utf8Encoder.encode(text);
 }
 
+/** Wire forms shared by every schema: lowercase hex of a fixed length, and `sha256:` + 64 hex. */
+export const HEX16 = /^[0-9a-f]{16}$/;
+export const HEX64 = /^[0-9a-f]{64}$/;
+export const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
+
 export function toHex(bytes: Uint8Array): string {
   let out = "";
   for (let i = 0; i < bytes.length; i++) out += HEX[bytes[i]];

@@ -3,7 +3,8 @@
  * across organisations with the issuer's key carried along (the self-contained profile).
  */
 import { failure, type Failure } from "./codes.js";
-import { fromBase64Url } from "./encoding.js";
+import { fromBase64Url, HEX16, HEX64, SHA256_REF } from "./encoding.js";
+import { isJsonObject as isObject } from "./strict-json.js";
 import type { Receipt } from "./receipt.js";
 
 export const ENVELOPE_VERSION = "1.3";
@@ -13,9 +14,6 @@ export const MAX_HOP_COUNT = 16;
 const BASE_FIELDS = ["envelope_version", "original_receipt", "parent_trace_id", "child_trace_id", "delegation_reason", "hop_count", "previous_receipt_hash"];
 const CROSS_ORG_FIELDS = ["sender_org_id", "receiver_org_id", "trust_anchor_reference", "self_contained", "issuer_public_key"];
 const ALL_FIELDS = new Set([...BASE_FIELDS, ...CROSS_ORG_FIELDS]);
-const HEX16 = /^[0-9a-f]{16}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
-const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
 
 export interface Envelope {
   envelope_version: "1.3";
@@ -40,7 +38,6 @@ export type EnvelopeParse =
   | { ok: true; envelope: Envelope; crossOrg: CrossOrg | null }
   | { ok: false; failures: Failure[] };
 
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /**
  * The envelope's own form. A cross-org envelope (any cross-org field present) whose receipt

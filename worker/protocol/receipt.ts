@@ -2,7 +2,7 @@
  * The CCS v1.3 receipt: exactly 22 fields, checked strictly (step 0), and its canonical bytes.
  */
 import { failure, type Failure } from "./codes.js";
-import { utf8, utf8Length } from "./encoding.js";
+import { HEX16, HEX64, SHA256_REF, utf8, utf8Length } from "./encoding.js";
 
 export type Verdict = "allow" | "deny" | "escalate";
 
@@ -44,11 +44,8 @@ export const RECEIPT_FIELDS = [
 export const ACTION_PREFIX = "ccs:tool-invoke:";
 export const MAX_TOOL_BYTES = 256;
 
-const HEX16 = /^[0-9a-f]{16}$/;
 const HEX32 = /^[0-9a-f]{32}$/;
-const HEX64 = /^[0-9a-f]{64}$/;
 const HEX128 = /^[0-9a-f]{128}$/;
-const SHA256_REF = /^sha256:[0-9a-f]{64}$/;
 const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
 const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
 

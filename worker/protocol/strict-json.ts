@@ -31,6 +31,9 @@ export class StrictJsonError extends Error {
 
 export const DEFAULT_MAX_DEPTH = 32;
 
+/** A JSON object (not null, not an array). */
+export const isJsonObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const NEEDS_SLOW_SCAN = /[\\\u0000-\u001f\ud800-\udfff]/;
 

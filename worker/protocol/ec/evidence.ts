@@ -3,6 +3,7 @@
  * the exact quote and the SHA-256 of its UTF-8 bytes.
  */
 import { sha256Hex } from "../digest.js";
+import { HEX64 } from "../encoding.js";
 import type { Corpus } from "./corpus.js";
 import { codePoints } from "./text.js";
 
@@ -43,7 +44,6 @@ export interface EvidenceCheck {
 }
 
 const REF_FIELDS = new Set(["doc_id", "span_id", "start", "end", "text_sha256", "quote", "doc_version"]);
-const HEX64 = /^[0-9a-f]{64}$/;
 
 /** Splits each document into code points once per verification. */
 export function codePointIndex(corpus: Corpus): (docId: string) => string[] {

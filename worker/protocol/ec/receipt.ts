@@ -2,6 +2,7 @@
  * EC-Agent receipts: a claim bound to the exact spans it cites and to the exact ordered trace
  * that produced it. Integrity (this file) decides validity; the support plane only reports.
  */
+import { SHA256_REF } from "../encoding.js";
 import { asciiCanonical, DOMAINS, domainDigest } from "./canonical.js";
 import { corpusDigest, type Corpus } from "./corpus.js";
 import { checkEvidence, codePointIndex, type EvidenceRef, type EvidenceReason } from "./evidence.js";
@@ -68,7 +69,6 @@ export interface EcVerification {
 }
 
 const RECEIPT_FIELDS = ["schema_version", "policy_id", "run_id", "corpus_digest", "claim_id", "claim", "emission_anchor", "evidence", "execution_digest", "joint_digest", "integrity"];
-const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
 function schemaProblem(value: unknown): string | null {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return "receipt must be an object";
@@ -80,7 +80,7 @@ function schemaProblem(value: unknown): string | null {
   if (typeof r.claim !== "string") return "claim must be a string";
   if (!Number.isSafeInteger(r.emission_anchor) || (r.emission_anchor as number) < 0) return "emission_anchor must be an integer >= 0";
   if (!Array.isArray(r.evidence)) return "evidence must be an array";
-  for (const key of ["corpus_digest", "execution_digest", "joint_digest"]) if (typeof r[key] !== "string" || !DIGEST.test(r[key] as string)) return `${key} must be "sha256:" + 64 lowercase hex`;
+  for (const key of ["corpus_digest", "execution_digest", "joint_digest"]) if (typeof r[key] !== "string" || !SHA256_REF.test(r[key] as string)) return `${key} must be "sha256:" + 64 lowercase hex`;
   const i = r.integrity as Record<string, unknown> | null;
   if (!i || typeof i !== "object" || typeof i.valid !== "boolean" || !Array.isArray(i.reasons) || !i.reasons.every((x) => typeof x === "string") || Object.keys(i).length !== 2) {
     return "integrity must be {valid: boolean, reasons: string[]}";
