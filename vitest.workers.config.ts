@@ -1,5 +1,10 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { defineConfig } from "vitest/config";
+import { sharedDir } from "./test/support/shared-dir.js";
+
+const external = (path: string) => JSON.parse(readFileSync(resolve(sharedDir(), "vectors-external", path), "utf8"));
 
 /** Inside workerd, with real KV and SQLite-backed Durable Objects (storage isolated per file). */
 export default defineConfig({
@@ -15,5 +20,10 @@ export default defineConfig({
       },
     }),
   ],
-  test: { include: ["test/workers/**/*.test.ts"], testTimeout: 30_000 },
+  test: {
+    include: ["test/workers/**/*.test.ts"],
+    testTimeout: 30_000,
+    // workerd has no file system: the external vectors are read here and handed to the tests.
+    provide: { wycheproof: external("wycheproof/ed25519_test.json"), rfc8032: external("rfc8032/rfc8032-ed25519.json") },
+  },
 });

@@ -1,5 +1,4 @@
-import { fileURLToPath } from "node:url";
-import { resolve } from "node:path";
+import { sharedDir } from "./shared-dir.js";
 
-/** The shared folder beside the checkout (CI lays a copy of it there too). */
-export const SHARED = process.env.COUNTERSIGN_SHARED ?? resolve(fileURLToPath(import.meta.url), "../../../../shared");
+/** The shared folder beside the checkout, or COUNTERSIGN_SHARED. */
+export const SHARED = sharedDir();

@@ -1,11 +1,21 @@
-import { describe, expect, it } from "vitest";
-import wycheproof from "../../../shared/vectors-external/wycheproof/ed25519_test.json" with { type: "json" };
-import rfc8032 from "../../../shared/vectors-external/rfc8032/rfc8032-ed25519.json" with { type: "json" };
+import { describe, expect, inject, it } from "vitest";
 import { webCryptoVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
 
+interface WycheproofFile {
+  testGroups: { publicKey: { pk: string }; tests: { tcId: number; msg: string; sig: string; result: string }[] }[];
+}
+declare module "vitest" {
+  interface ProvidedContext {
+    wycheproof: WycheproofFile;
+    rfc8032: { priv: string; pub: string; msg: string; sig: string }[];
+  }
+}
+
 describe("WebCrypto Ed25519 inside workerd", () => {
   const verifier = webCryptoVerifier();
+  const wycheproof = inject("wycheproof");
+  const rfc8032 = inject("rfc8032");
 
   it("matches the expected result of all 151 Wycheproof cases", async () => {
     const cases = wycheproof.testGroups.flatMap((g) => g.tests.map((t) => ({ ...t, pk: g.publicKey.pk })));
