@@ -107,7 +107,7 @@ const noLedger: LedgerStub = {
   inspect: async () => ({ revoked: false, replay: null, consumed: false }),
   record: async () => {},
   revoke: async (kid, at) => ({ kid, revoked_at: at }),
-  revokedKids: async () => [],
+  revocations: async () => [],
   stats: async () => ({ nonces: 0, database_bytes: 0, window: { highest: -1 }, revoked: [], counters: {} }),
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });

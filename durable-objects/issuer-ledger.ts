@@ -14,12 +14,17 @@ import { decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from ".
 /** Purges are batched: an alarm never fires sooner than this after the previous one. */
 export const PURGE_INTERVAL_MS = 30_000;
 
+export interface Revocation {
+  kid: string;
+  revoked_at: number;
+}
+
 export interface LedgerStats {
   nonces: number;
   /** Size of this object's SQLite database, bytes (free pages included). */
   database_bytes: number;
   window: { highest: number };
-  revoked: { kid: string; revoked_at: number }[];
+  revoked: Revocation[];
   counters: Record<string, number>;
 }
 
@@ -108,13 +113,13 @@ export class IssuerLedger extends DurableObject<Env> {
     return { kid, revoked_at: row.revoked_at };
   }
 
-  revokedKids(): string[] {
-    return [...this.revoked].sort();
+  revocations(): Revocation[] {
+    return this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();
   }
 
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
-    const revoked = this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();
+    const revoked = this.revocations();
     const counters = Object.fromEntries(Object.entries(this.counters).sort(([a], [b]) => (a < b ? -1 : 1)));
     return { nonces, database_bytes: this.sql.databaseSize, window: { highest: this.window.highest }, revoked, counters };
   }

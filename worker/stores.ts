@@ -4,7 +4,7 @@
  * and any failure surfaces as VerifierUnavailable, so the verifier fails closed.
  */
 import { anchorKvKey, pinnedIssuer, readAnchorRecord, type AnchorRecord, type PinnedIssuer } from "./protocol/anchors.js";
-import type { LedgerStats } from "../durable-objects/issuer-ledger.js";
+import type { LedgerStats, Revocation } from "../durable-objects/issuer-ledger.js";
 import { ledgerName, ledgerNames, type ClaimQuery, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./protocol/ledger.js";
 import { withTimeout } from "./http.js";
 import type { Env } from "./env.js";
@@ -47,8 +47,8 @@ export interface LedgerClient {
   record(issuer: string, nonce: string, shards: number, codes: string[]): Promise<void>;
   /** Revokes in every shard; idempotent, so a failed fan-out is simply retried. */
   revoke(issuer: string, shards: number, kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
-  /** Revoked kids: every shard holds every revocation, so the first shard answers. */
-  revokedKids(issuer: string, shards: number): Promise<Set<string>>;
+  /** The issuer's revocations: every shard holds every one, so the first shard answers. */
+  revocations(issuer: string, shards: number): Promise<Revocation[]>;
   /** The issuer's state summed over its shards. */
   stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
 }
@@ -60,7 +60,7 @@ export interface LedgerStub {
   record(codes: string[]): Promise<void>;
   revoke(kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
   stats(): Promise<LedgerStats>;
-  revokedKids(): Promise<string[]>;
+  revocations(): Promise<Revocation[]>;
 }
 
 export function durableLedgerStub(env: Env) {
@@ -94,7 +94,7 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
       const all = await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).revoke(kid, at))));
       return { kid, revoked_at: Math.min(...all.map((r) => r.revoked_at)) };
     },
-    revokedKids: async (issuer, shards) => new Set(await call(stubFor(ledgerNames(issuer, shards)[0]).revokedKids())),
+    revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
     stats: async (issuer, shards) => mergeStats(await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).stats())))),
   };
 }

@@ -29,7 +29,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       inspect: (q) => l.inspect(q),
       record: async () => {},
       revoke: async (kid, at) => (l.revoke(kid), { kid, revoked_at: at }),
-      revokedKids: async () => l.revokedKids(),
+      revocations: async () => l.revokedKids().map((kid) => ({ kid, revoked_at: 0 })),
       stats: async () => ({ nonces: l.nonces(), database_bytes: 0, window: { highest: -1 }, revoked: l.revokedKids().map((kid) => ({ kid, revoked_at: 0 })), counters: {} }),
     };
   };

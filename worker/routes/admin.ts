@@ -24,7 +24,7 @@ adminRoutes.put("/anchors", async (c) => {
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
   }
-  const revoked = await ledgers.revokedKids(record.issuer, shards);
+  const revoked = new Set((await ledgers.revocations(record.issuer, shards)).map((r) => r.kid));
   const reused = record.keys.filter((k) => revoked.has(k.kid)).map((k) => k.kid);
   if (reused.length > 0) throw new ApiError(409, "ANCHOR_KID_REVOKED", `kid ${reused.join(", ")} was revoked and cannot be pinned again`);
   await anchors.put(record);

@@ -18,7 +18,7 @@ function chainDeps({ anchors, verifier, ledgers }: Services): ChainDeps {
     revokedKids(issuer) {
       let kids = revoked.get(issuer);
       if (!kids) {
-        kids = anchors.pinned(issuer).then((p) => (p ? ledgers.revokedKids(issuer, p.ledgerShards) : new Set<string>()));
+        kids = anchors.pinned(issuer).then((p) => (p ? ledgers.revocations(issuer, p.ledgerShards).then((list) => new Set(list.map((r) => r.kid))) : new Set<string>()));
         revoked.set(issuer, kids);
       }
       return kids;

@@ -11,7 +11,7 @@ issuerRoutes.get("/:issuer{.+}", async (c) => {
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   const shards = record.ledger_shards ?? 1;
-  const { revoked } = await ledgers.stats(issuer, shards);
+  const revoked = await ledgers.revocations(issuer, shards);
   const revokedKids = new Set(revoked.map((r) => r.kid));
   return c.json({
     issuer: record.issuer,
