@@ -2,9 +2,9 @@ import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { defineConfig } from "vitest/config";
-import { sharedDir } from "./test/support/shared-dir.js";
+import { EXTERNAL_VECTORS } from "./test/support/paths.js";
 
-const external = (path: string) => JSON.parse(readFileSync(resolve(sharedDir(), "vectors-external", path), "utf8"));
+const external = (path: string) => JSON.parse(readFileSync(resolve(EXTERNAL_VECTORS, path), "utf8"));
 
 /** Inside workerd, with real KV and SQLite-backed Durable Objects (storage isolated per file). */
 export default defineConfig({

@@ -4,11 +4,11 @@ import { describe, expect, it } from "vitest";
 import { jcs } from "../../worker/protocol/digest.js";
 import { nobleVerifier, publicKeyFromSeed, signWithSeed, webCryptoVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex, toHex } from "../../worker/protocol/encoding.js";
-import { SHARED } from "../support/paths.js";
+import { EXTERNAL_VECTORS } from "../support/paths.js";
 
-const wycheproof = JSON.parse(readFileSync(resolve(SHARED, "vectors-external/wycheproof/ed25519_test.json"), "utf8"));
+const wycheproof = JSON.parse(readFileSync(resolve(EXTERNAL_VECTORS, "wycheproof/ed25519_test.json"), "utf8"));
 const rfc8032: { priv: string; pub: string; msg: string; sig: string }[] = JSON.parse(
-  readFileSync(resolve(SHARED, "vectors-external/rfc8032/rfc8032-ed25519.json"), "utf8"),
+  readFileSync(resolve(EXTERNAL_VECTORS, "rfc8032/rfc8032-ed25519.json"), "utf8"),
 );
 const cases = wycheproof.testGroups.flatMap((g: { publicKey: { pk: string }; tests: { tcId: number; msg: string; sig: string; result: string; comment: string }[] }) =>
   g.tests.map((t) => ({ ...t, pk: g.publicKey.pk })),
@@ -39,7 +39,7 @@ describe("RFC 8032 §7.1 vectors", () => {
 });
 
 describe("RFC 8785 JCS input/output pairs", () => {
-  const dir = resolve(SHARED, "vectors-external/jcs");
+  const dir = resolve(EXTERNAL_VECTORS, "jcs");
   const files = readdirSync(resolve(dir, "input")).sort();
   it("has the six pairs", () => expect(files).toHaveLength(6));
   it.each(files)("%s canonicalises byte for byte", (file) => {
