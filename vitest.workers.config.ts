@@ -15,7 +15,11 @@ export default defineConfig({
         bindings: {
           ADMIN_TOKEN: "test-admin-token",
           AUDIENCES: "https://relying-party.example,https://second-party.example",
-          ORG_ID: "relying-org",
+          ORG_ID: "https://relying-org.example",
+          ISSUER: "https://countersign.test",
+          SIGNING_KEY: "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+          SIGNING_KID: "test-signing-1",
+          LEGACY_HMAC_KEY: "0101010101010101010101010101010101010101010101010101010101010101",
         },
       },
     }),

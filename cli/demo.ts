@@ -36,4 +36,5 @@ const receipt = signReceipt(
 );
 writeFileSync(out, JSON.stringify({ receipt, audience: DEMO_AUDIENCE, request }, null, 2) + "\n");
 console.log(`wrote ${out}: a receipt valid for 120 s. Verify it (a second call is a replay):`);
-console.log(`  curl -s localhost:\${PORT:-8787}/v1/receipts/verify -H 'content-type: application/json' --data @${out}`);
+console.log(`  curl -s localhost:\${PORT:-8787}/v1/receipts/verify -H "authorization: Bearer $DEMO_RP_TOKEN" -H 'content-type: application/json' --data @${out}`);
+console.log("  (DEMO_RP_TOKEN is in .dev.vars; read it with: export $(grep DEMO_RP_TOKEN .dev.vars))");

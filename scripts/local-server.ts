@@ -68,7 +68,17 @@ async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, 
   throw new Error(`wrangler dev did not become healthy within ${timeoutMs} ms\n${output()}`);
 }
 
+/** Refuses a port something else already listens on: its /healthz would otherwise pass for ours. */
+async function ensurePortFree(port: number): Promise<void> {
+  await new Promise<void>((ok, fail) => {
+    const srv = createServer();
+    srv.once("error", (err: NodeJS.ErrnoException) => fail(new Error(err.code === "EADDRINUSE" ? `port ${port} is busy: stop what listens there or set PORT` : `port ${port}: ${err.message}`)));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => ok()));
+  });
+}
+
 export async function startLocalServer(o: LocalServerOptions): Promise<LocalServer> {
+  if (o.port !== undefined) await ensurePortFree(o.port);
   const [spare, inspectorPort] = await freePorts(2);
   const port = o.port ?? spare;
   const args = [

@@ -1,30 +1,50 @@
 /**
  * `npm start`: the service on local KV and Durable Objects, offline, on PORT (default 8787),
- * with the demo issuer pinned. State persists under .wrangler/state (COUNTERSIGN_STATE_DIR
- * overrides), so replay protection survives a restart.
+ * ready to use: this deployment's own signing key and the demo issuer pinned, the demo relying
+ * party registered with the token in .dev.vars. State persists under .wrangler/state
+ * (COUNTERSIGN_STATE_DIR overrides), so replay protection survives a restart.
  */
-import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { demoAnchor, DEMO_ISSUER } from "../cli/demo-identity.js";
-import { ensureDevVars } from "./dev-vars.js";
+import { demoAnchor, DEMO_AUDIENCE, DEMO_ISSUER, DEMO_RELYING_PARTY } from "../cli/demo-identity.js";
+import { ensureDevVars, readDevVars } from "./dev-vars.js";
 import { PROJECT_ROOT, startLocalServer } from "./local-server.js";
 
-if (ensureDevVars(PROJECT_ROOT)) console.log("created .dev.vars from .dev.vars.example (demo values)");
-const token = /^ADMIN_TOKEN=(.*)$/m.exec(readFileSync(resolve(PROJECT_ROOT, ".dev.vars"), "utf8"))?.[1]?.trim();
+const added = ensureDevVars(PROJECT_ROOT);
+if (added.length > 0) console.log(`.dev.vars: added ${added.join(", ")} from .dev.vars.example (demo values)`);
+const vars = readDevVars(resolve(PROJECT_ROOT, ".dev.vars"));
 const port = Number(process.env.PORT ?? 8787);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
 
 const server = await startLocalServer({ port, persistTo, inheritOutput: true });
-const pin = await fetch(`${server.url}/v1/admin/anchors`, {
-  method: "PUT",
-  headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-  body: JSON.stringify(demoAnchor()),
-});
-console.log(
-  pin.ok
-    ? `countersign is listening on ${server.url} (demo issuer ${DEMO_ISSUER} pinned)`
-    : `countersign is listening on ${server.url}; pinning the demo issuer failed: ${pin.status} ${await pin.text()}`,
-);
-for (const sig of ["SIGINT", "SIGTERM"] as const) {
-  process.on(sig, () => void server.stop().then(() => process.exit(0)));
+const stop = () => void server.stop().then(() => process.exit(0));
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
+
+const admin = (method: string, path: string, body?: unknown) =>
+  fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+const step = async (what: string, work: () => Promise<Response>, ok: number[] = [200]) => {
+  const res = await work();
+  if (!ok.includes(res.status)) throw new Error(`${what} failed: ${res.status} ${await res.text()}`);
+  return res;
+};
+
+try {
+  const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${server.url}/.well-known/ccs-issuer`));
+  const identity = (await own.json()) as { issuer: string };
+  await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
+  await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()));
+  // Re-registered on every start so the token always matches .dev.vars.
+  await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
+  await step("registering the demo relying party", () =>
+    admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
+  console.log(`countersign is listening on ${server.url}`);
+  console.log(`  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
+  console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
+} catch (err) {
+  console.error(`countersign started on ${server.url} but is not ready: ${(err as Error).message}`);
+  await server.stop();
+  process.exit(1);
 }

@@ -7,7 +7,13 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import { errorResponse } from "./http.js";
 import { dependencyTimeout } from "./config.js";
-import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub } from "./stores.js";
+import {
+  durableLedgerStub, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
+  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore,
+} from "./stores.js";
+import { requireRelyingParty } from "./auth.js";
+import type { RelyingParty } from "./protocol/relying-parties.js";
+import { wellKnownRoutes } from "./routes/well-known.js";
 import { adminRoutes } from "./routes/admin.js";
 import { issuerRoutes } from "./routes/issuers.js";
 import { chainRoutes } from "./routes/chains.js";
@@ -28,22 +34,33 @@ export interface Services {
   verifier: SignatureVerifier;
   anchors: AnchorStore;
   ledgers: LedgerClient;
+  relyingParties: RelyingPartyStore;
 }
 
-export type AppEnv = { Bindings: Env; Variables: { services: Services } };
+/** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
+export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty } };
 
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? (() => Date.now() / 1000);
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
+  const partyCache: RelyingPartyCache = new Map();
   const app = new Hono<AppEnv>();
   app.use(async (c, next) => {
     const timeout = dependencyTimeout(c.env);
     const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
-    c.set("services", { now, verifier, anchors: kvAnchorStore(c.env, timeout, anchorCache), ledgers: ledgerClient(stubFor, timeout) });
+    c.set("services", {
+      now,
+      verifier,
+      anchors: kvAnchorStore(c.env, timeout, anchorCache),
+      ledgers: ledgerClient(stubFor, timeout),
+      relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
+    });
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));
+  app.route("/.well-known", wellKnownRoutes);
+  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);

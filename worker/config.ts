@@ -1,6 +1,7 @@
 import type { FreshnessPolicy } from "./protocol/checks/freshness.js";
 import { DEFAULT_FRESHNESS } from "./protocol/checks/freshness.js";
 import type { Env } from "./env.js";
+import { parseSigningIdentity, type SigningIdentity } from "./protocol/issuing/identity.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -24,3 +25,18 @@ export function freshnessPolicy(env: Env): FreshnessPolicy {
 }
 
 export const dependencyTimeout = (env: Env): number => positive(env.DEPENDENCY_TIMEOUT_MS, DEFAULT_DEPENDENCY_TIMEOUT_MS);
+
+/** A deployment whose configuration is broken: a 500 that names what to fix, never a secret. */
+export class ConfigurationError extends Error {}
+
+const identities = new WeakMap<Env, SigningIdentity>();
+
+/** This deployment's signing identity, parsed once per environment; throws ConfigurationError when it is not configured. */
+export function signingIdentity(env: Env): SigningIdentity {
+  const known = identities.get(env);
+  if (known) return known;
+  const parsed = parseSigningIdentity(env);
+  if (!parsed.ok) throw new ConfigurationError(`this deployment's signing identity is not configured: ${parsed.problems.join("; ")}`);
+  identities.set(env, parsed.identity);
+  return parsed.identity;
+}

@@ -8,8 +8,17 @@ export interface Env {
   EVIDENCE_CHAIN: DurableObjectNamespace<EvidenceChain>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
-  /** This deployment's organisation id: cross-org envelopes must name it as receiver_org_id. */
+  /** This deployment's organisation (an https:// URI): cross-org envelopes must name it as receiver_org_id. */
   ORG_ID?: string;
+  /** The https:// URI this deployment signs receipts and chain seals as. */
+  ISSUER?: string;
+  /** Secret: the 32-byte Ed25519 seed of the signing key, 64 hex. */
+  SIGNING_KEY?: string;
+  SIGNING_KID?: string;
+  /** Secret: the key of the legacy HMAC field (`receipt`), hex, at least 32 bytes. */
+  LEGACY_HMAC_KEY?: string;
+  /** Optional JSON array of `{kid, public_key}`: retired keys still published at /.well-known/ccs-issuer. */
+  PUBLISHED_KEYS?: string;
   /** Bearer token of the admin routes. */
   ADMIN_TOKEN?: string;
   /** Optional overrides, in seconds. */

@@ -8,6 +8,7 @@ import type { CallErrorCode } from "./protocol/codes.js";
 import { sha256 } from "./protocol/digest.js";
 import { isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
+import { ConfigurationError } from "./config.js";
 
 /** The code of a strict-parse violation inside the thing being verified, rather than the call around it. */
 export type SubjectMalformed = "MALFORMED_RECEIPT" | "ENVELOPE_MALFORMED";
@@ -21,6 +22,8 @@ export class ApiError extends Error {
     readonly status: ContentfulStatusCode,
     readonly code: CallErrorCode | SubjectMalformed,
     readonly detail: string,
+    /** For a 401: the `WWW-Authenticate` challenge. */
+    readonly challenge?: string,
   ) {
     super(detail);
   }
@@ -29,14 +32,19 @@ export class ApiError extends Error {
 /** Verification routes answer errors in the decision's own shape; the others with `error` alone. */
 export const DECISION_ROUTES = /^\/v1\/(receipts|envelopes)\/verify$/;
 
+/**
+ * One error shape for every 4xx/5xx: `{error: {code, detail}}`, plus the decision fields (a
+ * rejection) on the decision routes. Bad input is a 4xx ApiError; a dependency that failed or
+ * timed out is 503; a broken configuration or any other exception is 500, logged once here.
+ */
 export function errorResponse(c: Context, err: unknown): Response {
-  const e =
-    err instanceof ApiError
-      ? err
-      : err instanceof VerifierUnavailable
-        ? new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`)
-        : new ApiError(503, "VERIFIER_UNAVAILABLE", "internal failure; failing closed");
-  if (!(err instanceof ApiError)) console.error("request failed", err);
+  let e: ApiError;
+  if (err instanceof ApiError) e = err;
+  else if (err instanceof VerifierUnavailable) e = new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`);
+  else if (err instanceof ConfigurationError) e = new ApiError(500, "INTERNAL_ERROR", err.message);
+  else e = new ApiError(500, "INTERNAL_ERROR", "internal error; nothing was decided");
+  if (!(err instanceof ApiError)) console.error(JSON.stringify({ event: "request_failed", path: new URL(c.req.url).pathname, error: String(err) }));
+  if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
   const mode: Mode = "enforce";

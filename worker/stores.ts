@@ -7,6 +7,7 @@ import { anchorKvKey, pinnedIssuer, readAnchorRecord, type AnchorRecord, type Pi
 import type { LedgerStats, Revocation } from "../durable-objects/issuer-ledger.js";
 import { ledgerName, ledgerNames, type ClaimQuery, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./protocol/ledger.js";
 import { withTimeout } from "./http.js";
+import type { RelyingParty } from "./protocol/relying-parties.js";
 import type { Env } from "./env.js";
 
 export const ANCHOR_CACHE_TTL_MS = 30_000;
@@ -96,5 +97,65 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
     },
     revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
     stats: async (issuer, shards) => mergeStats(await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).stats())))),
+  };
+}
+
+export const RELYING_PARTY_CACHE_TTL_MS = 30_000;
+const RELYING_PARTY_CACHE_SIZE = 256;
+
+/** Holds only tokens that were found: an unknown token is never remembered, so guessing grows nothing. */
+export type RelyingPartyCache = Map<string, { at: number; party: RelyingParty }>;
+
+export interface RelyingPartyStore {
+  /** The party whose token hashes to `tokenSha256`, or null. */
+  byTokenHash(tokenSha256: string): Promise<RelyingParty | null>;
+  get(name: string): Promise<RelyingParty | null>;
+  /** False when the name is taken. */
+  create(party: RelyingParty): Promise<boolean>;
+  /** False when there was no such party. */
+  delete(name: string): Promise<boolean>;
+  list(): Promise<RelyingParty[]>;
+}
+
+const partyKey = (name: string) => `rp:${name}`;
+const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
+
+/**
+ * Relying parties in KV: `rp:<name>` and `rp-token:<sha256>` hold the same record. Found tokens
+ * are cached per isolate for RELYING_PARTY_CACHE_TTL_MS; a delete evicts at once in this isolate
+ * and reaches others within that time plus KV propagation.
+ */
+export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache): RelyingPartyStore {
+  const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
+  const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
+  return {
+    async byTokenHash(hash) {
+      const hit = cache.get(hash);
+      if (hit && Date.now() - hit.at < RELYING_PARTY_CACHE_TTL_MS) return hit.party;
+      const party = await get(tokenKey(hash));
+      if (!party) return null;
+      if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();
+      cache.set(hash, { at: Date.now(), party });
+      return party;
+    },
+    get: (name) => get(partyKey(name)),
+    async create(party) {
+      if (await get(partyKey(party.name))) return false;
+      const value = JSON.stringify(party);
+      await kv(Promise.all([env.ANCHORS.put(tokenKey(party.token_sha256), value), env.ANCHORS.put(partyKey(party.name), value)]));
+      return true;
+    },
+    async delete(name) {
+      const party = await get(partyKey(name));
+      if (!party) return false;
+      await kv(Promise.all([env.ANCHORS.delete(tokenKey(party.token_sha256)), env.ANCHORS.delete(partyKey(name))]));
+      cache.delete(party.token_sha256);
+      return true;
+    },
+    async list() {
+      const { keys } = await kv(env.ANCHORS.list({ prefix: "rp:" }));
+      const parties = await Promise.all(keys.map((k) => get(k.name)));
+      return parties.filter((p): p is RelyingParty => p !== null);
+    },
   };
 }

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, offlineEnv, PROJECT_ROOT } from "../../scripts/local-server.js";
+import { readDevVars } from "../../scripts/dev-vars.js";
 
 const tsx = resolve(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs");
 const scratch = mkdtempSync(join(tmpdir(), "countersign-quickstart-"));
@@ -28,7 +29,7 @@ describe("the quick start", () => {
     child.stdout!.on("data", (d) => (output += d));
     child.stderr!.on("data", (d) => (output += d));
     const deadline = Date.now() + 90_000;
-    while (!output.includes("demo issuer") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
+    while (!output.includes("demo relying party") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
     expect(output, output).toContain("pinned");
   });
 
@@ -46,8 +47,20 @@ describe("the quick start", () => {
     const demo = spawnSync(process.execPath, [tsx, "cli/demo.ts", demoFile], { cwd: PROJECT_ROOT, encoding: "utf8" });
     expect(demo.status, demo.stderr).toBe(0);
     const body = readFileSync(demoFile, "utf8");
-    const verify = () => fetch(`${url}/v1/receipts/verify`, { method: "POST", headers: { "content-type": "application/json" }, body }).then((r) => r.json() as Promise<any>);
-    expect(await verify()).toMatchObject({ valid: true, decision: "accept", issuer: "https://demo-issuer.example" });
-    expect((await verify()).failures[0].code).toBe("REPLAY_DETECTED");
+    const token = readDevVars(resolve(PROJECT_ROOT, ".dev.vars.example")).DEMO_RP_TOKEN;
+    const verify = (authorization = `Bearer ${token}`) =>
+      fetch(`${url}/v1/receipts/verify`, { method: "POST", headers: { "content-type": "application/json", authorization }, body });
+    const anonymous = await verify("");
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(/^Bearer /);
+    expect(await (await verify()).json()).toMatchObject({ valid: true, decision: "accept", issuer: "https://demo-issuer.example" });
+    expect(((await (await verify()).json()) as any).failures[0].code).toBe("REPLAY_DETECTED");
+  });
+
+  it("publishes this deployment's own key, pinned at start: what /.well-known/ccs-issuer says is what the anchor holds", async () => {
+    const own = (await (await fetch(`${url}/.well-known/ccs-issuer`)).json()) as any;
+    expect(own.keys[0]).toMatchObject({ kid: "countersign-demo-1", alg: "Ed25519" });
+    const pinned = (await (await fetch(`${url}/v1/issuers/${encodeURIComponent(own.issuer)}`)).json()) as any;
+    expect(pinned.keys.map((k: any) => k.fingerprint)).toEqual(own.keys.map((k: any) => k.fingerprint));
   });
 });

@@ -12,7 +12,15 @@ export const SECOND_AUDIENCE = "https://second-party.example";
 /** A fixed clock for the tests, years ahead so no purge alarm fires while they run. */
 export const TEST_NOW = 1_900_000_000;
 
+/** The relying party every harness registers (idempotently) and calls the protected routes as. */
+export const RP_NAME = "test-relying-party";
+export const RP_TOKEN = "test-relying-party-token-0123456789abcdef";
+
+/** Routes that take a relying-party token: the harness presents RP_TOKEN unless the call sets its own authorization. */
+const RELYING_PARTY_ROUTES = /^\/v1\/(receipts\/verify|envelopes\/verify|chains\/)/;
+
 export interface Harness {
+  /** A call as the test relying party on the routes that need one; `authorization: ""` sends none. */
   call(path: string, init?: RequestInit): Promise<{ status: number; body: any; text: string }>;
   verify(body: unknown): Promise<{ status: number; body: any; text: string }>;
   pin(anchor: unknown): Promise<{ status: number; body: any; text: string }>;
@@ -21,8 +29,23 @@ export interface Harness {
 
 export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {}): Harness {
   const app = createApp({ now: () => TEST_NOW, ...options });
+  let registered: Promise<unknown> | null = null;
+  const register = () =>
+    (registered ??= Promise.resolve(app.request("/v1/admin/relying-parties", {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ name: RP_NAME, audiences: [AUDIENCE, SECOND_AUDIENCE], token: RP_TOKEN }),
+    }, env, ctx)).then((res) => {
+      if (res.status !== 201 && res.status !== 409) throw new Error(`registering the test relying party: ${res.status}`);
+    }));
   const call = async (path: string, init: RequestInit = {}) => {
-    const res = await app.request(path, init, env, ctx);
+    const headers = new Headers(init.headers);
+    if (RELYING_PARTY_ROUTES.test(path) && !headers.has("authorization")) {
+      await register();
+      headers.set("authorization", `Bearer ${RP_TOKEN}`);
+    }
+    if (headers.get("authorization") === "") headers.delete("authorization");
+    const res = await app.request(path, { ...init, headers }, env, ctx);
     const text = await res.text();
     let body: unknown = null;
     try {

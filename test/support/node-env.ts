@@ -17,6 +17,8 @@ export function nodeEnv(vars: Partial<Env> = {}) {
         return v === undefined ? null : type === "json" ? JSON.parse(v) : v;
       },
       put: async (key: string, value: string) => void kv.set(key, value),
+      delete: async (key: string) => void kv.delete(key),
+      list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
     },
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",

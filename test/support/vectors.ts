@@ -10,6 +10,7 @@ export interface Answer {
   status: number;
   body: {
     valid: boolean;
+    decision: string;
     failures: { code: string }[];
     enforcement: { action: string };
     nonce_consumed: boolean;
@@ -25,6 +26,7 @@ export function mismatches(call: VectorCall, got: Answer): string[] {
   const codes = got.body.failures?.map((f) => f.code);
   if (got.status !== e.status) out.push(`status ${got.status}, expected ${e.status}`);
   if (got.body.valid !== e.valid) out.push(`valid ${got.body.valid}, expected ${e.valid}`);
+  if (got.body.decision !== e.decision) out.push(`decision ${got.body.decision}, expected ${e.decision}`);
   if (JSON.stringify(codes) !== JSON.stringify(e.codes)) out.push(`codes ${JSON.stringify(codes)}, expected ${JSON.stringify(e.codes)}`);
   if (e.action && got.body.enforcement?.action !== e.action) out.push(`action ${got.body.enforcement?.action}, expected ${e.action}`);
   if (got.body.nonce_consumed !== e.nonce_consumed) out.push(`nonce_consumed ${got.body.nonce_consumed}, expected ${e.nonce_consumed}`);

@@ -2,16 +2,24 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ensureDevVars } from "../../scripts/dev-vars.js";
+import { ensureDevVars, readDevVars } from "../../scripts/dev-vars.js";
 
 describe("npm start's .dev.vars", () => {
-  it("is copied from .dev.vars.example when missing, and never overwritten", () => {
+  it("is copied from .dev.vars.example when missing, and no value of it is ever overwritten", () => {
     const root = mkdtempSync(join(tmpdir(), "cs-devvars-"));
-    writeFileSync(join(root, ".dev.vars.example"), "ADMIN_TOKEN=demo\n");
-    expect(ensureDevVars(root)).toBe(true);
-    expect(readFileSync(join(root, ".dev.vars"), "utf8")).toBe("ADMIN_TOKEN=demo\n");
-    writeFileSync(join(root, ".dev.vars"), "ADMIN_TOKEN=mine\n");
-    expect(ensureDevVars(root)).toBe(false);
-    expect(readFileSync(join(root, ".dev.vars"), "utf8")).toBe("ADMIN_TOKEN=mine\n");
+    writeFileSync(join(root, ".dev.vars.example"), "# demo\nADMIN_TOKEN=demo\n");
+    expect(ensureDevVars(root)).toEqual(["ADMIN_TOKEN"]);
+    expect(readFileSync(join(root, ".dev.vars"), "utf8")).toBe("# demo\nADMIN_TOKEN=demo\n");
+    writeFileSync(join(root, ".dev.vars"), "ADMIN_TOKEN=mine");
+    expect(ensureDevVars(root)).toEqual([]);
+    expect(readFileSync(join(root, ".dev.vars"), "utf8")).toBe("ADMIN_TOKEN=mine");
+  });
+
+  it("gains the variables the example added since, keeping its own values", () => {
+    const root = mkdtempSync(join(tmpdir(), "cs-devvars-"));
+    writeFileSync(join(root, ".dev.vars"), "ADMIN_TOKEN=mine");
+    writeFileSync(join(root, ".dev.vars.example"), "ADMIN_TOKEN=demo\nSIGNING_KID=demo-1\n");
+    expect(ensureDevVars(root)).toEqual(["SIGNING_KID"]);
+    expect(readDevVars(join(root, ".dev.vars"))).toEqual({ ADMIN_TOKEN: "mine", SIGNING_KID: "demo-1" });
   });
 });

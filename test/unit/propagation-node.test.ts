@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
+import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
 import { buildAnchorRecord, pinnedIssuer, type PinnedIssuer } from "../../worker/protocol/anchors.js";
 import { parseChain, summaryHash, verifyChain } from "../../worker/protocol/chain.js";
 import { DEFAULT_FRESHNESS } from "../../worker/protocol/checks/freshness.js";
@@ -53,10 +54,12 @@ describe("chain verification offline, under plain Node, from the pure protocol c
 describe("CCS §11 vectors through the app under plain Node", () => {
   const { env, ledgerStub, ctx } = nodeEnv({ ORG_ID: pv.org_id });
   const app = createApp({ now: () => pv.now, verifier: nobleVerifier, ledgerStub });
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  const post = (path: string, body: unknown, headers: Record<string, string> = { authorization: `Bearer ${RP_TOKEN}` }) =>
     app.request(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }, env, ctx);
 
   beforeAll(async () => {
+    const party = { name: RP_NAME, audiences: [pv.audience], token: RP_TOKEN };
+    expect((await post("/v1/admin/relying-parties", party, { authorization: "Bearer test-admin-token" })).status).toBe(201);
     for (const anchor of pv.anchors) {
       const res = await app.request("/v1/admin/anchors", { method: "PUT", headers: { authorization: "Bearer test-admin-token" }, body: JSON.stringify(anchor) }, env, ctx);
       expect(res.status).toBe(200);

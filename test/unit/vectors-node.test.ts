@@ -6,6 +6,7 @@ import { generateAll } from "../../vectors/ccs/generate.js";
 import { FAILURE_CODES } from "../../worker/protocol/codes.js";
 import { ccsVectors, mismatches, propagationVectors, rawBodyOf, type Answer } from "../support/vectors.js";
 import { nodeEnv } from "../support/node-env.js";
+import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
 
 describe("CCS vectors", () => {
   it("are exactly what the generator produces from its fixed seeds", async () => {
@@ -29,6 +30,8 @@ describe("CCS vectors through the app under plain Node (noble Ed25519, in-memory
   const admin = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 
   beforeAll(async () => {
+    const party = { name: RP_NAME, audiences: [ccsVectors.audience], token: RP_TOKEN };
+    expect((await call("/v1/admin/relying-parties", { method: "POST", headers: admin, body: JSON.stringify(party) })).status).toBe(201);
     for (const anchor of ccsVectors.anchors) {
       expect((await call("/v1/admin/anchors", { method: "PUT", headers: admin, body: JSON.stringify(anchor) })).status).toBe(200);
     }
@@ -40,7 +43,7 @@ describe("CCS vectors through the app under plain Node (noble Ed25519, in-memory
         expect((await call("/v1/admin/anchors/revoke", { method: "POST", headers: admin, body: JSON.stringify(r) })).status).toBe(200);
       }
       for (const c of vector.calls) {
-        const res = await call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json" }, body: rawBodyOf(c) });
+        const res = await call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${RP_TOKEN}` }, body: rawBodyOf(c) });
         expect(mismatches(c, { status: res.status, body: await res.json() } as Answer)).toEqual([]);
       }
     });

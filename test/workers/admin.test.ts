@@ -61,9 +61,10 @@ describe("pinning anchors", () => {
     ["an http issuer", (a: any) => ({ ...a, issuer: "http://issuer.example" })],
     ["another algorithm", (a: any) => ({ ...a, keys: [{ ...a.keys[0], alg: "ES256" }] })],
     ["a key of the wrong length", (a: any) => ({ ...a, keys: [{ ...a.keys[0], public_key: "AAAA" }] })],
-    ["a caller-supplied fingerprint", (a: any) => ({ ...a, keys: [{ ...a.keys[0], fingerprint: "0".repeat(64) }] })],
+    ["a fingerprint that is not the key's", (a: any) => ({ ...a, keys: [{ ...a.keys[0], fingerprint: "0".repeat(64) }] })],
     ["a kid listed twice", (a: any) => ({ ...a, keys: [a.keys[0], a.keys[0]] })],
     ["not_after before not_before", (a: any) => ({ ...a, keys: [{ ...a.keys[0], not_before: 10, not_after: 5 }] })],
+    ["an org_id that is not a URI", (a: any) => ({ ...a, org_id: "org-7" })],
   ])("refuses %s with 400 ANCHOR_INVALID", async (_name, mutate) => {
     const issuer = await issuerFor("pin-invalid");
     const res = await h().pin(mutate(issuer.anchor));
@@ -82,11 +83,11 @@ describe("revocation and the public anchor", () => {
   it("shows the pinned anchor, then the revoked kid; a revoked kid cannot be pinned again", async () => {
     const issuer = await issuerFor("public-anchor");
     const k2 = { kid: "k2", alg: "Ed25519", public_key: (await issuerFor("public-anchor-k2")).id.publicKey, not_before: TEST_NOW - 100, not_after: TEST_NOW + 100 };
-    await h().pin({ ...issuer.anchor, org_id: "org-7", keys: [...issuer.anchor.keys, k2] });
+    await h().pin({ ...issuer.anchor, org_id: "https://org-7.example", keys: [...issuer.anchor.keys, k2] });
     const path = `/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`;
     const before = await h().call(path);
     expect(before.status).toBe(200);
-    expect(before.body).toMatchObject({ issuer: issuer.id.issuer, org_id: "org-7", revoked: [] });
+    expect(before.body).toMatchObject({ issuer: issuer.id.issuer, org_id: "https://org-7.example", revoked: [] });
     expect(before.body.keys.map((k: any) => [k.kid, k.revoked, k.short_fingerprint.length, k.not_before])).toEqual([["k1", false, 16, null], ["k2", false, 16, TEST_NOW - 100]]);
     expect((await h().revoke(issuer.id.issuer, "k2")).status).toBe(200);
     const after = await h().call(path);

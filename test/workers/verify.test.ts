@@ -135,7 +135,8 @@ describe("fail closed", () => {
   }
 
   it("an anchor store that fails yields 503 VERIFIER_UNAVAILABLE", async () => {
-    const brokenKv = { ...env, ANCHORS: { get: () => Promise.reject(new Error("kv down")), put: () => Promise.reject(new Error("kv down")) } } as unknown as Env;
+    const failAnchors = (key: string, type: "json") => (key.startsWith("anchor:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.get(key, type));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: failAnchors, put: (k: string, v: string) => env.ANCHORS.put(k, v) } } as unknown as Env;
     const issuer = await issuerFor("kv-down");
     const res = await harness(brokenKv, createExecutionContext()).verify(await issuer.body());
     expect(res.status).toBe(503);
@@ -155,7 +156,7 @@ describe("malformed calls", () => {
   const cases: [string, (b: Record<string, any>) => unknown, number, string][] = [
     ["an unknown top-level field", (b) => ({ ...b, extra: 1 }), 400, "MALFORMED_REQUEST"],
     ["a missing receipt", ({ receipt: _r, ...b }) => b, 400, "MALFORMED_REQUEST"],
-    ["an audience this deployment does not serve", (b) => ({ ...b, audience: "https://elsewhere.example" }), 400, "MALFORMED_REQUEST"],
+    ["an audience this deployment does not serve", (b) => ({ ...b, audience: "https://elsewhere.example" }), 403, "AUDIENCE_NOT_ALLOWED"],
     ["at in enforce mode", (b) => ({ ...b, at: TEST_NOW }), 400, "MALFORMED_REQUEST"],
     ["enforce mode without a request", ({ request: _q, ...b }) => b, 400, "MALFORMED_REQUEST"],
     ["an unknown mode", (b) => ({ ...b, mode: "lenient" }), 400, "MALFORMED_REQUEST"],

@@ -16,6 +16,7 @@ const OTHER_AUDIENCE = "https://other-party.example";
 interface Expect {
   status: number;
   valid: boolean;
+  decision: "accept" | "reject" | "defer" | "audit";
   codes: string[];
   action?: string;
   nonce_consumed: boolean;
@@ -32,8 +33,10 @@ interface Vector {
   calls: Call[];
 }
 
-const reject = (codes: string[], status = 200): Expect => ({ status, valid: false, codes, action: "block", nonce_consumed: false });
-const accept = (action: string, codes: string[] = []): Expect => ({ status: 200, valid: true, codes, action, nonce_consumed: true });
+const reject = (codes: string[], status = 200): Expect => ({ status, valid: false, decision: "reject", codes, action: "block", nonce_consumed: false });
+/** What a gate does with valid evidence in enforce mode, by its CCS Figure 9 action. */
+const GATE: Record<string, Expect["decision"]> = { proceed: "accept", proceed_pending_reconciliation: "accept", block: "reject", defer: "defer", conservative: "defer" };
+const valid = (action: string, codes: string[] = []): Expect => ({ status: 200, valid: true, decision: GATE[action], codes, action, nonce_consumed: true });
 
 export async function generate() {
   const a1 = await identity("issuer-a/a1", "https://issuer-a.example", "a1");
@@ -59,26 +62,32 @@ export async function generate() {
 
   // Positive vectors.
   add("CV-001", "admission receipt (allow, no response yet) accepted in enforce mode", [
-    { body: await call(a1, spec("cv-001")), expect: accept("proceed_pending_reconciliation") },
+    { body: await call(a1, spec("cv-001")), expect: valid("proceed_pending_reconciliation") },
   ]);
-  add("CV-002", "deny receipt is valid evidence whose action is block", [
-    { body: await call(a1, spec("cv-002", { verdict: "deny" })), expect: { ...accept("block") } },
+  add("CV-002", "deny receipt is valid evidence whose decision is reject and action block", [
+    { body: await call(a1, spec("cv-002", { verdict: "deny" })), expect: valid("block") },
   ]);
-  add("CV-003", "escalate receipt defers", [
-    { body: await call(a1, spec("cv-003", { verdict: "escalate" })), expect: accept("defer") },
+  add("POS-escalate", "escalate receipt is valid evidence whose decision is defer", [
+    { body: await call(a1, spec("cv-003", { verdict: "escalate" })), expect: valid("defer") },
   ]);
   const response = { status: "ok", transfer_id: "tr-5521" };
   const runtimeContext = { region: "eu-west", sandbox: "gvisor", model: "planner-v2" };
   const cv4 = spec("cv-004", { response, runtimeContext });
-  add("CV-004", "finalised allow receipt bound to the presented request, response and runtime context", [
-    { body: await call(a1, cv4, { response, runtime_context: runtimeContext }), expect: accept("proceed") },
+  add("POS-finalised", "finalised allow receipt bound to the presented request, response and runtime context", [
+    { body: await call(a1, cv4, { response, runtime_context: runtimeContext }), expect: valid("proceed") },
   ]);
   const cv5 = await call(a1, spec("cv-005"));
-  add("CV-005", "audit mode at a chosen instant consumes nothing; the receipt is then accepted in enforce mode", [
-    { body: { ...cv5, mode: "audit", at: VECTOR_NOW - 5 }, expect: { status: 200, valid: true, codes: [], action: "proceed_pending_reconciliation", nonce_consumed: false } },
-    { body: cv5, expect: accept("proceed_pending_reconciliation") },
+  add("POS-audit-then-enforce", "audit mode at a chosen instant consumes nothing and decides nothing; the receipt is then accepted in enforce mode", [
+    { body: { ...cv5, mode: "audit", at: VECTOR_NOW - 5 }, expect: { status: 200, valid: true, decision: "audit", codes: [], action: "proceed_pending_reconciliation", nonce_consumed: false } },
+    { body: cv5, expect: valid("proceed_pending_reconciliation") },
   ]);
-  add("CV-006", "a signed field changed after signing breaks the signature", [
+  add("CV-005", "issuer/audience binding: a receipt issued for another consumer is refused here", [
+    { body: await call(a1, spec("13.5", { audience: OTHER_AUDIENCE })), expect: reject(["AUDIENCE_MISMATCH"]) },
+  ]);
+  add("CV-006", "freshness: expires_at = T with max_clock_skew 0, judged at T+1", [
+    { body: await call(a1, spec("cv-006", { issuedAt: VECTOR_NOW - 61, lifetime: 60, skew: 0 })), expect: reject(["FRESHNESS_EXPIRED"]) },
+  ]);
+  add("NEG-signed-field-changed", "a signed field changed after signing breaks the signature", [
     { body: withReceipt(await call(a1, spec("cv-006")), { verified_at: VECTOR_NOW - 9 }), expect: reject(["SIGNATURE_INVALID"]) },
   ]);
 
@@ -93,14 +102,11 @@ export async function generate() {
   ]);
   const n133 = await call(a1, spec("13.3"));
   add("13.3", "replay: the same receipt presented twice", [
-    { body: n133, expect: accept("proceed_pending_reconciliation") },
+    { body: n133, expect: valid("proceed_pending_reconciliation") },
     { body: n133, expect: reject(["REPLAY_DETECTED"]) },
   ]);
   add("13.4", "expired receipt", [
     { body: await call(a1, spec("13.4", { issuedAt: VECTOR_NOW - 1000 })), expect: reject(["FRESHNESS_EXPIRED"]) },
-  ]);
-  add("13.5", "receipt issued for another audience", [
-    { body: await call(a1, spec("13.5", { audience: OTHER_AUDIENCE })), expect: reject(["AUDIENCE_MISMATCH"]) },
   ]);
   add("13.6", "attacker signs with its own key and claims a pinned issuer", [
     { body: await call(attacker, spec("13.6", { claimIssuer: a1.issuer })), expect: reject(["SIGNATURE_INVALID"]) },
@@ -117,19 +123,19 @@ export async function generate() {
     { body: await call(r1, spec("neg-revoked")), expect: reject(["ANCHOR_REVOKED"]) },
   ], { revoke: [{ issuer: r1.issuer, kid: r1.kid }] });
   add("NEG-sequence-repeated", "a new nonce with a sequence already presented", [
-    { body: await call(s1, spec("neg-seq-a", { sequence: 5000 })), expect: accept("proceed_pending_reconciliation") },
+    { body: await call(s1, spec("neg-seq-a", { sequence: 5000 })), expect: valid("proceed_pending_reconciliation") },
     { body: await call(s1, spec("neg-seq-b", { sequence: 5000 })), expect: reject(["REPLAY_DETECTED"]) },
   ]);
   add("NEG-sequence-too-old", "a sequence 1024 or more below the highest seen", [
     { body: await call(s1, spec("neg-seq-c", { sequence: 3976 })), expect: reject(["REPLAY_DETECTED"]) },
-    { body: await call(s1, spec("neg-seq-d", { sequence: 3977 })), expect: accept("proceed_pending_reconciliation") },
+    { body: await call(s1, spec("neg-seq-d", { sequence: 3977 })), expect: valid("proceed_pending_reconciliation") },
   ]);
   const ctxBody = await call(a1, spec("neg-runtime", { runtimeContext }), { runtime_context: runtimeContext });
   add("NEG-runtime-context", "runtime context differs from the signed one", [
     { body: { ...ctxBody, runtime_context: { ...runtimeContext, sandbox: "none" } }, expect: reject(["BINDING_MISMATCH"]) },
   ]);
   add("NEG-outcome-indeterminate", "a caller reports the outcome indeterminate: valid, handled conservatively, with a warning", [
-    { body: await call(a1, spec("neg-indeterminate"), { outcome_status: "indeterminate" }), expect: accept("conservative", ["OUTCOME_INDETERMINATE"]) },
+    { body: await call(a1, spec("neg-indeterminate"), { outcome_status: "indeterminate" }), expect: valid("conservative", ["OUTCOME_INDETERMINATE"]) },
   ]);
   add("NEG-issued-in-future", "issued beyond the skew in the future", [
     { body: await call(a1, spec("neg-future", { issuedAt: VECTOR_NOW + 60 })), expect: reject(["FRESHNESS_EXPIRED"]) },

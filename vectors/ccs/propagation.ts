@@ -9,7 +9,8 @@ import { fromBase64Url } from "../../worker/protocol/encoding.js";
 import type { Receipt } from "../../worker/protocol/receipt.js";
 import { anchorFor, identity, labelHex, makeReceipt, type Identity } from "./factory.js";
 
-export const ORG_ID = "relying-org";
+export const ORG_ID = "https://relying-org.example";
+export const SENDER_ORG_ID = "https://sender-org.example";
 
 export async function generatePropagation(now: number, audience: string) {
   const a1 = await identity("issuer-a/a1", "https://issuer-a.example", "a1");
@@ -33,14 +34,14 @@ export async function generatePropagation(now: number, audience: string) {
     ...extra,
   });
   const crossOrg = async (id: Identity, extra: Record<string, unknown> = {}) => ({
-    sender_org_id: "sender-org",
+    sender_org_id: SENDER_ORG_ID,
     receiver_org_id: ORG_ID,
     trust_anchor_reference: await fingerprint(id),
     self_contained: true,
     issuer_public_key: id.publicKey,
     ...extra,
   });
-  const decision = (valid: boolean, codes: string[], consumed: boolean, status = 200) => ({ status, valid, codes, nonce_consumed: consumed });
+  const decision = (valid: boolean, codes: string[], consumed: boolean, status = 200) => ({ status, valid, decision: valid ? "accept" : "reject", codes, nonce_consumed: consumed });
   const envelopes: { id: string; title: string; calls: { body: unknown; expect: ReturnType<typeof decision> }[] }[] = [];
   const addEnvelope = (id: string, title: string, calls: { body: unknown; expect: ReturnType<typeof decision> }[]) => envelopes.push({ id, title, calls });
   const call = (env: unknown, mode?: string) => ({ envelope: env, audience, ...(mode ? { mode } : {}) });
@@ -72,7 +73,13 @@ export async function generatePropagation(now: number, audience: string) {
     { body: call(await envelope(await receipt(a1, "env-hop16"), 16)), expect: decision(true, [], true) },
   ]);
   addEnvelope("ENV-org-mismatch", "a cross-org envelope addressed to another organisation", [
-    { body: call({ ...(await envelope(await receipt(p1, "env-org"), 1)), ...(await crossOrg(p1, { receiver_org_id: "someone-else" })) }), expect: decision(false, ["ORG_MISMATCH"], false) },
+    { body: call({ ...(await envelope(await receipt(p1, "env-org"), 1)), ...(await crossOrg(p1, { receiver_org_id: "https://someone-else.example" })) }), expect: decision(false, ["ORG_MISMATCH"], false) },
+  ]);
+  addEnvelope("ENV-sender-org-mismatch", "a cross-org envelope whose sender_org_id is not the organisation pinned for the issuer", [
+    { body: call({ ...(await envelope(await receipt(p1, "env-sender"), 1)), ...(await crossOrg(p1, { sender_org_id: "https://impostor-org.example" })) }), expect: decision(false, ["ORG_MISMATCH"], false) },
+  ]);
+  addEnvelope("ENV-org-not-uri", "organisation ids are URIs: a bare name is a malformed envelope", [
+    { body: call({ ...(await envelope(await receipt(p1, "env-org-uri"), 1)), ...(await crossOrg(p1, { sender_org_id: "sender-org" })) }), expect: decision(false, ["ENVELOPE_MALFORMED"], false, 400) },
   ]);
   const stripped = { ...(await receipt(p1, "13.11-sig")) } as Partial<Receipt>;
   delete stripped.signature;
@@ -139,7 +146,7 @@ export async function generatePropagation(now: number, audience: string) {
 
   return {
     org_id: ORG_ID,
-    anchors: [anchorFor(a1), { ...anchorFor(p1, p2), org_id: "sender-org" }],
+    anchors: [anchorFor(a1), { ...anchorFor(p1, p2), org_id: SENDER_ORG_ID }],
     envelopes,
     chains,
   };

@@ -27,6 +27,8 @@ export interface AnchorRecord {
 
 /** What verification needs of a pinned issuer. */
 export interface PinnedIssuer {
+  /** The issuer's organisation URI, when pinned with one. */
+  orgId: string | null;
   keys: TrustedKey[];
   ledgerShards: number;
 }
@@ -46,7 +48,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; keys: Omit<AnchorKey, "fingerprint">[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
@@ -62,7 +64,12 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
       errors.push(`kid ${key.kid}: ${problem}`);
       continue;
     }
-    keys.push({ kid: key.kid, alg: "Ed25519", public_key: key.public_key, fingerprint: await sha256Hex(raw!), not_before: nb, not_after: na });
+    const fingerprint = await sha256Hex(raw!);
+    if (key.fingerprint !== undefined && key.fingerprint !== fingerprint) {
+      errors.push(`kid ${key.kid}: fingerprint does not match the listed key`);
+      continue;
+    }
+    keys.push({ kid: key.kid, alg: "Ed25519", public_key: key.public_key, fingerprint, not_before: nb, not_after: na });
   }
   if (errors.length > 0) {
     const keyRejected = errors.some((e) => /public_key|public key/.test(e));
@@ -79,7 +86,7 @@ export function readAnchorRecord(value: unknown): AnchorRecord {
 }
 
 export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
-  return { keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1 };
+  return { orgId: record.org_id, keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1 };
 }
 
 /** The keys whose validity window contains `issuedAt`. */

@@ -5,7 +5,7 @@
 import { failure, type Failure } from "./codes.js";
 import { fromBase64Url, HEX16, HEX64, SHA256_REF } from "./encoding.js";
 import { isJsonObject as isObject } from "./strict-json.js";
-import type { Receipt } from "./receipt.js";
+import { isHttpsUri, type Receipt } from "./receipt.js";
 
 export const ENVELOPE_VERSION = "1.3";
 /** The highest hop_count an envelope may carry. */
@@ -60,8 +60,8 @@ export function parseEnvelope(value: unknown): EnvelopeParse {
   const envelope = e as unknown as Envelope;
   if (!CROSS_ORG_FIELDS.some((k) => Object.hasOwn(e, k))) return { ok: true, envelope, crossOrg: null };
 
-  if (typeof e.sender_org_id !== "string" || e.sender_org_id === "") return malformed("a cross-org envelope needs sender_org_id");
-  if (typeof e.receiver_org_id !== "string" || e.receiver_org_id === "") return malformed("a cross-org envelope needs receiver_org_id");
+  if (!isHttpsUri(e.sender_org_id)) return malformed("a cross-org envelope needs sender_org_id, an https:// URI");
+  if (!isHttpsUri(e.receiver_org_id)) return malformed("a cross-org envelope needs receiver_org_id, an https:// URI");
   const stripped = (detail: string): EnvelopeParse => ({ ok: false, failures: [failure("NOT_SELF_CONTAINED", detail)] });
   if (e.self_contained !== true) return stripped("a cross-org envelope must be self_contained: true");
   const receipt = e.original_receipt as Record<string, unknown>;
@@ -80,14 +80,14 @@ export function parseEnvelope(value: unknown): EnvelopeParse {
 /**
  * The envelope's checks against the receipt it carries (run with the receipt's own steps 0–3).
  * `keyFingerprint` is the fingerprint of the included key; `pinnedFingerprints` those pinned
- * for the receipt's issuer.
+ * for the receipt's issuer; `senderOrgId` the organisation its anchor was pinned with.
  */
 export function checkEnvelope(
   e: Envelope,
   crossOrg: CrossOrg | null,
   r: Receipt,
   receiptHash: string,
-  context: { orgId: string | null; keyFingerprint: string | null; pinnedFingerprints: string[] },
+  context: { orgId: string | null; senderOrgId: string | null; keyFingerprint: string | null; pinnedFingerprints: string[] },
 ): Failure[] {
   const out: Failure[] = [];
   if (e.parent_trace_id !== r.trace_id) out.push(failure("CHAIN_BROKEN", "parent_trace_id is not the original receipt's trace_id"));
@@ -96,6 +96,9 @@ export function checkEnvelope(
   if (crossOrg) {
     if (context.orgId === null || crossOrg.receiver_org_id !== context.orgId) {
       out.push(failure("ORG_MISMATCH", `receiver_org_id ${JSON.stringify(crossOrg.receiver_org_id)} is not this deployment (${context.orgId ?? "no ORG_ID configured"})`));
+    }
+    if (context.senderOrgId === null || crossOrg.sender_org_id !== context.senderOrgId) {
+      out.push(failure("ORG_MISMATCH", `sender_org_id ${JSON.stringify(crossOrg.sender_org_id)} is not the organisation pinned for ${r.issuer}`));
     }
     if (context.keyFingerprint !== crossOrg.trust_anchor_reference) {
       out.push(failure("NOT_SELF_CONTAINED", "the included key's fingerprint is not trust_anchor_reference"));

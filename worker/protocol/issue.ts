@@ -51,7 +51,8 @@ export async function unsignedReceipt(i: ReceiptInput): Promise<UnsignedReceipt>
     rule_summary: i.rule_summary,
     runtime_context_hash: await optionalHash(i.runtime_context),
     sequence: i.sequence,
-    timestamp: q.timestamp,
+    // The verdict time, which need not be the Command's own timestamp (that one is bound by request_hash).
+    timestamp: i.issued_at,
     tool: q.tool,
     trace_id: q.trace_id,
     verdict: i.verdict,

@@ -12,14 +12,23 @@ import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import { checkAudience } from "./checks/audience.js";
 import { checkBinding, type Presented } from "./checks/binding.js";
 import { checkFreshness, grantedSkew, type FreshnessPolicy } from "./checks/freshness.js";
-import { mapOutcome, type Enforcement, type ReportedOutcome } from "./checks/outcome.js";
+import { mapOutcome, type Enforcement, type EnforcementAction, type ReportedOutcome } from "./checks/outcome.js";
 import { checkSignature } from "./checks/signature.js";
 
 export type Mode = "enforce" | "audit";
 
+/**
+ * The one field a gate acts on. `accept`: enforce mode, valid evidence, verdict allow, outcome
+ * not in doubt. `reject`: any critical failure, or valid evidence of a deny. `defer`: valid
+ * evidence of an escalate, or of an allow whose outcome is reported indeterminate/unknown (the
+ * conservative path). `audit`: every audit-mode answer, whatever it found; it authorises nothing.
+ */
+export type GateDecision = "accept" | "reject" | "defer" | "audit";
+
 export interface Decision {
+  /** The evidence verdict alone: every critical check passed. Not a go-ahead by itself. */
   valid: boolean;
-  decision: "accept" | "reject";
+  decision: GateDecision;
   failures: Failure[];
   enforcement: Enforcement;
   receipt_hash: string | null;
@@ -65,10 +74,17 @@ async function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
   }
 }
 
+/** What a gate does with evidence that was judged (CCS Figure 9 action → go/no-go). */
+export function gateDecision(mode: Mode, valid: boolean, action: EnforcementAction): GateDecision {
+  if (mode === "audit") return "audit";
+  if (!valid || action === "block") return "reject";
+  return action === "proceed" || action === "proceed_pending_reconciliation" ? "accept" : "defer";
+}
+
 export function rejection(failures: Failure[], mode: Mode, now: number): Decision {
   return {
     valid: false,
-    decision: "reject",
+    decision: gateDecision(mode, false, "block"),
     failures,
     enforcement: { action: "block", verdict: null, outcome_status: null },
     receipt_hash: null,
@@ -117,7 +133,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
   return {
     valid: !critical,
-    decision: critical ? "reject" : "accept",
+    decision: gateDecision(opts.mode, !critical, enforcement.action),
     failures: [...failures, ...warnings],
     enforcement,
     receipt_hash: await receiptHash,

@@ -7,6 +7,7 @@ import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
 import { ApiError } from "../http.js";
 import type { Decision, Mode, VerifyDeps } from "../protocol/verify.js";
+import { isJsonObject } from "../protocol/strict-json.js";
 
 export interface DecisionCall {
   audience: string;
@@ -19,10 +20,8 @@ export interface DecisionCall {
 export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unknown>, allowed: Set<string>, subject: string): DecisionCall {
   for (const key of Object.keys(body)) if (!allowed.has(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
   if (!Object.hasOwn(body, subject)) throw new ApiError(400, "MALFORMED_REQUEST", `${subject} is required`);
-  const served = audiences(c.env);
-  if (typeof body.audience !== "string" || !served.has(body.audience)) {
-    throw new ApiError(400, "MALFORMED_REQUEST", `audience must be one this deployment serves: ${[...served].join(", ")}`);
-  }
+  if (typeof body.audience !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "audience must be a string");
+  if (!audienceAllowed(c, body.audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "this relying party may not verify for that audience");
   const mode = (body.mode ?? "enforce") as Mode;
   if (mode !== "enforce" && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", 'mode must be "enforce" or "audit"');
   if (body.at !== undefined) {
@@ -31,6 +30,15 @@ export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unkno
   }
   return { audience: body.audience, mode, now: (body.at as number | undefined) ?? c.get("services").now() };
 }
+
+/** The caller's token lists the audience, and this deployment still serves it. */
+export function audienceAllowed(c: Context<AppEnv>, audience: string): boolean {
+  return c.get("relyingParty").audiences.includes(audience) && audiences(c.env).has(audience);
+}
+
+/** The nonce of a presented receipt, when it has one of the right type; for counting only. */
+export const presentedNonce = (receipt: unknown): string | undefined =>
+  isJsonObject(receipt) && typeof receipt.nonce === "string" ? receipt.nonce : undefined;
 
 export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps {
   return { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) };

@@ -6,7 +6,7 @@ import type { PinnedIssuer } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { checkEnvelope, parseEnvelope } from "../protocol/envelope.js";
 import { rejection, verifyReceipt } from "../protocol/verify.js";
-import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
+import { answerDecision, parseDecisionCall, presentedNonce, verifyDeps } from "./decision-call.js";
 
 const ENVELOPE_CALL_FIELDS = new Set(["envelope", "audience", "mode", "at"]);
 
@@ -28,9 +28,11 @@ envelopeRoutes.post("/verify", async (c) => {
   const deps = verifyDeps(services);
   const keyFingerprint = crossOrg ? await sha256Hex(crossOrg.issuerPublicKey) : null;
   let pinnedFingerprints: string[] = [];
+  let senderOrgId: string | null = null;
   const anchors = async (issuer: string): Promise<PinnedIssuer | null> => {
     const pinned = await deps.anchors(issuer);
     pinnedFingerprints = pinned?.keys.map((k) => k.fingerprint) ?? [];
+    senderOrgId = pinned?.orgId ?? null;
     // Self-contained: the signature must verify under the included key, when that key is pinned.
     if (!pinned || !keyFingerprint || !pinnedFingerprints.includes(keyFingerprint)) return pinned;
     return { ...pinned, keys: pinned.keys.filter((k) => k.fingerprint === keyFingerprint) };
@@ -40,10 +42,10 @@ envelopeRoutes.post("/verify", async (c) => {
     {
       ...call,
       policy: freshnessPolicy(c.env),
-      contextChecks: (r, receiptHash) => checkEnvelope(envelope, crossOrg, r, receiptHash, { orgId: c.env.ORG_ID || null, keyFingerprint, pinnedFingerprints }),
+      contextChecks: (r, receiptHash) => checkEnvelope(envelope, crossOrg, r, receiptHash, { orgId: c.env.ORG_ID || null, senderOrgId, keyFingerprint, pinnedFingerprints }),
     },
     { ...deps, anchors },
   );
   const answer = { ...decision, envelope: { hop_count: envelope.hop_count, child_trace_id: envelope.child_trace_id, cross_org: crossOrg !== null } };
-  return answerDecision(c, answer, (envelope.original_receipt as { nonce?: string }).nonce);
+  return answerDecision(c, answer, presentedNonce(envelope.original_receipt));
 });

@@ -55,7 +55,6 @@ export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]>
   if (q) {
     if (q.tool !== r.tool) problems.push(`request.tool ${JSON.stringify(q.tool)} is not the receipt's tool`);
     if (q.trace_id !== r.trace_id) problems.push("request.trace_id is not the receipt's trace_id");
-    if (q.timestamp !== r.timestamp) problems.push("request.timestamp is not the receipt's timestamp");
     if (paramsDigest !== actionDigest(r.action, r.tool)) problems.push("params digest does not match the receipt's action");
     if (paramsDigest!.slice(0, 16) !== r.params_hash) problems.push("params digest does not match params_hash");
     if (requestHash !== r.request_hash) problems.push("request_hash does not match the presented request");

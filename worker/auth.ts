@@ -1,0 +1,29 @@
+/**
+ * Who is calling. Admin routes take ADMIN_TOKEN; verification, envelope and chain routes take a
+ * relying party's token. Both answer 401 with `WWW-Authenticate` and nothing else.
+ */
+import type { MiddlewareHandler } from "hono";
+import type { AppEnv } from "./app.js";
+import { ApiError, bearerMatches } from "./http.js";
+import { sha256Hex } from "./protocol/digest.js";
+import { RELYING_PARTY_TOKEN } from "./protocol/relying-parties.js";
+
+export const ADMIN_REALM = 'Bearer realm="countersign-admin"';
+export const RELYING_PARTY_REALM = 'Bearer realm="countersign"';
+
+export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!(await bearerMatches(c.req.header("authorization"), c.env.ADMIN_TOKEN))) {
+    throw new ApiError(401, "UNAUTHORIZED", "a valid admin bearer token is required", ADMIN_REALM);
+  }
+  await next();
+};
+
+/** Looks the bearer token up by its SHA-256; a token of the wrong form is refused without a lookup. */
+export const requireRelyingParty: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const header = c.req.header("authorization");
+  const token = header?.startsWith("Bearer ") ? header.slice(7) : null;
+  const party = token && RELYING_PARTY_TOKEN.test(token) ? await c.get("services").relyingParties.byTokenHash(await sha256Hex(token)) : null;
+  if (!party) throw new ApiError(401, "UNAUTHORIZED", "a valid relying-party bearer token is required", RELYING_PARTY_REALM);
+  c.set("relyingParty", party);
+  await next();
+};
