@@ -5,6 +5,7 @@
 import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
+import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
 import { dependencyTimeout } from "./config.js";
 import {
@@ -38,7 +39,8 @@ export interface Services {
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
-export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty } };
+/** `mode` is set once a decision call's mode is known, so an error answer can carry the right decision. */
+export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty; mode: Mode } };
 
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? (() => Date.now() / 1000);

@@ -47,7 +47,7 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
-  const mode: Mode = "enforce";
+  const mode: Mode = c.get("mode") ?? "enforce";
   const body = rejection([], mode, Math.floor(Date.now() / 1000));
   const step = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED" ? 0 : null;
   return c.json({ ...body, failures: [{ code: e.code, severity: "CRITICAL", step, detail: e.detail }], error }, e.status);

@@ -24,6 +24,7 @@ export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unkno
   if (!audienceAllowed(c, body.audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "this relying party may not verify for that audience");
   const mode = (body.mode ?? "enforce") as Mode;
   if (mode !== "enforce" && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", 'mode must be "enforce" or "audit"');
+  c.set("mode", mode);
   if (body.at !== undefined) {
     if (mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
     if (typeof body.at !== "number") throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
@@ -64,5 +65,8 @@ export function answerDecision(c: Context<AppEnv>, decision: Decision, nonce: st
     };
     c.executionCtx.waitUntil(count().catch((err) => console.error("counter update failed", err)));
   }
-  return c.json(decision, decision.failures.some((f) => MALFORMED_CODES.has(f.code)) ? 400 : 200);
+  const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
+  // A malformed subject is a 400, in the one error shape every 4xx shares.
+  if (malformed) return c.json({ ...decision, error: { code: malformed.code, detail: malformed.detail } }, 400);
+  return c.json(decision, 200);
 }

@@ -47,6 +47,10 @@ export interface ReplayReport {
   coverage: Coverage | null;
 }
 
+const isRunRequirement = (r: unknown): boolean =>
+  r !== null && typeof r === "object" && typeof (r as { run_id?: unknown }).run_id === "string" &&
+  Array.isArray((r as { required_claims?: unknown }).required_claims) && (r as { required_claims: unknown[] }).required_claims.every((c) => typeof c === "string");
+
 export const rowDigest = (data: unknown): Promise<string> => domainDigest(ROW_DOMAIN, data);
 
 async function manifestProblems(bundle: unknown): Promise<{ problems: string[]; rows: Record<string, string> }> {
@@ -58,6 +62,9 @@ async function manifestProblems(bundle: unknown): Promise<{ problems: string[]; 
   const m = b.manifest as Bundle["manifest"] | undefined;
   if (!m || typeof m !== "object" || !Array.isArray(m.rows)) return { problems: [...problems, "manifest.rows must be an array"], rows };
   if (m.schema_version !== EC_SCHEMA_VERSION) problems.push(`manifest.schema_version must be ${JSON.stringify(EC_SCHEMA_VERSION)}`);
+  if (m.runs !== undefined && !(Array.isArray(m.runs) && m.runs.every(isRunRequirement))) {
+    problems.push("manifest.runs, when present, is an array of {run_id, required_claims: [claim ids]}");
+  }
   const data = b.rows as Record<string, unknown> | undefined;
   if (!data || typeof data !== "object" || Array.isArray(data)) return { problems: [...problems, "rows must be an object by row id"], rows };
   const listed = new Set<string>();

@@ -1,0 +1,231 @@
+/**
+ * Answers a relying party can act on: `decision` is the go/no-go, only authenticated relying
+ * parties consume nonces and only for their own audiences, bad input is a 400 and never an
+ * outage, and this deployment publishes its own key in a pinnable form.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Env } from "../../worker/env.js";
+import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
+import type { SignatureVerifier } from "../../worker/protocol/ed25519.js";
+import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, RP_TOKEN, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
+
+const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
+const h = () => harness(env, createExecutionContext());
+const json = (method: string, body: unknown, authorization?: string): RequestInit => ({
+  method,
+  headers: { "content-type": "application/json", ...(authorization === undefined ? {} : { authorization }) },
+  body: typeof body === "string" ? body : JSON.stringify(body),
+});
+const admin = (method: string, body?: unknown): RequestInit => ({ ...json(method, body ?? {}, `Bearer ${ADMIN_TOKEN}`), ...(body === undefined ? { body: undefined } : {}) });
+
+describe("decision is the one field a gate acts on", () => {
+  it("a genuine deny receipt is valid evidence whose decision is reject (the honest allow beside it is accept)", async () => {
+    const issuer = await issuerFor("gate-deny");
+    await h().pin(issuer.anchor);
+    const deny = await h().verify(await issuer.body({ verdict: "deny" }));
+    expect(deny.body).toMatchObject({ valid: true, decision: "reject", failures: [], enforcement: { action: "block", verdict: "deny", outcome_status: "confirmed" } });
+    expect((await h().verify(await issuer.body())).body).toMatchObject({ valid: true, decision: "accept" });
+  });
+
+  it("a genuine escalate receipt defers", async () => {
+    const issuer = await issuerFor("gate-escalate");
+    await h().pin(issuer.anchor);
+    expect((await h().verify(await issuer.body({ verdict: "escalate" }))).body).toMatchObject({ valid: true, decision: "defer", enforcement: { action: "defer" } });
+  });
+
+  it("an allow whose outcome the caller reports unknown defers (the conservative path), with its warning", async () => {
+    const issuer = await issuerFor("gate-unknown");
+    await h().pin(issuer.anchor);
+    const res = await h().verify(await issuer.body({}, { outcome_status: "unknown" }));
+    expect(res.body).toMatchObject({ valid: true, decision: "defer", enforcement: { action: "conservative" } });
+    expect(codes(res)).toEqual(["OUTCOME_INDETERMINATE"]);
+  });
+
+  it("every audit-mode answer is audit, whatever it found: valid, expired at a past `at`, forged", async () => {
+    const issuer = await issuerFor("gate-audit");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body();
+    expect((await h().verify({ ...body, mode: "audit" })).body).toMatchObject({ valid: true, decision: "audit" });
+    const expired = await h().verify({ receipt: body.receipt, audience: AUDIENCE, mode: "audit", at: body.receipt.expires_at + 3600 });
+    expect(expired.body).toMatchObject({ valid: false, decision: "audit" });
+    expect(codes(expired)).toEqual(["FRESHNESS_EXPIRED"]);
+    const forged = { ...body, mode: "audit", receipt: { ...body.receipt, tool: "payments.refund" } };
+    expect((await h().verify(forged)).body).toMatchObject({ valid: false, decision: "audit" });
+  });
+
+  it("the envelope route answers the same way: a valid deny inside an envelope is reject", async () => {
+    const issuer = await issuerFor("gate-envelope");
+    await h().pin(issuer.anchor);
+    const { receipt } = await issuer.receipt({ verdict: "deny" });
+    const envelope = {
+      envelope_version: "1.3", original_receipt: receipt, parent_trace_id: receipt.trace_id, child_trace_id: "0123456789abcdef",
+      delegation_reason: "hand-off", hop_count: 1, previous_receipt_hash: receiptHashOf(await receiptDigest(receipt as never)),
+    };
+    const res = await h().call("/v1/envelopes/verify", json("POST", { envelope, audience: AUDIENCE }));
+    expect(res.body.failures).toEqual([]);
+    expect(res.body).toMatchObject({ valid: true, decision: "reject", enforcement: { action: "block" } });
+  });
+});
+
+describe("relying parties authenticate", () => {
+  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/verify", "/v1/chains/some-chain/hops", "/v1/chains/some-chain"]) {
+    it(`${path} refuses a missing or unknown token with 401 and WWW-Authenticate`, async () => {
+      for (const authorization of ["", "Bearer not-a-registered-token-000000000000000", `Basic ${RP_TOKEN}`, RP_TOKEN]) {
+        const res = await h().call(path, path.endsWith("some-chain") ? { headers: { authorization } } : json("POST", {}, authorization));
+        expect(res.status).toBe(401);
+        expect(res.body.error).toEqual({ code: "UNAUTHORIZED", detail: expect.any(String) });
+      }
+      const res = await h().call(path, json("POST", {}, ""));
+      expect(res.status).toBe(401);
+    });
+  }
+
+  it("the 401 carries a Bearer challenge", async () => {
+    const app = harness(env, createExecutionContext());
+    const res = await (await import("../../worker/app.js")).createApp({ now: () => TEST_NOW }).request("/v1/receipts/verify", json("POST", {}), env, createExecutionContext());
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer realm=/);
+    const adminRes = await app.call("/v1/admin/relying-parties", json("POST", {}, ""));
+    expect(adminRes.status).toBe(401);
+  });
+
+  it("an anonymous holder of a receipt cannot burn its nonce: the relying party then accepts it", async () => {
+    const issuer = await issuerFor("rp-burn");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body();
+    expect((await h().call("/v1/receipts/verify", json("POST", body, ""))).status).toBe(401);
+    expect((await h().verify(body)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
+
+  it("a token may only verify for its own audiences: 403 AUDIENCE_NOT_ALLOWED, no list of what is served, nonce intact", async () => {
+    const issuer = await issuerFor("rp-audience");
+    await h().pin(issuer.anchor);
+    const created = await h().call("/v1/admin/relying-parties", admin("POST", { name: "second-only", audiences: [SECOND_AUDIENCE] }));
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ name: "second-only", audiences: [SECOND_AUDIENCE], token: expect.stringMatching(/^csrp_[A-Za-z0-9_-]{43}$/) });
+    const body = await issuer.body();
+    const refused = await h().call("/v1/receipts/verify", json("POST", body, `Bearer ${created.body.token}`));
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.code).toBe("AUDIENCE_NOT_ALLOWED");
+    expect(refused.text).not.toContain(AUDIENCE);
+    expect(refused.text).not.toContain(SECOND_AUDIENCE);
+    expect((await h().verify(body)).body).toMatchObject({ valid: true, nonce_consumed: true });
+  });
+
+  it("stores a token only as its SHA-256, and a deleted relying party's token is refused at once", async () => {
+    const created = await h().call("/v1/admin/relying-parties", admin("POST", { name: "short-lived", audiences: [AUDIENCE] }));
+    const token: string = created.body.token;
+    const { keys } = await env.ANCHORS.list();
+    for (const { name } of keys) expect(JSON.stringify(await env.ANCHORS.get(name)) + name).not.toContain(token);
+    const issuer = await issuerFor("rp-deleted");
+    await h().pin(issuer.anchor);
+    const app = h();
+    expect((await app.call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`))).status).toBe(200);
+    expect((await app.call("/v1/admin/relying-parties/short-lived", admin("DELETE"))).body).toEqual({ name: "short-lived", deleted: true });
+    expect((await app.call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`))).status).toBe(401);
+    expect((await app.call("/v1/admin/relying-parties/short-lived", admin("DELETE"))).status).toBe(404);
+  });
+
+  it("lists relying parties without their tokens; refuses a taken name, unknown audiences and bad names", async () => {
+    await h().call("/v1/admin/relying-parties", admin("POST", { name: "listed", audiences: [AUDIENCE] }));
+    const list = await h().call("/v1/admin/relying-parties", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(list.body.relying_parties.find((p: any) => p.name === "listed")).toEqual({ name: "listed", audiences: [AUDIENCE], created_at: TEST_NOW });
+    expect(list.text).not.toMatch(/token/);
+    expect((await h().call("/v1/admin/relying-parties", admin("POST", { name: "listed", audiences: [AUDIENCE] }))).body.error.code).toBe("RELYING_PARTY_EXISTS");
+    for (const bad of [
+      { name: "x", audiences: ["https://not-served.example"] },
+      { name: "x", audiences: [] },
+      { name: "bad name", audiences: [AUDIENCE] },
+      { name: "x", audiences: [AUDIENCE], token: "short" },
+      { name: "x", audiences: [AUDIENCE, AUDIENCE] },
+      { name: "x", audiences: [AUDIENCE], extra: 1 },
+    ]) {
+      const res = await h().call("/v1/admin/relying-parties", admin("POST", bad));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+  });
+});
+
+describe("bad input is a 400, never an outage", () => {
+  it("a null receipt is 400 MALFORMED_RECEIPT", async () => {
+    const issuer = await issuerFor("null-receipt");
+    const res = await h().verify({ ...(await issuer.body()), receipt: null });
+    expect(res.status).toBe(400);
+    expect(codes(res)).toEqual(["MALFORMED_RECEIPT"]);
+  });
+
+  it("a bundle whose manifest.runs is not a list is a manifest problem, not a 5xx", async () => {
+    const bundle = { bundle_version: "ec-bundle/1", manifest: { schema_version: "ec-agent/1", rows: [], runs: 5 }, rows: {} };
+    const res = await h().call("/v1/bundles/replay", json("POST", { bundle }));
+    expect(res.status).toBe(200);
+    expect(res.body.decision).toBe("manifest_invalid");
+  });
+
+  it("no body of the wrong shape makes any route answer 5xx", async () => {
+    const shapes: unknown[] = [null, [], "x", 5, {}, { receipt: null, audience: AUDIENCE }, { receipt: 5, audience: AUDIENCE, request: null },
+      { envelope: null, audience: AUDIENCE }, { envelope: { original_receipt: null }, audience: AUDIENCE }, { chain: null }, { chain: { entries: [null] } },
+      { entry: null }, { entry: { hop_count: 0, receipt: null } }, { bundle: null }, { bundle: { manifest: null } }, { receipt: null, corpus: null, events: null },
+      { claim: null, spans: null }, { issuer: null, kid: null }, { name: null, audiences: null }];
+    const routes: [string, string, boolean][] = [
+      ["POST", "/v1/receipts/verify", false], ["POST", "/v1/envelopes/verify", false], ["POST", "/v1/chains/verify", false],
+      ["POST", "/v1/chains/c1/hops", false], ["POST", "/v1/ec/receipts/verify", false], ["POST", "/v1/bundles/replay", false],
+      ["POST", "/v1/support/evaluate", false], ["PUT", "/v1/admin/anchors", true], ["POST", "/v1/admin/anchors/revoke", true],
+      ["POST", "/v1/admin/relying-parties", true],
+    ];
+    for (const [method, path, asAdmin] of routes) {
+      for (const shape of shapes) {
+        const res = await h().call(path, asAdmin ? admin(method, shape) : { method, headers: { "content-type": "application/json" }, body: JSON.stringify(shape) });
+        expect(res.status, `${method} ${path} ${JSON.stringify(shape)}`).toBeLessThan(500);
+        expect(res.body.error, `${method} ${path} ${JSON.stringify(shape)}`).toEqual(res.status >= 400 ? { code: expect.any(String), detail: expect.any(String) } : undefined);
+      }
+    }
+  });
+
+  it("a programming error is 500 INTERNAL_ERROR, in the one error shape, with nothing internal in it", async () => {
+    const broken: SignatureVerifier = { verify: () => Promise.reject(new TypeError("cannot read properties of undefined (at /srv/verify.ts:1)")) };
+    const issuer = await issuerFor("internal-error");
+    await h().pin(issuer.anchor);
+    const res = await harness(env, createExecutionContext(), { verifier: broken }).verify(await issuer.body());
+    expect(res.status).toBe(500);
+    expect(res.body).toMatchObject({ valid: false, decision: "reject", error: { code: "INTERNAL_ERROR" } });
+    expect(res.text).not.toMatch(/srv|\.ts|TypeError/);
+  });
+});
+
+describe("this deployment's own identity", () => {
+  it("publishes its key at /.well-known/ccs-issuer in the form the anchor pin takes, pinnable with one call", async () => {
+    const own = await h().call("/.well-known/ccs-issuer");
+    expect(own.status).toBe(200);
+    expect(own.body).toEqual({
+      issuer: "https://countersign.test",
+      org_id: "https://relying-org.example",
+      keys: [{ kid: "test-signing-1", alg: "Ed25519", public_key: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) }],
+    });
+    expect(own.text).not.toContain((env as Env).SIGNING_KEY!);
+    const pinned = await h().call("/v1/admin/anchors", admin("PUT", own.body));
+    expect(pinned.status).toBe(200);
+    expect(pinned.body.keys).toEqual([{ kid: "test-signing-1", fingerprint: own.body.keys[0].fingerprint }]);
+  });
+
+  it("a deployment without a signing key answers 500 naming what to configure, never a secret", async () => {
+    const unconfigured = { ...env, SIGNING_KEY: undefined, LEGACY_HMAC_KEY: "abc" } as unknown as Env;
+    const res = await harness(unconfigured, createExecutionContext()).call("/.well-known/ccs-issuer");
+    expect(res.status).toBe(500);
+    expect(res.body.error.code).toBe("INTERNAL_ERROR");
+    expect(res.body.error.detail).toMatch(/SIGNING_KEY/);
+  });
+});
+
+describe("readings of the draft", () => {
+  it("request binding does not need the receipt's timestamp (the verdict time) to equal the Command's", async () => {
+    const issuer = await issuerFor("timestamp-binding");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body();
+    expect(body.receipt.timestamp).not.toBe(body.request.timestamp);
+    expect((await h().verify(body)).body).toMatchObject({ valid: true, decision: "accept" });
+    const moved = await h().verify({ ...(await issuer.body()), request: { ...body.request, timestamp: body.request.timestamp + 1 } });
+    expect(codes(moved)).toContain("BINDING_MISMATCH");
+  });
+});
