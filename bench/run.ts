@@ -38,6 +38,8 @@ const STAGE_N = quick ? 1000 : 3000;
 const HTTP_REQUESTS = quick ? 1500 : 5000;
 const HTTP_ROUNDS = quick ? 3 : 5;
 const CONNECTIONS = 16;
+/** The relying party every benchmarked verification call authenticates as. */
+const RP_TOKEN = "bench-relying-party-token-0123456789abcdef";
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -111,6 +113,7 @@ async function cpuInputs() {
     jwt,
     jwtIssuer: issuer,
     audience: AUDIENCE,
+    rpToken: RP_TOKEN,
     now: now + 1,
   };
   return { inputs, pin: anchorFor(id) };
@@ -142,7 +145,7 @@ async function load(server: LocalServer, label: string, path: string, bodies: st
       {
         method: "POST",
         path,
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", authorization: `Bearer ${RP_TOKEN}` },
         setupRequest: (req) => {
           if (next === 0) first = process.hrtime.bigint();
           return { ...req, body: bodies[next++ % bodies.length] };
@@ -203,6 +206,7 @@ async function main() {
     log("CPU: setting up inputs");
     const cpuSetup = await cpuInputs();
     await post(server, "/v1/admin/anchors", cpuSetup.pin, TOKEN);
+    await post(server, "/v1/admin/relying-parties", { name: "bench", audiences: [AUDIENCE], token: RP_TOKEN }, TOKEN);
     resetup = async () => void (await post(server, "/bench/setup", cpuSetup.inputs));
     await resetup();
     if (onlyCases) {

@@ -49,6 +49,8 @@ interface Inputs {
   jwt: string;
   jwtIssuer: string;
   audience: string;
+  /** The bench relying party's token, registered by the runner before setup. */
+  rpToken: string;
   now: number;
 }
 
@@ -93,7 +95,8 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto),
   "stage:binding": () => checkBinding(receipt, { request }),
   "route (in-isolate, no ledger)": async () => {
-    const init = { method: "POST", body: inputs.bodyText, headers: { "content-type": "application/json", "content-length": String(inputs.bodyText.length) } };
+    const headers = { "content-type": "application/json", "content-length": String(inputs.bodyText.length), authorization: `Bearer ${inputs.rpToken}` };
+    const init = { method: "POST", body: inputs.bodyText, headers };
     return (await statelessApp.request("/v1/receipts/verify", init, benchEnv, benchCtx)).text();
   },
 };
