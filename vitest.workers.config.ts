@@ -16,6 +16,7 @@ export default defineConfig({
           ADMIN_TOKEN: "test-admin-token",
           AUDIENCES: "https://relying-party.example,https://second-party.example",
           ORG_ID: "relying-org",
+          LEDGER_SHARD_KEY: "test-ledger-shard-key-0123456789abcdef",
         },
       },
     }),

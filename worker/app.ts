@@ -6,7 +6,8 @@ import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import { errorResponse } from "./http.js";
-import { dependencyTimeout } from "./config.js";
+import { dependencyTimeout, ledgerShardKey } from "./config.js";
+import { DecisionCounter, DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
 import { durableLedgerStub, kvAnchorStore, ledgerClient, type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub } from "./stores.js";
 import { adminRoutes } from "./routes/admin.js";
 import { issuerRoutes } from "./routes/issuers.js";
@@ -21,6 +22,8 @@ export interface AppOptions {
   verifier?: SignatureVerifier;
   /** Replaces the IssuerLedger stubs (fault injection in tests). */
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
+  /** When decision counts are flushed to DecisionStats. */
+  decisionFlush?: FlushPolicy;
 }
 
 export interface Services {
@@ -28,6 +31,8 @@ export interface Services {
   verifier: SignatureVerifier;
   anchors: AnchorStore;
   ledgers: LedgerClient;
+  /** This isolate's batched decision counts. */
+  decisions: DecisionCounter;
 }
 
 export type AppEnv = { Bindings: Env; Variables: { services: Services } };
@@ -36,11 +41,18 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? (() => Date.now() / 1000);
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
+  const decisions = new DecisionCounter(options.decisionFlush ?? DEFAULT_FLUSH);
   const app = new Hono<AppEnv>();
   app.use(async (c, next) => {
     const timeout = dependencyTimeout(c.env);
     const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
-    c.set("services", { now, verifier, anchors: kvAnchorStore(c.env, timeout, anchorCache), ledgers: ledgerClient(stubFor, timeout) });
+    c.set("services", {
+      now,
+      verifier,
+      anchors: kvAnchorStore(c.env, timeout, anchorCache),
+      ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
+      decisions,
+    });
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));

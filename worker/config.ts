@@ -1,6 +1,8 @@
 import type { FreshnessPolicy } from "./protocol/checks/freshness.js";
 import { DEFAULT_FRESHNESS } from "./protocol/checks/freshness.js";
 import type { Env } from "./env.js";
+import { utf8 } from "./protocol/encoding.js";
+import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -24,3 +26,19 @@ export function freshnessPolicy(env: Env): FreshnessPolicy {
 }
 
 export const dependencyTimeout = (env: Env): number => positive(env.DEPENDENCY_TIMEOUT_MS, DEFAULT_DEPENDENCY_TIMEOUT_MS);
+
+let shardKeyText: string | undefined;
+let shardKeyBytes: Uint8Array | null = null;
+
+/**
+ * The HMAC key of the shard choice (LEDGER_SHARD_KEY, UTF-8 bytes), or null when it is unset or
+ * shorter than MIN_SHARD_KEY_LENGTH: sharded issuers are then refused, never sharded unkeyed.
+ */
+export function ledgerShardKey(env: Env): Uint8Array | null {
+  const text = env.LEDGER_SHARD_KEY;
+  if (text !== shardKeyText) {
+    shardKeyText = text;
+    shardKeyBytes = text !== undefined && text.length >= MIN_SHARD_KEY_LENGTH ? utf8(text) : null;
+  }
+  return shardKeyBytes;
+}

@@ -22,7 +22,7 @@ envelopeRoutes.post("/verify", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY, { field: "envelope", code: "ENVELOPE_MALFORMED" }), "body");
   const call = parseDecisionCall(c, body, ENVELOPE_CALL_FIELDS, "envelope");
   const parsed = parseEnvelope(body.envelope);
-  if (!parsed.ok) return answerDecision(c, rejection(parsed.failures, call.mode, call.now), undefined);
+  if (!parsed.ok) return answerDecision(c, rejection(parsed.failures, call.mode, call.now));
   const { envelope, crossOrg } = parsed;
   const services = c.get("services");
   const deps = verifyDeps(services);
@@ -45,5 +45,5 @@ envelopeRoutes.post("/verify", async (c) => {
     { ...deps, anchors },
   );
   const answer = { ...decision, envelope: { hop_count: envelope.hop_count, child_trace_id: envelope.child_trace_id, cross_org: crossOrg !== null } };
-  return answerDecision(c, answer, (envelope.original_receipt as { nonce?: string }).nonce);
+  return answerDecision(c, answer);
 });

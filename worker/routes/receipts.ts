@@ -35,5 +35,5 @@ receiptRoutes.post("/verify", async (c) => {
     },
     verifyDeps(c.get("services")),
   );
-  return answerDecision(c, decision, (body.receipt as { nonce?: string }).nonce);
+  return answerDecision(c, decision);
 });
