@@ -26,6 +26,7 @@ import { canonicalReceipt, parseReceipt, type Receipt } from "../worker/protocol
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
 import { verifyReceipt } from "../worker/protocol/verify.js";
 
+export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 
@@ -92,7 +93,7 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "stage:receipt_hash": () => prefixedDigest(canonicalReceipt(receipt).fullText),
   "stage:params_digest": () => sha256Hex(jcs(request.params)),
   "stage:request_hash": () => prefixedDigest(jcs(request)),
-  "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto),
+  "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto, inputs.now),
   "stage:binding": () => checkBinding(receipt, { request }),
   "route (in-isolate, no ledger)": async () => {
     const headers = { "content-type": "application/json", "content-length": String(inputs.bodyText.length), authorization: `Bearer ${inputs.rpToken}` };
@@ -108,10 +109,12 @@ const app = createApp();
 const noLedger: LedgerStub = {
   claim: async () => ({ revoked: false, replay: null, consumed: true }),
   inspect: async () => ({ revoked: false, replay: null, consumed: false }),
-  record: async () => {},
-  revoke: async (kid, at) => ({ kid, revoked_at: at }),
+  revoke: async (fingerprint, kid, at) => ({ fingerprint, kid, revoked_at: at }),
   revocations: async () => [],
-  stats: async () => ({ nonces: 0, database_bytes: 0, window: { highest: -1 }, revoked: [], counters: {} }),
+  forgetKey: async () => {},
+  resetSequence: async () => ({ previous_highest: null }),
+  anchorState: async () => ({ revoked: [], sequence_resets: [] }),
+  stats: async () => ({ nonces: 0, database_bytes: 0, windows: [], revoked: [] }),
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });
 
@@ -166,7 +169,7 @@ app.post("/bench/claim", async (c) => {
   await c.req.arrayBuffer();
   const nonce = (++claims).toString(16).padStart(32, "0");
   const ledger = c.env.ISSUER_LEDGER.get(c.env.ISSUER_LEDGER.idFromName(`bench-claim-${c.req.query("run") ?? ""}`));
-  const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, kid: "k1", retainUntil: Date.now() / 1000 + 60, warnings: [] });
+  const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, fingerprint: "0".repeat(64), sequencePolicy: "repeat", retainUntil: Date.now() / 1000 + 60 });
   return c.json({ decision: answer.consumed ? "accept" : "reject" });
 });
 

@@ -1,39 +1,57 @@
 /**
- * IssuerLedger: the replay state of one issuer (or of one shard of a hot issuer). Each decision
- * is one RPC whose reads and writes run in one synchronous SQLite transaction: refuse a revoked
- * kid, claim the nonce, admit the sequence, count the outcome. An accepted claim writes two rows
- * (the nonce, and the one `state` row holding the window and the counters). A nonce is kept
- * until its receipt's `expires_at + skew`; an alarm purges what has passed, so the table holds at
- * most rate × (lifetime + skew + PURGE_INTERVAL) rows.
+ * IssuerLedger: the replay state of one issuer (or of one shard of a hot issuer), kept per key.
+ * Each decision is one RPC whose reads and writes run in one synchronous SQLite transaction:
+ * refuse a revoked key, claim the nonce, admit the sequence. A refused decision writes nothing;
+ * an accepted claim writes one row (the nonce, carrying its key's tag and its sequence), plus
+ * the key's window row only under `sequence_policy: "window"`. Decisions are counted elsewhere
+ * (DecisionStats, batched), so attacker traffic buys no write here.
+ *
+ * A nonce is kept until its receipt's `expires_at + skew`; an alarm purges what has passed, so
+ * the table holds at most rate × (lifetime + skew + PURGE_INTERVAL) rows. The sequences noted on
+ * the nonce rows live exactly as long: under the default policy "a sequence already used" means
+ * "used by a receipt of the same key whose nonce is still retained", which needs no storage of
+ * its own.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
-import { judgeReplay, type ClaimQuery, type LedgerAnswer, type LedgerQuery } from "../worker/protocol/ledger.js";
+import {
+  judgeReplay,
+  keyTag,
+  maxHighest,
+  type ClaimQuery,
+  type LedgerAdmin,
+  type LedgerAnswer,
+  type LedgerQuery,
+  type Revocation,
+  type SequenceReset,
+  type SequenceResetAudit,
+} from "../worker/protocol/ledger.js";
 import { decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
 
 /** Purges are batched: an alarm never fires sooner than this after the previous one. */
 export const PURGE_INTERVAL_MS = 30_000;
 
-export interface Revocation {
-  kid: string;
-  revoked_at: number;
-}
+export type { Revocation, SequenceReset };
 
 export interface LedgerStats {
   nonces: number;
   /** Size of this object's SQLite database, bytes (free pages included). */
   database_bytes: number;
-  window: { highest: number };
+  /** The strict windows held (keys of `sequence_policy: "window"` anchors). */
+  windows: { fingerprint: string; highest: number }[];
   revoked: Revocation[];
-  counters: Record<string, number>;
 }
 
-type Counters = Record<string, number>;
+/** What the public anchor view shows of the ledger: revoked keys and audited sequence resets. */
+export interface AnchorLedgerState {
+  revoked: Revocation[];
+  sequence_resets: SequenceReset[];
+}
 
-export class IssuerLedger extends DurableObject<Env> {
+export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   private readonly sql: SqlStorage;
-  private window: SequenceWindow = EMPTY_WINDOW;
-  private counters: Counters = {};
+  /** Windows read so far, by fingerprint; an issuer has a handful of keys. */
+  private windows = new Map<string, SequenceWindow>();
   private revoked: Set<string>;
   private alarmAt: number | null = null;
 
@@ -41,58 +59,69 @@ export class IssuerLedger extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     // No index on retain_until: every claim would pay for it, while the purge that would use it
-    // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention.
+    // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention. The unique
+    // index on (key_tag, sequence) is both the repeated-sequence lookup and its guarantee.
     this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL) WITHOUT ROWID;
-      CREATE TABLE IF NOT EXISTS state (id INTEGER PRIMARY KEY CHECK (id = 1), highest INTEGER NOT NULL, bitmap TEXT NOT NULL, counters TEXT NOT NULL);
-      CREATE TABLE IF NOT EXISTS revoked (kid TEXT PRIMARY KEY, revoked_at REAL NOT NULL);
+      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS windows (fingerprint TEXT PRIMARY KEY, highest INTEGER NOT NULL, bitmap TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS sequence_resets (at REAL NOT NULL, fingerprint TEXT NOT NULL, kid TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL, previous_highest INTEGER);
+      DROP TABLE IF EXISTS state;
     `);
-    const row = this.sql.exec<{ highest: number; bitmap: string; counters: string }>("SELECT highest, bitmap, counters FROM state WHERE id = 1").toArray()[0];
-    if (row) {
-      this.window = { highest: row.highest, bitmap: decodeBitmap(row.bitmap) };
-      this.counters = JSON.parse(row.counters) as Counters;
-    }
-    this.revoked = new Set(this.sql.exec<{ kid: string }>("SELECT kid FROM revoked").toArray().map((r) => r.kid));
+    // Ledgers created before sequences were kept per key gain the two columns of the nonce row.
+    const columns = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('nonces')").toArray().map((c) => c.name));
+    if (!columns.has("key_tag")) this.sql.exec("ALTER TABLE nonces ADD COLUMN key_tag INTEGER; ALTER TABLE nonces ADD COLUMN sequence INTEGER");
+    this.sql.exec("CREATE UNIQUE INDEX IF NOT EXISTS nonce_sequences ON nonces (key_tag, sequence) WHERE sequence IS NOT NULL");
+    this.revoked = new Set(this.sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM revoked_keys").toArray().map((r) => r.fingerprint));
     ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
 
-  private judge(q: LedgerQuery): { answer: LedgerAnswer; next: SequenceWindow | null } {
-    return judgeReplay(q, {
-      nonceSeen: this.sql.exec("SELECT 1 FROM nonces WHERE nonce = ?", q.nonce).toArray().length > 0,
-      kidRevoked: q.kid !== null && this.revoked.has(q.kid),
-      window: this.window,
-    });
+  private windowOf(fingerprint: string): SequenceWindow {
+    let window = this.windows.get(fingerprint);
+    if (!window) {
+      const row = this.sql.exec<{ highest: number; bitmap: string }>("SELECT highest, bitmap FROM windows WHERE fingerprint = ?", fingerprint).toArray()[0];
+      window = row ? { highest: row.highest, bitmap: decodeBitmap(row.bitmap) } : EMPTY_WINDOW;
+      this.windows.set(fingerprint, window);
+    }
+    return window;
   }
 
-  /** Writes the window and the counters (plus `codes`) in the one state row; memory follows on success. */
-  private saveState(window: SequenceWindow, codes: string[]): () => void {
-    const counters = { ...this.counters };
-    for (const code of codes) counters[code] = (counters[code] ?? 0) + 1;
-    this.sql.exec(
-      "INSERT INTO state (id, highest, bitmap, counters) VALUES (1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap, counters = excluded.counters",
-      window.highest,
-      encodeBitmap(window.bitmap),
-      JSON.stringify(counters),
-    );
-    return () => {
-      this.window = window;
-      this.counters = counters;
-    };
+  private judge(q: LedgerQuery) {
+    const keyed = q.fingerprint !== null && q.sequence !== null;
+    return judgeReplay(q, {
+      nonceSeen: this.sql.exec("SELECT 1 FROM nonces WHERE nonce = ?", q.nonce).toArray().length > 0,
+      keyRevoked: q.fingerprint !== null && this.revoked.has(q.fingerprint),
+      sequenceRepeated: keyed && this.sql.exec("SELECT 1 FROM nonces WHERE key_tag = ? AND sequence = ?", keyTag(q.fingerprint!), q.sequence).toArray().length > 0,
+      window: keyed && q.sequencePolicy === "window" ? this.windowOf(q.fingerprint!) : EMPTY_WINDOW,
+    });
   }
 
   claim(q: ClaimQuery): LedgerAnswer {
-    const { answer, commit } = this.ctx.storage.transactionSync(() => {
-      const { answer, next } = this.judge(q);
-      if (answer.revoked || answer.replay || !next) {
-        const codes = [...(answer.revoked ? ["ANCHOR_REVOKED"] : []), ...(answer.replay ? ["REPLAY_DETECTED"] : [])];
-        return { answer, commit: this.saveState(this.window, codes) };
+    const { answer, next } = this.ctx.storage.transactionSync(() => {
+      const judged = this.judge(q);
+      if (!judged.admitted) return judged;
+      const noted = q.fingerprint !== null && q.sequence !== null;
+      this.sql.exec(
+        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence) VALUES (?, ?, ?, ?)",
+        q.nonce,
+        q.retainUntil,
+        noted ? keyTag(q.fingerprint!) : null,
+        noted ? q.sequence : null,
+      );
+      if (judged.next) {
+        this.sql.exec(
+          "INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap",
+          q.fingerprint,
+          judged.next.highest,
+          encodeBitmap(judged.next.bitmap),
+        );
       }
-      this.sql.exec("INSERT INTO nonces (nonce, retain_until) VALUES (?, ?)", q.nonce, q.retainUntil);
-      return { answer: { ...answer, consumed: true }, commit: this.saveState(next, ["ACCEPTED", ...q.warnings]) };
+      return { ...judged, answer: { ...judged.answer, consumed: true } };
     });
-    commit();
+    // Memory follows the database only once the transaction committed.
+    if (next) this.windows.set(q.fingerprint!, next);
     if (answer.consumed) this.schedulePurge(q.retainUntil * 1000);
     return answer;
   }
@@ -101,27 +130,66 @@ export class IssuerLedger extends DurableObject<Env> {
     return this.judge(q).answer;
   }
 
-  /** Counts a decision the Worker rejected before it reached the ledger. */
-  record(codes: string[]): void {
-    this.ctx.storage.transactionSync(() => this.saveState(this.window, codes))();
+  /** Drops the key's window and the sequences noted on its nonces (the nonces stay claimed); answers the highest held. */
+  private forget(fingerprint: string): number | null {
+    const tag = keyTag(fingerprint);
+    const window = this.sql.exec<{ highest: number }>("SELECT highest FROM windows WHERE fingerprint = ?", fingerprint).toArray()[0];
+    const noted = this.sql.exec<{ h: number | null }>("SELECT MAX(sequence) AS h FROM nonces WHERE key_tag = ?", tag).one().h;
+    this.sql.exec("DELETE FROM windows WHERE fingerprint = ?", fingerprint);
+    this.sql.exec("UPDATE nonces SET key_tag = NULL, sequence = NULL WHERE key_tag = ?", tag);
+    this.windows.delete(fingerprint);
+    return maxHighest(window?.highest ?? null, noted);
   }
 
-  revoke(kid: string, at: number): { kid: string; revoked_at: number } {
-    this.sql.exec("INSERT INTO revoked (kid, revoked_at) VALUES (?, ?) ON CONFLICT (kid) DO NOTHING", kid, at);
-    this.revoked.add(kid);
-    const row = this.sql.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked WHERE kid = ?", kid).one();
-    return { kid, revoked_at: row.revoked_at };
+  /** Revokes a key for good, by fingerprint; its sequence state goes with it. Idempotent: the first revoked_at stays. */
+  revoke(fingerprint: string, kid: string, at: number): Revocation {
+    return this.ctx.storage.transactionSync(() => {
+      this.sql.exec("INSERT INTO revoked_keys (fingerprint, kid, revoked_at) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING", fingerprint, kid, at);
+      this.forget(fingerprint);
+      this.revoked.add(fingerprint);
+      return this.sql.exec<Revocation>("SELECT fingerprint, kid, revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).one();
+    });
   }
 
   revocations(): Revocation[] {
-    return this.sql.exec<{ kid: string; revoked_at: number }>("SELECT kid, revoked_at FROM revoked ORDER BY kid").toArray();
+    return this.sql.exec<Revocation>("SELECT fingerprint, kid, revoked_at FROM revoked_keys ORDER BY fingerprint").toArray();
+  }
+
+  /** A key is no longer pinned: its sequence state is dropped (a later re-pin starts afresh). */
+  forgetKey(fingerprint: string): void {
+    this.ctx.storage.transactionSync(() => void this.forget(fingerprint));
+  }
+
+  resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null } {
+    return this.ctx.storage.transactionSync(() => {
+      const previous = this.forget(fingerprint);
+      if (!audit) return { previous_highest: previous };
+      const previous_highest = maxHighest(previous, audit.highest_elsewhere);
+      this.sql.exec(
+        "INSERT INTO sequence_resets (at, fingerprint, kid, reason, by, previous_highest) VALUES (?, ?, ?, ?, ?, ?)",
+        audit.at,
+        fingerprint,
+        audit.kid,
+        audit.reason,
+        audit.by,
+        previous_highest,
+      );
+      return { previous_highest };
+    });
+  }
+
+  sequenceResets(): SequenceReset[] {
+    return this.sql.exec<SequenceReset>("SELECT fingerprint, kid, at, reason, by, previous_highest FROM sequence_resets ORDER BY at, rowid").toArray();
+  }
+
+  anchorState(): AnchorLedgerState {
+    return { revoked: this.revocations(), sequence_resets: this.sequenceResets() };
   }
 
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
-    const revoked = this.revocations();
-    const counters = Object.fromEntries(Object.entries(this.counters).sort(([a], [b]) => (a < b ? -1 : 1)));
-    return { nonces, database_bytes: this.sql.databaseSize, window: { highest: this.window.highest }, revoked, counters };
+    const windows = this.sql.exec<{ fingerprint: string; highest: number }>("SELECT fingerprint, highest FROM windows ORDER BY fingerprint").toArray();
+    return { nonces, database_bytes: this.sql.databaseSize, windows, revoked: this.revocations() };
   }
 
   private schedulePurge(retainUntilMs: number): void {

@@ -7,7 +7,8 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
-import { dependencyTimeout } from "./config.js";
+import { dependencyTimeout, ledgerShardKey } from "./config.js";
+import { DecisionCounter, DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
 import {
   durableLedgerStub, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
   type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore,
@@ -28,6 +29,8 @@ export interface AppOptions {
   verifier?: SignatureVerifier;
   /** Replaces the IssuerLedger stubs (fault injection in tests). */
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
+  /** When decision counts are flushed to DecisionStats. */
+  decisionFlush?: FlushPolicy;
 }
 
 export interface Services {
@@ -36,6 +39,8 @@ export interface Services {
   anchors: AnchorStore;
   ledgers: LedgerClient;
   relyingParties: RelyingPartyStore;
+  /** This isolate's batched decision counts. */
+  decisions: DecisionCounter;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -47,6 +52,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
   const partyCache: RelyingPartyCache = new Map();
+  const decisions = new DecisionCounter(options.decisionFlush ?? DEFAULT_FLUSH);
   const app = new Hono<AppEnv>();
   app.use(async (c, next) => {
     const timeout = dependencyTimeout(c.env);
@@ -55,8 +61,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       now,
       verifier,
       anchors: kvAnchorStore(c.env, timeout, anchorCache),
-      ledgers: ledgerClient(stubFor, timeout),
+      ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
+      decisions,
     });
     await next();
   });

@@ -2,6 +2,8 @@ import type { FreshnessPolicy } from "./protocol/checks/freshness.js";
 import { DEFAULT_FRESHNESS } from "./protocol/checks/freshness.js";
 import type { Env } from "./env.js";
 import { parseSigningIdentity, type SigningIdentity } from "./protocol/issuing/identity.js";
+import { utf8 } from "./protocol/encoding.js";
+import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -39,4 +41,20 @@ export function signingIdentity(env: Env): SigningIdentity {
   if (!parsed.ok) throw new ConfigurationError(`this deployment's signing identity is not configured: ${parsed.problems.join("; ")}`);
   identities.set(env, parsed.identity);
   return parsed.identity;
+}
+
+let shardKeyText: string | undefined;
+let shardKeyBytes: Uint8Array | null = null;
+
+/**
+ * The HMAC key of the shard choice (LEDGER_SHARD_KEY, UTF-8 bytes), or null when it is unset or
+ * shorter than MIN_SHARD_KEY_LENGTH: sharded issuers are then refused, never sharded unkeyed.
+ */
+export function ledgerShardKey(env: Env): Uint8Array | null {
+  const text = env.LEDGER_SHARD_KEY;
+  if (text !== shardKeyText) {
+    shardKeyText = text;
+    shardKeyBytes = text !== undefined && text.length >= MIN_SHARD_KEY_LENGTH ? utf8(text) : null;
+  }
+  return shardKeyBytes;
 }

@@ -1,4 +1,5 @@
 import type { EvidenceChain } from "../durable-objects/evidence-chain.js";
+import type { DecisionStats } from "../durable-objects/decision-stats.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
@@ -6,6 +7,7 @@ export interface Env {
   ANCHORS: KVNamespace;
   ISSUER_LEDGER: DurableObjectNamespace<IssuerLedger>;
   EVIDENCE_CHAIN: DurableObjectNamespace<EvidenceChain>;
+  DECISION_STATS: DurableObjectNamespace<DecisionStats>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
   /** This deployment's organisation (an https:// URI): cross-org envelopes must name it as receiver_org_id. */
@@ -21,6 +23,13 @@ export interface Env {
   PUBLISHED_KEYS?: string;
   /** Bearer token of the admin routes. */
   ADMIN_TOKEN?: string;
+  /**
+   * Secret HMAC key (at least 32 characters) choosing a sharded issuer's ledger shard from the
+   * nonce. Fixed for the deployment's life, like `ledger_shards`: changing it moves nonces to
+   * other shards and reopens replay for receipts still fresh. Without it, sharded issuers are
+   * refused (500 SERVICE_MISCONFIGURED); one-shard issuers need none.
+   */
+  LEDGER_SHARD_KEY?: string;
   /** Optional overrides, in seconds. */
   MAX_RECEIPT_LIFETIME?: string;
   MAX_CLOCK_SKEW?: string;

@@ -35,13 +35,14 @@ export const DECISION_ROUTES = /^\/v1\/(receipts|envelopes)\/verify$/;
 /**
  * One error shape for every 4xx/5xx: `{error: {code, detail}}`, plus the decision fields (a
  * rejection) on the decision routes. Bad input is a 4xx ApiError; a dependency that failed or
- * timed out is 503; a broken configuration or any other exception is 500, logged once here.
+ * timed out is 503; a broken configuration is 500 SERVICE_MISCONFIGURED; any other exception is
+ * 500 INTERNAL_ERROR. Whatever is not an ApiError is logged once, here.
  */
 export function errorResponse(c: Context, err: unknown): Response {
   let e: ApiError;
   if (err instanceof ApiError) e = err;
   else if (err instanceof VerifierUnavailable) e = new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`);
-  else if (err instanceof ConfigurationError) e = new ApiError(500, "INTERNAL_ERROR", err.message);
+  else if (err instanceof ConfigurationError) e = new ApiError(500, "SERVICE_MISCONFIGURED", err.message);
   else e = new ApiError(500, "INTERNAL_ERROR", "internal error; nothing was decided");
   if (!(err instanceof ApiError)) console.error(JSON.stringify({ event: "request_failed", path: new URL(c.req.url).pathname, error: String(err) }));
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);

@@ -3,26 +3,62 @@
  * isolate) and replay state in IssuerLedger Durable Objects. Every call is bounded by a timeout
  * and any failure surfaces as VerifierUnavailable, so the verifier fails closed.
  */
-import { anchorKvKey, pinnedIssuer, readAnchorRecord, type AnchorRecord, type PinnedIssuer } from "./protocol/anchors.js";
-import type { LedgerStats, Revocation } from "../durable-objects/issuer-ledger.js";
-import { ledgerName, ledgerNames, type ClaimQuery, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./protocol/ledger.js";
-import { withTimeout } from "./http.js";
+import { anchorKvKey, pinnedIssuer, readAnchorRecord, revokedKeyKvKey, type AnchorRecord, type PinnedIssuer } from "./protocol/anchors.js";
+import type { AnchorLedgerState, LedgerStats } from "../durable-objects/issuer-ledger.js";
+import {
+  ledgerName,
+  ledgerNames,
+  maxHighest,
+  type ClaimQuery,
+  type LedgerAnswer,
+  type LedgerQuery,
+  type ReplayLedger,
+  type Revocation,
+  type SequenceReset,
+  type SequenceResetAudit,
+} from "./protocol/ledger.js";
+import { ApiError, withTimeout } from "./http.js";
+import type { DecisionCount } from "./metrics.js";
+import type { DecisionStatsView } from "../durable-objects/decision-stats.js";
+
+/** The one DecisionStats object every isolate flushes into. */
+const DECISION_STATS_NAME = "decisions";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import type { Env } from "./env.js";
 
 export const ANCHOR_CACHE_TTL_MS = 30_000;
+/** Most anchors one isolate keeps. Only records read from KV enter, i.e. pinned issuers. */
+export const ANCHOR_CACHE_ENTRIES = 1024;
 
 export type AnchorCache = Map<string, { at: number; record: AnchorRecord; pinned: PinnedIssuer }>;
+
+/** The global record of a revoked key (KV `revoked-key:<fingerprint>`): no issuer may pin it again. */
+export interface RevokedKeyRecord {
+  fingerprint: string;
+  issuer: string;
+  kid: string;
+  revoked_at: number;
+}
 
 export interface AnchorStore {
   get(issuer: string): Promise<AnchorRecord | null>;
   pinned(issuer: string): Promise<PinnedIssuer | null>;
+  /** Whether this isolate's cache holds `issuer` as pinned; reads nothing. */
+  cachedPinned(issuer: string): boolean;
+  /** Entries in this isolate's anchor cache. */
+  cacheSize(): number;
   put(record: AnchorRecord): Promise<void>;
+  /** The global revoked-key record; eventually consistent, so never read on the verify path. */
+  revokedKey(fingerprint: string): Promise<RevokedKeyRecord | null>;
+  putRevokedKey(record: RevokedKeyRecord): Promise<void>;
 }
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
   const remember = (record: AnchorRecord) => {
     const entry = { at: Date.now(), record, pinned: pinnedIssuer(record) };
+    cache.delete(record.issuer);
+    // The oldest entry (Map order is insertion order) makes room.
+    if (cache.size >= ANCHOR_CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
     cache.set(record.issuer, entry);
     return entry;
   };
@@ -35,21 +71,30 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
   return {
     get: async (issuer) => (await load(issuer))?.record ?? null,
     pinned: async (issuer) => (await load(issuer))?.pinned ?? null,
+    cachedPinned: (issuer) => cache.has(issuer),
+    cacheSize: () => cache.size,
     async put(record) {
       await withTimeout(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)), timeoutMs, "anchor store");
       remember(record);
     },
+    revokedKey: (fingerprint) => withTimeout(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json"), timeoutMs, "anchor store"),
+    putRevokedKey: (record) => withTimeout(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record)), timeoutMs, "anchor store"),
   };
 }
 
 /** What the routes need of the ledgers, beyond the per-decision port. */
 export interface LedgerClient {
   forDecision(issuer: string, nonce: string, shards: number): ReplayLedger;
-  record(issuer: string, nonce: string, shards: number, codes: string[]): Promise<void>;
-  /** Revokes in every shard; idempotent, so a failed fan-out is simply retried. */
-  revoke(issuer: string, shards: number, kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
+  /** Revokes a key in every shard; idempotent, so a failed fan-out is simply retried. */
+  revoke(issuer: string, shards: number, fingerprint: string, kid: string, at: number): Promise<Revocation>;
+  /** Drops an unpinned key's sequence state in every shard. */
+  forgetKey(issuer: string, shards: number, fingerprint: string): Promise<void>;
+  /** Clears a key's sequence state in every shard; the first shard records the audit entry last, with the highest held anywhere. */
+  resetSequence(issuer: string, shards: number, audit: Omit<SequenceResetAudit, "highest_elsewhere">): Promise<SequenceReset>;
   /** The issuer's revocations: every shard holds every one, so the first shard answers. */
   revocations(issuer: string, shards: number): Promise<Revocation[]>;
+  /** Revocations and sequence resets, from the first shard. */
+  anchorState(issuer: string, shards: number): Promise<AnchorLedgerState>;
   /** The issuer's state summed over its shards. */
   stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
 }
@@ -58,10 +103,12 @@ export interface LedgerClient {
 export interface LedgerStub {
   claim(q: ClaimQuery): Promise<LedgerAnswer>;
   inspect(q: LedgerQuery): Promise<LedgerAnswer>;
-  record(codes: string[]): Promise<void>;
-  revoke(kid: string, at: number): Promise<{ kid: string; revoked_at: number }>;
-  stats(): Promise<LedgerStats>;
+  revoke(fingerprint: string, kid: string, at: number): Promise<Revocation>;
   revocations(): Promise<Revocation[]>;
+  forgetKey(fingerprint: string): Promise<void>;
+  resetSequence(fingerprint: string, audit: SequenceResetAudit | null): Promise<{ previous_highest: number | null }>;
+  anchorState(): Promise<AnchorLedgerState>;
+  stats(): Promise<LedgerStats>;
 }
 
 export function durableLedgerStub(env: Env) {
@@ -69,34 +116,52 @@ export function durableLedgerStub(env: Env) {
 }
 
 function mergeStats(all: LedgerStats[]): LedgerStats & { shards: number } {
-  const counters: Record<string, number> = {};
-  for (const s of all) for (const [code, n] of Object.entries(s.counters)) counters[code] = (counters[code] ?? 0) + n;
-  const revoked = new Map<string, number>();
-  for (const s of all) for (const r of s.revoked) revoked.set(r.kid, Math.min(r.revoked_at, revoked.get(r.kid) ?? Infinity));
+  const windows = new Map<string, number>();
+  for (const s of all) for (const w of s.windows) windows.set(w.fingerprint, Math.max(w.highest, windows.get(w.fingerprint) ?? -1));
   return {
     shards: all.length,
     nonces: all.reduce((n, s) => n + s.nonces, 0),
     database_bytes: all.reduce((n, s) => n + s.database_bytes, 0),
-    window: { highest: Math.max(...all.map((s) => s.window.highest)) },
-    revoked: [...revoked].sort(([a], [b]) => (a < b ? -1 : 1)).map(([kid, revoked_at]) => ({ kid, revoked_at })),
-    counters,
+    windows: [...windows].sort(([a], [b]) => (a < b ? -1 : 1)).map(([fingerprint, highest]) => ({ fingerprint, highest })),
+    revoked: all[0].revoked,
   };
 }
 
-export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: number): LedgerClient {
+/** A sharded issuer without the deployment's shard key is a configuration error, never an unkeyed shard choice. */
+const shardKeyMissing = () =>
+  new ApiError(500, "SERVICE_MISCONFIGURED", "this issuer is sharded (ledger_shards > 1) but LEDGER_SHARD_KEY is not set (at least 32 characters)");
+
+/** Throws SERVICE_MISCONFIGURED when `shards` needs a shard key that the deployment lacks. */
+export function requireShardKey(shards: number, shardKey: Uint8Array | null): void {
+  if (shards > 1 && !shardKey) throw shardKeyMissing();
+}
+
+export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: number, shardKey: Uint8Array | null): LedgerClient {
   const call = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "issuer ledger");
+  const all = (issuer: string, shards: number) => ledgerNames(issuer, shards).map(stubFor);
   return {
     forDecision(issuer, nonce, shards) {
-      const stub = stubFor(ledgerName(issuer, nonce, shards));
+      requireShardKey(shards, shardKey);
+      const stub = stubFor(ledgerName(issuer, nonce, shards, shardKey!));
       return { claim: (q) => call(stub.claim(q)), inspect: (q) => call(stub.inspect(q)) };
     },
-    record: (issuer, nonce, shards, codes) => call(stubFor(ledgerName(issuer, nonce, shards)).record(codes)),
-    async revoke(issuer, shards, kid, at) {
-      const all = await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).revoke(kid, at))));
-      return { kid, revoked_at: Math.min(...all.map((r) => r.revoked_at)) };
+    async revoke(issuer, shards, fingerprint, kid, at) {
+      const every = await Promise.all(all(issuer, shards).map((stub) => call(stub.revoke(fingerprint, kid, at))));
+      return { fingerprint, kid: every[0].kid, revoked_at: Math.min(...every.map((r) => r.revoked_at)) };
+    },
+    async forgetKey(issuer, shards, fingerprint) {
+      await Promise.all(all(issuer, shards).map((stub) => call(stub.forgetKey(fingerprint))));
+    },
+    async resetSequence(issuer, shards, audit) {
+      const [first, ...rest] = all(issuer, shards);
+      const elsewhere = await Promise.all(rest.map((stub) => call(stub.resetSequence(audit.fingerprint, null))));
+      const highest_elsewhere = maxHighest(...elsewhere.map((r) => r.previous_highest));
+      const { previous_highest } = await call(first.resetSequence(audit.fingerprint, { ...audit, highest_elsewhere }));
+      return { ...audit, previous_highest };
     },
     revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
-    stats: async (issuer, shards) => mergeStats(await Promise.all(ledgerNames(issuer, shards).map((name) => call(stubFor(name).stats())))),
+    anchorState: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).anchorState()),
+    stats: async (issuer, shards) => mergeStats(await Promise.all(all(issuer, shards).map((stub) => call(stub.stats())))),
   };
 }
 
@@ -158,4 +223,14 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       return parties.filter((p): p is RelyingParty => p !== null);
     },
   };
+}
+
+/** Adds a batch of decision counts to the deployment's DecisionStats object. */
+export async function flushDecisions(env: Env, batch: DecisionCount[]): Promise<void> {
+  await env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME)).add(batch);
+}
+
+/** The deployment's aggregate of decision counts over the last `minutes`. */
+export function readDecisionStats(env: Env, minutes: number, timeoutMs: number): Promise<DecisionStatsView> {
+  return withTimeout(env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME)).read(minutes), timeoutMs, "decision stats");
 }

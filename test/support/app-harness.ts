@@ -25,6 +25,8 @@ export interface Harness {
   verify(body: unknown): Promise<{ status: number; body: any; text: string }>;
   pin(anchor: unknown): Promise<{ status: number; body: any; text: string }>;
   revoke(issuer: string, kid: string): Promise<{ status: number; body: any; text: string }>;
+  /** An admin call with a JSON body (or none). */
+  admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; text: string }>;
 }
 
 export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {}): Harness {
@@ -65,6 +67,8 @@ export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {
     verify: (body) => call("/v1/receipts/verify", json("POST", body)),
     pin: (anchor) => call("/v1/admin/anchors", json("PUT", anchor, true)),
     revoke: (issuer, kid) => call("/v1/admin/anchors/revoke", json("POST", { issuer, kid }, true)),
+    admin: (method, path, body) =>
+      call(path, body === undefined ? { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } } : json(method, body, true)),
   };
 }
 

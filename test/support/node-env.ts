@@ -20,6 +20,8 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       delete: async (key: string) => void kv.delete(key),
       list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
     },
+    // Decision counts are dropped: the Node-side tests do not read them.
+    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => {} }) },
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",
     ...vars,
@@ -29,10 +31,12 @@ export function nodeEnv(vars: Partial<Env> = {}) {
     return {
       claim: (q) => l.claim(q),
       inspect: (q) => l.inspect(q),
-      record: async () => {},
-      revoke: async (kid, at) => (l.revoke(kid), { kid, revoked_at: at }),
-      revocations: async () => l.revokedKids().map((kid) => ({ kid, revoked_at: 0 })),
-      stats: async () => ({ nonces: l.nonces(), database_bytes: 0, window: { highest: -1 }, revoked: l.revokedKids().map((kid) => ({ kid, revoked_at: 0 })), counters: {} }),
+      revoke: async (fingerprint, kid, at) => l.revoke(fingerprint, kid, at),
+      revocations: async () => l.revocations(),
+      forgetKey: async (fingerprint) => l.forgetKey(fingerprint),
+      resetSequence: async (fingerprint, audit) => l.resetSequence(fingerprint, audit),
+      anchorState: async () => ({ revoked: l.revocations(), sequence_resets: l.sequenceResets() }),
+      stats: async () => ({ nonces: l.nonces(), database_bytes: 0, windows: [], revoked: l.revocations() }),
     };
   };
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;

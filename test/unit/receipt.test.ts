@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { jcs } from "../../worker/protocol/digest.js";
 import { canonicalReceipt, parseReceipt, RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
-import { checkFreshness, DEFAULT_FRESHNESS } from "../../worker/protocol/checks/freshness.js";
+import { checkFreshness, DEFAULT_FRESHNESS, grantedSkew } from "../../worker/protocol/checks/freshness.js";
+import { checkBinding } from "../../worker/protocol/checks/binding.js";
 import { mapOutcome } from "../../worker/protocol/checks/outcome.js";
 import { admitSequence, EMPTY_WINDOW, WINDOW_SIZE } from "../../worker/protocol/replay-window.js";
 import { identity, makeReceipt } from "../../vectors/ccs/factory.js";
@@ -61,10 +62,49 @@ describe("receipt schema and canonical form", () => {
   });
 });
 
+describe("receipts without the SHOULD fields", () => {
+  const should = ["sequence", "max_clock_skew", "response_hash", "runtime_context_hash"] as const;
+
+  it("parse, and sign over exactly the 18 fields present (the canonical form is generic JCS of them)", async () => {
+    const id = await identity("unit", "https://issuer.example", "k1");
+    const { receipt } = await makeReceipt(id, { label: "minimal", audience: "https://rp.example", issuedAt: NOW, sequence: 1, omit: [...should] });
+    expect(Object.keys(receipt)).toHaveLength(18);
+    expect(parseReceipt(receipt).ok).toBe(true);
+    const { signature: _s, ...unsigned } = receipt;
+    expect(new TextDecoder().decode(canonicalReceipt(receipt).signedBytes)).toBe(jcs(unsigned));
+    expect(canonicalReceipt(receipt).fullText).toBe(jcs(receipt));
+  });
+
+  it("take the draft's defaults: 30 s skew (under the cap), and an absent hash binds like \"\"", async () => {
+    const id = await identity("unit", "https://issuer.example", "k1");
+    const { receipt } = await makeReceipt(id, { label: "defaults", audience: "https://rp.example", issuedAt: NOW, sequence: 1, omit: [...should] });
+    expect(grantedSkew(receipt, DEFAULT_FRESHNESS)).toBe(30);
+    expect(grantedSkew(receipt, { ...DEFAULT_FRESHNESS, skewCap: 10 })).toBe(10);
+    expect(checkFreshness(receipt, receipt.expires_at + 30, DEFAULT_FRESHNESS)).toEqual([]);
+    expect((await checkBinding(receipt, { response: { ok: true } })).map((f) => f.code)).toEqual(["BINDING_MISMATCH"]);
+    expect(mapOutcome(receipt, true).enforcement.outcome_status).toBe("dispatched");
+  });
+
+  it("still refuses a missing required field, an unknown field and a SHOULD field of the wrong form", async () => {
+    const { receipt } = await fixture();
+    const { nonce: _n, ...noNonce } = receipt;
+    for (const r of [noNonce, { ...receipt, extra: 1 }, { ...receipt, sequence: null }, { ...receipt, response_hash: null }]) expect(parseReceipt(r).ok).toBe(false);
+  });
+
+  it("refuses an issuer or audience over 256 UTF-8 bytes", async () => {
+    const { receipt } = await fixture();
+    const at = (n: number) => `https://${"a".repeat(n - 16)}.example`;
+    expect(at(256)).toHaveLength(256);
+    expect(parseReceipt({ ...receipt, audience: at(256) }).ok).toBe(true);
+    expect(parseReceipt({ ...receipt, audience: at(257) }).ok).toBe(false);
+    expect(parseReceipt({ ...receipt, issuer: `https://${"é".repeat(124)}.example` }).ok).toBe(false);
+  });
+});
+
 describe("freshness (step 1)", () => {
   it("accepts within skew at both edges and refuses just beyond", async () => {
     const { receipt } = await fixture();
-    const skew = Math.min(receipt.max_clock_skew, DEFAULT_FRESHNESS.skewCap);
+    const skew = Math.min(receipt.max_clock_skew!, DEFAULT_FRESHNESS.skewCap);
     expect(checkFreshness(receipt, receipt.issued_at - skew, DEFAULT_FRESHNESS)).toEqual([]);
     expect(checkFreshness(receipt, receipt.expires_at + skew, DEFAULT_FRESHNESS)).toEqual([]);
     expect(checkFreshness(receipt, receipt.issued_at - skew - 0.001, DEFAULT_FRESHNESS)[0].code).toBe("FRESHNESS_EXPIRED");
@@ -116,17 +156,27 @@ describe("sequence window", () => {
 });
 
 describe("ledger shards", () => {
+  const key = new TextEncoder().encode("unit-test-shard-key-0123456789abcdef");
+  const otherKey = new TextEncoder().encode("another-shard-key-0123456789abcdef!");
+
   it("names the issuer itself with one shard, and a stable issuer#k with several", async () => {
     const { ledgerName, ledgerNames } = await import("../../worker/protocol/ledger.js");
-    expect(ledgerName("https://i.example", "ab".repeat(16), 1)).toBe("https://i.example");
+    expect(ledgerName("https://i.example", "ab".repeat(16), 1, key)).toBe("https://i.example");
     expect(ledgerNames("https://i.example", 1)).toEqual(["https://i.example"]);
     const counts = new Map<string, number>();
     for (let i = 0; i < 4000; i++) {
-      const name = ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4);
-      expect(ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4)).toBe(name);
+      const name = ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4, key);
+      expect(ledgerName("https://i.example", i.toString(16).padStart(32, "0"), 4, key)).toBe(name);
       counts.set(name, (counts.get(name) ?? 0) + 1);
     }
     expect([...counts.keys()].sort()).toEqual(ledgerNames("https://i.example", 4).sort());
     for (const n of counts.values()) expect(n).toBeGreaterThan(700);
+  });
+
+  it("the shard choice depends on the secret key: without it nobody can aim nonces at one shard", async () => {
+    const { ledgerName } = await import("../../worker/protocol/ledger.js");
+    const nonces = Array.from({ length: 64 }, (_, i) => i.toString(16).padStart(32, "0"));
+    const differ = nonces.filter((n) => ledgerName("https://i.example", n, 16, key) !== ledgerName("https://i.example", n, 16, otherKey));
+    expect(differ.length).toBeGreaterThan(48);
   });
 });

@@ -80,7 +80,7 @@ describe("pinning anchors", () => {
 });
 
 describe("revocation and the public anchor", () => {
-  it("shows the pinned anchor, then the revoked kid; a revoked kid cannot be pinned again", async () => {
+  it("shows the pinned anchor, then the revoked key; a revoked key cannot be pinned again", async () => {
     const issuer = await issuerFor("public-anchor");
     const k2 = { kid: "k2", alg: "Ed25519", public_key: (await issuerFor("public-anchor-k2")).id.publicKey, not_before: TEST_NOW - 100, not_after: TEST_NOW + 100 };
     await h().pin({ ...issuer.anchor, org_id: "https://org-7.example", keys: [...issuer.anchor.keys, k2] });
@@ -91,11 +91,12 @@ describe("revocation and the public anchor", () => {
     expect(before.body.keys.map((k: any) => [k.kid, k.revoked, k.short_fingerprint.length, k.not_before])).toEqual([["k1", false, 16, null], ["k2", false, 16, TEST_NOW - 100]]);
     expect((await h().revoke(issuer.id.issuer, "k2")).status).toBe(200);
     const after = await h().call(path);
-    expect(after.body.revoked).toEqual([{ kid: "k2", revoked_at: TEST_NOW }]);
+    const k2Fingerprint = before.body.keys[1].fingerprint;
+    expect(after.body.revoked).toEqual([{ fingerprint: k2Fingerprint, kid: "k2", revoked_at: TEST_NOW }]);
     expect(after.body.keys.find((k: any) => k.kid === "k2").revoked).toBe(true);
     const again = await h().pin({ ...issuer.anchor, keys: [...issuer.anchor.keys, k2] });
     expect(again.status).toBe(409);
-    expect(again.body.error.code).toBe("ANCHOR_KID_REVOKED");
+    expect(again.body.error.code).toBe("ANCHOR_KEY_REVOKED");
   });
 
   it("answers 404 NOT_FOUND for an unknown issuer or kid", async () => {

@@ -2,10 +2,14 @@ import { env } from "cloudflare:workers";
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
+import type { SequencePolicy } from "../../worker/protocol/ledger.js";
+import { databaseRows } from "../support/ledger-rows.js";
 
 const ledger = (name: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(name));
-const q = (nonce: string, sequence: number, retainUntil: number, kid: string | null = "k1") => ({
-  issuer: "https://ledger.example", nonce: nonce.padStart(32, "0"), sequence, kid, retainUntil, warnings: [],
+const K1 = "1".repeat(64);
+const K2 = "2".repeat(64);
+const q = (nonce: string, sequence: number | null, retainUntil: number, fingerprint: string | null = K1, sequencePolicy: SequencePolicy = "window") => ({
+  issuer: "https://ledger.example", nonce: nonce.padStart(32, "0"), sequence, fingerprint, sequencePolicy, retainUntil,
 });
 
 describe("IssuerLedger", () => {
@@ -15,10 +19,10 @@ describe("IssuerLedger", () => {
     const again = await l.claim(q("a", 2, 2e9));
     expect(again.consumed).toBe(false);
     expect(again.replay).toMatch(/already presented/);
-    expect((await l.stats()).window.highest).toBe(1);
+    expect((await l.stats()).windows).toEqual([{ fingerprint: K1, highest: 1 }]);
   });
 
-  it("says which sequence rule was broken", async () => {
+  it("under the window policy, says which sequence rule was broken", async () => {
     const l = ledger("ledger-seq");
     await l.claim(q("b1", 5000, 2e9));
     expect((await l.claim(q("b2", 5000, 2e9))).replay).toBe("sequence 5000 was already presented");
@@ -26,12 +30,59 @@ describe("IssuerLedger", () => {
     expect((await l.claim(q("b4", 3977, 2e9))).consumed).toBe(true);
   });
 
-  it("refuses a revoked kid atomically: the nonce stays unclaimed", async () => {
+  it("keeps sequences per key: one key's sequences never refuse another key's", async () => {
+    const l = ledger("ledger-per-key");
+    expect((await l.claim(q("k1", Number.MAX_SAFE_INTEGER, 2e9, K1))).consumed).toBe(true);
+    expect((await l.claim(q("k2", 1, 2e9, K2))).consumed).toBe(true);
+    expect((await l.claim(q("k3", 1, 2e9, K1))).replay).toMatch(/older than the window/);
+    expect((await l.claim(q("k4", 1, 2e9, K2))).replay).toBe("sequence 1 was already presented");
+  });
+
+  it("by default refuses a sequence repeated among retained nonces of the same key, keeps no window, and admits it again once that nonce is purged", async () => {
+    const l = ledger("ledger-repeat");
+    const now = Date.now() / 1000;
+    expect((await l.claim(q("r1", 2 ** 53 - 1, now - 1, K1, "repeat"))).consumed).toBe(true);
+    expect((await l.claim(q("r2", 2 ** 53 - 1, 2e9, K1, "repeat"))).replay).toBe(`sequence ${2 ** 53 - 1} was already presented`);
+    expect((await l.claim(q("r3", 1, 2e9, K1, "repeat"))).consumed).toBe(true);
+    expect((await l.claim(q("r4", 2 ** 53 - 1, 2e9, K2, "repeat"))).consumed).toBe(true);
+    expect((await l.claim(q("r5", null, 2e9, K1, "repeat"))).consumed).toBe(true);
+    expect((await l.claim(q("r6", null, 2e9, K1, "repeat"))).consumed).toBe(true);
+    expect((await l.stats()).windows).toEqual([]);
+    await runDurableObjectAlarm(l);
+    expect((await l.claim(q("r7", 2 ** 53 - 1, 2e9, K1, "repeat"))).consumed).toBe(true);
+  });
+
+  it("refuses a revoked key atomically by fingerprint: the nonce stays unclaimed, another key is unaffected", async () => {
     const l = ledger("ledger-revoked");
-    await l.revoke("k1", 100);
+    expect(await l.revoke(K1, "k1", 100)).toEqual({ fingerprint: K1, kid: "k1", revoked_at: 100 });
     expect(await l.claim(q("c", 1, 2e9))).toEqual({ revoked: true, replay: null, consumed: false });
     expect((await l.stats()).nonces).toBe(0);
-    expect((await l.claim(q("c", 1, 2e9, "k2"))).consumed).toBe(true);
+    expect((await l.claim(q("c", 1, 2e9, K2))).consumed).toBe(true);
+    expect((await l.revoke(K1, "other-kid", 200)).revoked_at).toBe(100);
+  });
+
+  it("a refused claim (replay, revoked key) writes nothing", async () => {
+    const l = ledger("ledger-refusal-writes-nothing");
+    await l.claim(q("w1", 10, 2e9));
+    await l.revoke(K2, "k2", 1);
+    const before = await databaseRows(l);
+    expect((await l.claim(q("w1", 11, 2e9))).replay).toMatch(/already presented/);
+    expect((await l.claim(q("w2", 10, 2e9))).replay).toMatch(/already presented/);
+    expect((await l.claim(q("w3", 12, 2e9, K2))).revoked).toBe(true);
+    expect(await databaseRows(l)).toEqual(before);
+  });
+
+  it("forgetting a key (unpinned) and resetting it drop its sequence state; the reset is audited with the highest it held", async () => {
+    const l = ledger("ledger-forget");
+    await l.claim(q("f1", 9000, 2e9));
+    await l.claim(q("f2", 7, 2e9, K2, "repeat"));
+    await l.forgetKey(K1);
+    expect((await l.claim(q("f3", 1, 2e9))).consumed).toBe(true);
+    expect((await l.claim(q("f1", 1, 2e9))).replay).toMatch(/nonce/);
+    expect(await l.resetSequence(K2, { fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", highest_elsewhere: 12 })).toEqual({ previous_highest: 12 });
+    expect(await l.resetSequence(K1, null)).toEqual({ previous_highest: 1 });
+    expect((await l.claim(q("f4", 7, 2e9, K2, "repeat"))).consumed).toBe(true);
+    expect(await l.sequenceResets()).toEqual([{ fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", previous_highest: 12 }]);
   });
 
   it("purges nonces whose retention passed when its alarm runs, keeping the rest", async () => {
@@ -50,11 +101,12 @@ describe("IssuerLedger", () => {
   it("keeps its state across a restart of the object", async () => {
     const id = env.ISSUER_LEDGER.idFromName("ledger-restart");
     await env.ISSUER_LEDGER.get(id).claim(q("e", 7, 2e9));
-    await env.ISSUER_LEDGER.get(id).revoke("k9", 1);
+    await env.ISSUER_LEDGER.get(id).revoke(K2, "k9", 1);
     await abortAllDurableObjects();
     const after = env.ISSUER_LEDGER.get(id);
     expect((await after.claim(q("e", 8, 2e9))).replay).toMatch(/already presented/);
-    expect((await after.stats()).revoked.map((r) => r.kid)).toEqual(["k9"]);
+    expect((await after.stats()).revoked).toEqual([{ fingerprint: K2, kid: "k9", revoked_at: 1 }]);
     expect((await after.claim(q("f", 7, 2e9))).replay).toBe("sequence 7 was already presented");
+    expect((await after.claim(q("g", 7, 2e9, K2))).revoked).toBe(true);
   });
 });

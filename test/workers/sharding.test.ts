@@ -12,7 +12,8 @@ describe("a sharded issuer (ledger_shards: 4)", () => {
     const issuer = await issuerFor("sharded-concurrency");
     expect((await h.pin({ ...issuer.anchor, ledger_shards: 4 })).status).toBe(200);
     const bodies = await Promise.all(Array.from({ length: 12 }, () => issuer.body()));
-    const shardsUsed = new Set(bodies.map((b) => ledgerName(issuer.id.issuer, b.receipt.nonce, 4)));
+    const shardKey = new TextEncoder().encode(env.LEDGER_SHARD_KEY);
+    const shardsUsed = new Set(bodies.map((b) => ledgerName(issuer.id.issuer, b.receipt.nonce, 4, shardKey)));
     expect(shardsUsed.size).toBeGreaterThan(1);
     const answers = await Promise.all(bodies.flatMap((b) => Array.from({ length: 5 }, () => h.verify(b))));
     expect(answers.filter((a) => a.body.valid)).toHaveLength(12);
@@ -27,7 +28,7 @@ describe("a sharded issuer (ledger_shards: 4)", () => {
     const answers = await Promise.all(Array.from({ length: 16 }, async () => h.verify(await issuer.body())));
     expect(answers.every((a) => codes(a).join() === "ANCHOR_REVOKED")).toBe(true);
     const shown = await h.call(`/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`);
-    expect(shown.body).toMatchObject({ ledger_shards: 4, revoked: [{ kid: issuer.id.kid }] });
+    expect(shown.body).toMatchObject({ ledger_shards: 4, revoked: [{ kid: issuer.id.kid, fingerprint: shown.body.keys[0].fingerprint }] });
   });
 
   it("refuses to change an issuer's shard count with 409 ANCHOR_SHARDS_IMMUTABLE", async () => {

@@ -213,7 +213,7 @@ describe("this deployment's own identity", () => {
     const unconfigured = { ...env, SIGNING_KEY: undefined, LEGACY_HMAC_KEY: "abc" } as unknown as Env;
     const res = await harness(unconfigured, createExecutionContext()).call("/.well-known/ccs-issuer");
     expect(res.status).toBe(500);
-    expect(res.body.error.code).toBe("INTERNAL_ERROR");
+    expect(res.body.error.code).toBe("SERVICE_MISCONFIGURED");
     expect(res.body.error.detail).toMatch(/SIGNING_KEY/);
   });
 });

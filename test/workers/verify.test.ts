@@ -3,7 +3,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import type { LedgerStub } from "../../worker/stores.js";
-import { AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
+import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 
 const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
 
@@ -114,7 +114,7 @@ describe("revocation", () => {
 describe("fail closed", () => {
   const failingLedger = (behaviour: "throw" | "hang") => () => (): LedgerStub => {
     const fail = () => (behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {}));
-    return { claim: fail, inspect: fail, record: fail, revoke: fail, stats: fail, revocations: fail };
+    return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKey: fail, resetSequence: fail, anchorState: fail };
   };
 
   for (const behaviour of ["throw", "hang"] as const) {
@@ -207,9 +207,9 @@ describe("bodies without a declared length", () => {
 });
 
 describe("outcome and counters", () => {
-  it("counts decisions by code in the issuer's ledger", async () => {
+  it("counts decisions by code in DecisionStats, batched, never in the issuer's ledger", async () => {
     const ctx = createExecutionContext();
-    const h = harness(env, ctx);
+    const h = harness(env, ctx, { decisionFlush: { everyMs: 60_000, everyDecisions: 5 } });
     const issuer = await issuerFor("counters");
     await h.pin(issuer.anchor);
     const body = await issuer.body();
@@ -218,9 +218,16 @@ describe("outcome and counters", () => {
     await h.verify({ ...(await issuer.body()), audience: SECOND_AUDIENCE });
     await h.verify(await issuer.body({}, { outcome_status: "unknown" }));
     await waitOnExecutionContext(ctx);
-    const stats = await env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(issuer.id.issuer)).stats();
-    expect(stats.counters).toEqual({ ACCEPTED: 2, REPLAY_DETECTED: 1, AUDIENCE_MISMATCH: 1, OUTCOME_INDETERMINATE: 1 });
-    expect(stats.nonces).toBe(2);
+    const stats = () => h.call("/v1/admin/stats", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect((await stats()).body.totals[issuer.id.issuer]).toBeUndefined();
+    await h.verify(await issuer.body());
+    await waitOnExecutionContext(ctx);
+    const after = await stats();
+    expect(after.status).toBe(200);
+    expect(after.body.totals[issuer.id.issuer]).toEqual({ ACCEPTED: 3, REPLAY_DETECTED: 1, AUDIENCE_MISMATCH: 1, OUTCOME_INDETERMINATE: 1 });
+    const ledgerStats = await env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(issuer.id.issuer)).stats();
+    expect(ledgerStats).not.toHaveProperty("counters");
+    expect(ledgerStats.nonces).toBe(3);
   });
 
   it("the deployed Worker answers through its own fetch handler", async () => {

@@ -7,7 +7,7 @@ import { publicKeyFromSeed } from "../../worker/protocol/ed25519.js";
 import { toBase64Url, toHex } from "../../worker/protocol/encoding.js";
 import { signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
 import type { PresentedRequest } from "../../worker/protocol/checks/binding.js";
-import type { Receipt, Verdict } from "../../worker/protocol/receipt.js";
+import type { OPTIONAL_FIELDS, Receipt, Verdict } from "../../worker/protocol/receipt.js";
 
 export interface Identity {
   issuer: string;
@@ -48,6 +48,8 @@ export interface ReceiptSpec {
   runtimeContext?: unknown;
   /** Sign as this identity but claim another issuer (the attacker's own key). */
   claimIssuer?: string;
+  /** SHOULD fields the receipt leaves out; the signature covers the fields present. */
+  omit?: (typeof OPTIONAL_FIELDS)[number][];
 }
 
 export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ receipt: Receipt; request: PresentedRequest }> {
@@ -74,5 +76,6 @@ export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ recei
     response: s.response,
     runtime_context: s.runtimeContext,
   });
+  for (const field of s.omit ?? []) delete unsigned[field];
   return { receipt: signReceipt(unsigned, id.seed), request };
 }

@@ -90,6 +90,18 @@ export async function generate() {
   add("NEG-signed-field-changed", "a signed field changed after signing breaks the signature", [
     { body: withReceipt(await call(a1, spec("cv-006")), { verified_at: VECTOR_NOW - 9 }), expect: reject(["SIGNATURE_INVALID"]) },
   ]);
+  const should = ["sequence", "max_clock_skew", "response_hash", "runtime_context_hash"] as const;
+  const minimal = await call(a1, spec("should-absent", { omit: [...should] }));
+  add("SHOULD-absent", "a receipt without the four SHOULD fields, signed over the 18 present, is accepted with the draft's defaults", [
+    { body: minimal, expect: valid("proceed_pending_reconciliation") },
+    { body: minimal, expect: reject(["REPLAY_DETECTED"]) },
+  ]);
+  const full = await call(a1, spec("should-stripped"));
+  add("SHOULD-stripped", "a SHOULD field removed from a receipt signed with it breaks the signature", [
+    { body: { ...full, receipt: Object.fromEntries(Object.entries(full.receipt as object).filter(([k]) => k !== "sequence")) }, expect: reject(["SIGNATURE_INVALID"]) },
+    { body: { ...full, receipt: Object.fromEntries(Object.entries(full.receipt as object).filter(([k]) => k !== "response_hash")) }, expect: reject(["SIGNATURE_INVALID"]) },
+    { body: full, expect: valid("proceed_pending_reconciliation") },
+  ]);
 
   // CCS §13 negative cases.
   const n131 = await call(a1, spec("13.1"));
@@ -126,7 +138,7 @@ export async function generate() {
     { body: await call(s1, spec("neg-seq-a", { sequence: 5000 })), expect: valid("proceed_pending_reconciliation") },
     { body: await call(s1, spec("neg-seq-b", { sequence: 5000 })), expect: reject(["REPLAY_DETECTED"]) },
   ]);
-  add("NEG-sequence-too-old", "a sequence 1024 or more below the highest seen", [
+  add("NEG-sequence-too-old", "a sequence 1024 or more below the highest seen, for an issuer pinned with sequence_policy \"window\"", [
     { body: await call(s1, spec("neg-seq-c", { sequence: 3976 })), expect: reject(["REPLAY_DETECTED"]) },
     { body: await call(s1, spec("neg-seq-d", { sequence: 3977 })), expect: valid("proceed_pending_reconciliation") },
   ]);
@@ -167,7 +179,7 @@ export async function generate() {
     generator: "vectors/ccs/generate.ts",
     now: VECTOR_NOW,
     audience: AUDIENCE,
-    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), anchorFor(s1)].map((anchor) => ({
+    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }].map((anchor) => ({
       ...anchor,
       keys: anchor.keys.map((k) => (k.kid === aOld.kid ? { ...k, not_after: VECTOR_NOW - 86400 } : k)),
     })),

@@ -3,8 +3,10 @@
  */
 import { validateAnchorPin, validateAnchorRecord } from "../../kv-schemas/index.js";
 import { sha256Hex } from "./digest.js";
-import { fromBase64Url } from "./encoding.js";
+import { fromBase64Url, utf8Length } from "./encoding.js";
 import { publicKeyProblem } from "./ed25519.js";
+import { DEFAULT_SEQUENCE_POLICY, type SequencePolicy } from "./ledger.js";
+import { MAX_URI_BYTES } from "./receipt.js";
 
 export interface AnchorKey {
   kid: string;
@@ -16,6 +18,13 @@ export interface AnchorKey {
   not_after: number | null;
 }
 
+/** A key once pinned for the issuer and since replaced: kept so it can still be revoked. */
+export interface PreviousKey {
+  kid: string;
+  fingerprint: string;
+  unpinned_at: number;
+}
+
 export interface AnchorRecord {
   issuer: string;
   org_id: string | null;
@@ -23,7 +32,14 @@ export interface AnchorRecord {
   pinned_at: number;
   /** IssuerLedger shards of this issuer (1 when absent); fixed once pinned. */
   ledger_shards?: number;
+  /** How sequences are judged (`repeat` when absent); see SequencePolicy. */
+  sequence_policy?: SequencePolicy;
+  /** Keys pinned before and no longer in `keys`, newest last, at most MAX_PREVIOUS_KEYS. */
+  previous_keys?: PreviousKey[];
 }
+
+/** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
+export const MAX_PREVIOUS_KEYS = 256;
 
 /** What verification needs of a pinned issuer. */
 export interface PinnedIssuer {
@@ -31,6 +47,7 @@ export interface PinnedIssuer {
   orgId: string | null;
   keys: TrustedKey[];
   ledgerShards: number;
+  sequencePolicy: SequencePolicy;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -39,6 +56,15 @@ export interface TrustedKey extends AnchorKey {
 }
 
 export const anchorKvKey = (issuer: string): string => `anchor:${issuer}`;
+/** KV `ANCHORS` key of the global record of a revoked key, written on revoke, read on pin. */
+export const revokedKeyKvKey = (fingerprint: string): string => `revoked-key:${fingerprint}`;
+
+/** Why a value cannot name an issuer (not a string, or longer than MAX_URI_BYTES), or null. */
+export function issuerProblem(issuer: unknown): string | null {
+  if (typeof issuer !== "string" || issuer.length === 0) return "issuer must be a non-empty string";
+  if (issuer.length > MAX_URI_BYTES || utf8Length(issuer) > MAX_URI_BYTES) return `issuer must be at most ${MAX_URI_BYTES} UTF-8 bytes`;
+  return null;
+}
 
 export type AnchorBuild =
   | { kind: "built"; record: AnchorRecord }
@@ -48,8 +74,10 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
+  const tooLong = issuerProblem(pin.issuer);
+  if (tooLong) errors.push(tooLong);
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
   for (const key of pin.keys) {
@@ -75,7 +103,34 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     const keyRejected = errors.some((e) => /public_key|public key/.test(e));
     return { kind: "invalid", code: keyRejected ? "ANCHOR_KEY_REJECTED" : "ANCHOR_INVALID", errors };
   }
-  return { kind: "built", record: { issuer: pin.issuer, org_id: pin.org_id ?? null, keys, pinned_at: now, ledger_shards: pin.ledger_shards ?? 1 } };
+  const record: AnchorRecord = {
+    issuer: pin.issuer,
+    org_id: pin.org_id ?? null,
+    keys,
+    pinned_at: now,
+    ledger_shards: pin.ledger_shards ?? 1,
+    sequence_policy: pin.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+  };
+  return { kind: "built", record };
+}
+
+/**
+ * `next` with the key history of the record it replaces: every key pinned before and not in
+ * `next.keys` joins `previous_keys` (a key pinned again leaves it). Answers the keys this pin
+ * unpins, whose sequence state the ledgers drop.
+ */
+export function carryKeyHistory(next: AnchorRecord, previous: AnchorRecord | null, now: number): { record: AnchorRecord; unpinned: PreviousKey[] } {
+  const current = new Set(next.keys.map((k) => k.fingerprint));
+  const unpinned = (previous?.keys ?? []).filter((k) => !current.has(k.fingerprint)).map((k) => ({ kid: k.kid, fingerprint: k.fingerprint, unpinned_at: now }));
+  const gone = new Set(unpinned.map((k) => k.fingerprint));
+  const history = [...(previous?.previous_keys ?? []).filter((k) => !current.has(k.fingerprint) && !gone.has(k.fingerprint)), ...unpinned];
+  const previous_keys = history.slice(-MAX_PREVIOUS_KEYS);
+  return { record: previous_keys.length > 0 ? { ...next, previous_keys } : next, unpinned };
+}
+
+/** Every key ever pinned for the issuer, current ones first, as {kid, fingerprint}. */
+export function keysEverPinned(record: AnchorRecord): { kid: string; fingerprint: string }[] {
+  return [...record.keys, ...(record.previous_keys ?? [])].map(({ kid, fingerprint }) => ({ kid, fingerprint }));
 }
 
 /** Reads a stored record back, refusing anything that does not match the stored schema. */
@@ -86,10 +141,15 @@ export function readAnchorRecord(value: unknown): AnchorRecord {
 }
 
 export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
-  return { orgId: record.org_id, keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1 };
+  return {
+    orgId: record.org_id,
+    keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })),
+    ledgerShards: record.ledger_shards ?? 1,
+    sequencePolicy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+  };
 }
 
-/** The keys whose validity window contains `issuedAt`. */
+/** The keys whose validity window contains `issuedAt` (bounds inclusive). */
 export function keysValidAt(keys: TrustedKey[], issuedAt: number): TrustedKey[] {
   return keys.filter((k) => (k.not_before === null || k.not_before <= issuedAt) && (k.not_after === null || issuedAt <= k.not_after));
 }

@@ -67,8 +67,8 @@ export interface ChainOptions {
 export interface ChainDeps {
   anchors(issuer: string): Promise<PinnedIssuer | null>;
   verifier: SignatureVerifier;
-  /** Revoked kids of an issuer; offline verifiers without a ledger may omit it. */
-  revokedKids?(issuer: string): Promise<Set<string>>;
+  /** Fingerprints of an issuer's revoked keys; offline verifiers without a ledger may omit it. */
+  revokedKeys?(issuer: string): Promise<Set<string>>;
 }
 
 export type ChainParse = { ok: true; chain: ChainDocument } | { ok: false; detail: string };
@@ -153,9 +153,11 @@ async function checkPrepared({ parse, signedBytes }: PreparedReceipt, opts: Kept
   const r = parse.receipt;
   const failures: Failure[] = opts.checkFreshness ? checkFreshness(r, opts.now, opts.policy) : [];
   const pinned = await deps.anchors(r.issuer);
-  const signature = await checkSignature(r, signedBytes!, pinned?.keys ?? null, deps.verifier);
+  // An archival check (no freshness) judges the key at issued_at only; otherwise its not_after also at `now`.
+  const keyJudgedAt = opts.checkFreshness ? opts.now : r.issued_at;
+  const signature = await checkSignature(r, signedBytes!, pinned?.keys ?? null, deps.verifier, keyJudgedAt);
   failures.push(...signature.failures);
-  if (signature.kid && deps.revokedKids && (await deps.revokedKids(r.issuer)).has(signature.kid)) {
+  if (signature.fingerprint && deps.revokedKeys && (await deps.revokedKeys(r.issuer)).has(signature.fingerprint)) {
     failures.push(failure("ANCHOR_REVOKED", `key ${signature.kid} of ${r.issuer} has been revoked`));
   }
   return { receipt: r, kid: signature.kid, failures };

@@ -1,66 +1,150 @@
 /**
  * The replay-state port of step 3 (revocation) and step 4 (nonce, sequence). The Worker's
  * adapter is the IssuerLedger Durable Object; tests and the CLI may supply their own.
+ *
+ * Replay state is kept per key (by fingerprint), never per issuer: one key's sequences say
+ * nothing about another's, and revoking or unpinning a key drops its sequence state.
  */
-import type { FailureCode } from "./codes.js";
+import { hmac } from "@noble/hashes/hmac.js";
+import { sha256 } from "@noble/hashes/sha2.js";
 import { admitSequence, type SequenceWindow } from "./replay-window.js";
+import { utf8 } from "./encoding.js";
+
+/**
+ * How an issuer's `sequence` values are judged (anchor field `sequence_policy`). CCS §6.8 makes
+ * the nonce the replay guarantee and the sequence "an additional ordering guarantee", so:
+ * - `repeat` (default): a sequence already carried by a receipt of the same key whose nonce is
+ *   still retained (until its `expires_at + skew`) is REPLAY_DETECTED. Nothing beyond the nonce
+ *   rows is stored, and a sequence may come back once that earlier receipt's nonce is purged.
+ * - `window`: `repeat`, plus the strict IPsec-style window per key: a sequence more than
+ *   WINDOW_SIZE − 1 below the highest accepted for the key is REPLAY_DETECTED. For issuers that
+ *   sign receipts for this verifier only, in order.
+ */
+export const SEQUENCE_POLICIES = ["repeat", "window"] as const;
+export type SequencePolicy = (typeof SEQUENCE_POLICIES)[number];
+export const DEFAULT_SEQUENCE_POLICY: SequencePolicy = "repeat";
 
 export interface LedgerQuery {
   issuer: string;
   nonce: string;
-  sequence: number;
-  /** The pinned key the signature verified under; null when it did not verify. */
-  kid: string | null;
+  /** The receipt's sequence; null when it carries none (then no sequence check). */
+  sequence: number | null;
+  /** Fingerprint of the pinned key the signature verified under; null when it did not verify. */
+  fingerprint: string | null;
+  sequencePolicy: SequencePolicy;
 }
 
 export interface ClaimQuery extends LedgerQuery {
   /** Unix seconds until which the nonce must be remembered: expires_at + granted skew. */
   retainUntil: number;
-  /** Warning codes of this decision, counted with it. */
-  warnings: FailureCode[];
 }
 
 export interface LedgerAnswer {
   revoked: boolean;
   /** Why this is a replay (nonce seen, sequence repeated or too old), or null. */
   replay: string | null;
-  /** True only when this call claimed the nonce and advanced the window. */
+  /** True only when this call claimed the nonce (and noted its sequence). */
   consumed: boolean;
 }
 
 export interface ReplayLedger {
-  /** Atomically: refuse a revoked kid, claim the nonce, admit the sequence; all or nothing. */
+  /** Atomically: refuse a revoked key, claim the nonce, admit the sequence; all or nothing. */
   claim(q: ClaimQuery): Promise<LedgerAnswer>;
   /** The same checks, read-only. */
   inspect(q: LedgerQuery): Promise<LedgerAnswer>;
 }
 
-/** The ledger's decision for one query, given what it holds; `next` is the window to store on a claim. */
-export function judgeReplay(
-  q: LedgerQuery,
-  held: { nonceSeen: boolean; kidRevoked: boolean; window: SequenceWindow },
-): { answer: LedgerAnswer; next: SequenceWindow | null } {
-  const seq = admitSequence(held.window, q.sequence);
-  const replay = held.nonceSeen ? `nonce ${q.nonce} was already presented` : seq.kind === "fresh" ? null : seq.detail;
-  return { answer: { revoked: held.kidRevoked, replay, consumed: false }, next: seq.kind === "fresh" ? seq.next : null };
+/** A revoked key of an issuer: by fingerprint, with the kid it was revoked under for people. */
+export type Revocation = {
+  fingerprint: string;
+  kid: string;
+  revoked_at: number;
+};
+
+/** The audit entry of an admin reset of one key's sequence state. */
+export type SequenceReset = {
+  fingerprint: string;
+  kid: string;
+  at: number;
+  reason: string;
+  by: "admin";
+  /** The highest sequence held for the key before the reset (over every shard), or null. */
+  previous_highest: number | null;
+};
+
+/** The audit fields of a reset, before the ledger adds what it held. */
+export type SequenceResetAudit = Omit<SequenceReset, "previous_highest"> & { highest_elsewhere: number | null };
+
+/** The admin side of an issuer's ledger: the IssuerLedger Durable Object and the in-memory ledger both offer it. */
+export interface LedgerAdmin {
+  revoke(fingerprint: string, kid: string, at: number): Revocation;
+  revocations(): Revocation[];
+  /** Drops a key's sequence state (its window, the sequences noted on its retained nonces). */
+  forgetKey(fingerprint: string): void;
+  /** forgetKey, answering the highest sequence held before; with `audit`, also records the reset. */
+  resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null };
+  sequenceResets(): SequenceReset[];
 }
 
-/** FNV-1a, 32 bits: a cheap, stable spread of nonces over shards (not a security boundary). */
-function fnv1a32(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
-  return h;
+/** The highest of some sequences, null and -1 meaning "none held". */
+export const maxHighest = (...values: (number | null)[]): number | null => {
+  const known = values.filter((v): v is number => v !== null && v >= 0);
+  return known.length > 0 ? Math.max(...known) : null;
+};
+
+/** What a ledger holds that bears on one query. */
+export interface HeldState {
+  nonceSeen: boolean;
+  keyRevoked: boolean;
+  /** A retained nonce of the same key carries the query's sequence. */
+  sequenceRepeated: boolean;
+  /** The key's window; read only under the `window` policy. */
+  window: SequenceWindow;
 }
 
 /**
- * The IssuerLedger holding `nonce` of `issuer`: the issuer itself when it has one shard,
- * else `issuer#k` with k = fnv1a32(nonce) mod shards. A nonce always maps to the same shard.
+ * The ledger's decision for one query, given what it holds; `next` is the key's window to store
+ * on a claim, or null when the window does not change (policy `repeat`, or no sequence).
  */
-export function ledgerName(issuer: string, nonce: string, shards: number): string {
-  return shards <= 1 ? issuer : `${issuer}#${fnv1a32(nonce) % shards}`;
+export function judgeReplay(q: LedgerQuery, held: HeldState): { answer: LedgerAnswer; admitted: boolean; next: SequenceWindow | null } {
+  let replay: string | null = null;
+  let next: SequenceWindow | null = null;
+  if (held.nonceSeen) replay = `nonce ${q.nonce} was already presented`;
+  else if (q.sequence !== null && q.fingerprint !== null) {
+    if (held.sequenceRepeated) replay = `sequence ${q.sequence} was already presented`;
+    else if (q.sequencePolicy === "window") {
+      const seq = admitSequence(held.window, q.sequence);
+      if (seq.kind === "fresh") next = seq.next;
+      else replay = seq.detail;
+    }
+  }
+  const admitted = !held.keyRevoked && replay === null;
+  return { answer: { revoked: held.keyRevoked, replay, consumed: false }, admitted, next: admitted ? next : null };
 }
 
-/** Every IssuerLedger of an issuer: revocations are written to all of them. */
+/**
+ * A compact tag of a key for the nonce rows: the first 52 bits of its fingerprint, as an
+ * integer (SQLite stores it in 8 bytes rather than 64 characters). Two keys of one issuer
+ * sharing a tag would only share sequence checks (more refusals, never fewer).
+ */
+export const keyTag = (fingerprint: string): number => parseInt(fingerprint.slice(0, 13), 16);
+
+/** Shortest accepted LEDGER_SHARD_KEY, in characters (UTF-8 bytes are used as the HMAC key). */
+export const MIN_SHARD_KEY_LENGTH = 32;
+
+/**
+ * The IssuerLedger holding `nonce` of `issuer`: the issuer itself when it has one shard, else
+ * `issuer#k` with k = HMAC-SHA256(shardKey, nonce) mod shards. A nonce always maps to the same
+ * shard; without the deployment's secret key nobody can aim nonces at one shard.
+ */
+export function ledgerName(issuer: string, nonce: string, shards: number, shardKey: Uint8Array): string {
+  if (shards <= 1) return issuer;
+  const mac = hmac(sha256, shardKey, utf8(nonce));
+  const k = ((mac[0] << 24) | (mac[1] << 16) | (mac[2] << 8) | mac[3]) >>> 0;
+  return `${issuer}#${k % shards}`;
+}
+
+/** Every IssuerLedger of an issuer: revocations and sequence resets are written to all of them. */
 export function ledgerNames(issuer: string, shards: number): string[] {
   return shards <= 1 ? [issuer] : Array.from({ length: shards }, (_, k) => `${issuer}#${k}`);
 }

@@ -2,28 +2,64 @@
  * An in-memory ReplayLedger with the IssuerLedger's semantics, for offline use (CLI, tests
  * under plain Node). Not durable: a process restart forgets every nonce.
  */
-import { judgeReplay, type ClaimQuery, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./ledger.js";
+import { judgeReplay, maxHighest, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
-export function memoryLedger(): ReplayLedger & { revoke(kid: string): void; revokedKids(): string[]; nonces(): number } {
-  const nonces = new Map<string, number>();
-  const revoked = new Set<string>();
-  let window: SequenceWindow = EMPTY_WINDOW;
+export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
+  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null }>();
+  const revoked = new Map<string, Revocation>();
+  const windows = new Map<string, SequenceWindow>();
+  const resets: SequenceReset[] = [];
+  const sequenceHeld = (fingerprint: string, sequence: number) => {
+    for (const n of nonces.values()) if (n.fingerprint === fingerprint && n.sequence === sequence) return true;
+    return false;
+  };
   const judge = (q: LedgerQuery) =>
-    judgeReplay(q, { nonceSeen: nonces.has(q.nonce), kidRevoked: q.kid !== null && revoked.has(q.kid), window });
+    judgeReplay(q, {
+      nonceSeen: nonces.has(q.nonce),
+      keyRevoked: q.fingerprint !== null && revoked.has(q.fingerprint),
+      sequenceRepeated: q.fingerprint !== null && q.sequence !== null && sequenceHeld(q.fingerprint, q.sequence),
+      window: (q.fingerprint !== null && windows.get(q.fingerprint)) || EMPTY_WINDOW,
+    });
+  const forget = (fingerprint: string): number | null => {
+    let highest: number | null = windows.get(fingerprint)?.highest ?? null;
+    windows.delete(fingerprint);
+    for (const n of nonces.values()) {
+      if (n.fingerprint !== fingerprint) continue;
+      highest = maxHighest(highest, n.sequence);
+      n.fingerprint = null;
+      n.sequence = null;
+    }
+    return highest;
+  };
   return {
     async claim(q: ClaimQuery): Promise<LedgerAnswer> {
-      const { answer, next } = judge(q);
-      if (answer.revoked || answer.replay || !next) return answer;
-      nonces.set(q.nonce, q.retainUntil);
-      window = next;
+      const { answer, admitted, next } = judge(q);
+      if (!admitted) return answer;
+      const noted = q.fingerprint !== null && q.sequence !== null;
+      nonces.set(q.nonce, { retainUntil: q.retainUntil, fingerprint: noted ? q.fingerprint : null, sequence: noted ? q.sequence : null });
+      if (next && q.fingerprint !== null) windows.set(q.fingerprint, next);
       return { ...answer, consumed: true };
     },
     async inspect(q: LedgerQuery): Promise<LedgerAnswer> {
       return judge(q).answer;
     },
-    revoke: (kid) => void revoked.add(kid),
-    revokedKids: () => [...revoked],
+    revoke(fingerprint, kid, at) {
+      if (!revoked.has(fingerprint)) revoked.set(fingerprint, { fingerprint, kid, revoked_at: at });
+      forget(fingerprint);
+      return revoked.get(fingerprint)!;
+    },
+    revocations: () => [...revoked.values()].sort((a, b) => (a.fingerprint < b.fingerprint ? -1 : 1)),
+    forgetKey: (fingerprint) => void forget(fingerprint),
+    resetSequence(fingerprint, audit) {
+      const previous = forget(fingerprint);
+      if (!audit) return { previous_highest: previous };
+      const { highest_elsewhere, ...entry } = audit;
+      const previous_highest = maxHighest(previous, highest_elsewhere);
+      resets.push({ ...entry, previous_highest });
+      return { previous_highest };
+    },
+    sequenceResets: () => [...resets],
     nonces: () => nonces.size,
   };
 }

@@ -1,5 +1,6 @@
 /**
- * The CCS v1.3 receipt: exactly 22 fields, checked strictly (step 0), and its canonical bytes.
+ * The CCS v1.3 receipt: 22 known fields, 18 of them required and the draft's four SHOULD fields
+ * optional, checked strictly (step 0), and its canonical bytes.
  */
 import { failure, type Failure } from "./codes.js";
 import { HEX16, HEX64, SHA256_REF, utf8, utf8Length } from "./encoding.js";
@@ -14,15 +15,19 @@ export interface Receipt {
   expires_at: number;
   issued_at: number;
   issuer: string;
-  max_clock_skew: number;
+  /** SHOULD field; absent means the draft's default skew, DEFAULT_CLOCK_SKEW. */
+  max_clock_skew?: number;
   nonce: string;
   params_hash: string;
   receipt: string;
   request_hash: string;
-  response_hash: string;
+  /** SHOULD field; absent is read as "" (no response bound). */
+  response_hash?: string;
   rule_summary: string;
-  runtime_context_hash: string;
-  sequence: number;
+  /** SHOULD field; absent is read as "" (no runtime context bound). */
+  runtime_context_hash?: string;
+  /** SHOULD field; absent means no sequence check (the nonce alone guards against replay). */
+  sequence?: number;
   signature: string;
   timestamp: number;
   tool: string;
@@ -41,27 +46,53 @@ export const RECEIPT_FIELDS = [
   "trace_id", "verdict", "verified_at",
 ] as const satisfies readonly (keyof Receipt)[];
 
+/**
+ * The draft's SHOULD fields. A receipt may omit them: its signature then covers exactly the
+ * fields present, and verification reads the defaults below.
+ */
+export const OPTIONAL_FIELDS = ["max_clock_skew", "response_hash", "runtime_context_hash", "sequence"] as const satisfies readonly (keyof Receipt)[];
+/** CCS §6.8: the skew granted a receipt that does not state its own, seconds. */
+export const DEFAULT_CLOCK_SKEW = 30;
+
 export const ACTION_PREFIX = "ccs:tool-invoke:";
 export const MAX_TOOL_BYTES = 256;
+/**
+ * Longest issuer or audience URI, UTF-8 bytes. One bound for receipts and anchors: an issuer
+ * must fit a KV key (`anchor:<issuer>`, at most 512 bytes), and nothing an unauthenticated
+ * caller sends is remembered at any length.
+ */
+export const MAX_URI_BYTES = 256;
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX128 = /^[0-9a-f]{128}$/;
 const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
 const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
+const OPTIONAL_SET = new Set<string>(OPTIONAL_FIELDS);
 
+/**
+ * URIs already found valid, so the hot path parses each issuer and audience once. It holds at
+ * most URI_MEMO_ENTRIES strings of at most MAX_URI_BYTES each (≤ 128 KiB of text), and is
+ * cleared when full: a caller cycling through URIs costs a URL parse, never memory.
+ */
+const URI_MEMO_ENTRIES = 256;
 const knownUris = new Set<string>();
 
-/** An `https://` absolute URI with a host and no whitespace. Valid ones are remembered (bounded). */
+/** Entries in the valid-URI memo; for tests that check no caller can grow it. */
+export const uriMemoSize = (): number => knownUris.size;
+
+/** An `https://` absolute URI of at most MAX_URI_BYTES, with a host and no whitespace. */
 export function isHttpsUri(value: unknown): value is string {
   if (typeof value !== "string") return false;
   if (knownUris.has(value)) return true;
+  // A UTF-8 byte is at least a UTF-16 unit: the cheap length test first, the exact one after.
+  if (value.length > MAX_URI_BYTES || utf8Length(value) > MAX_URI_BYTES) return false;
   if (!value.startsWith("https://") || /\s/.test(value)) return false;
   try {
     if (new URL(value).host.length === 0) return false;
   } catch {
     return false;
   }
-  if (knownUris.size >= 4096) knownUris.clear();
+  if (knownUris.size >= URI_MEMO_ENTRIES) knownUris.clear();
   knownUris.add(value);
   return true;
 }
@@ -77,8 +108,9 @@ export function actionDigest(action: string, tool: string): string | null {
 type Check = (r: Record<string, unknown>) => string | null;
 
 const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+/** A field's form; an absent optional field has none to check (its presence is checked apart). */
 const form = (test: (v: unknown) => boolean, what: string) => (field: string): Check => (r) =>
-  test(r[field]) ? null : `${field} must be ${what}`;
+  test(r[field]) || (r[field] === undefined && OPTIONAL_SET.has(field)) ? null : `${field} must be ${what}`;
 const pattern = (re: RegExp, what: string) => form((v) => typeof v === "string" && re.test(v), what);
 const time = form(isNumber, "a finite number of Unix seconds");
 const hashOrEmpty = form((v) => v === "" || (typeof v === "string" && SHA256_REF.test(v)), '"sha256:" + 64 lowercase hex, or ""');
@@ -96,8 +128,8 @@ const FIELD_CHECKS: Check[] = [
   pattern(SHA256_REF, '"sha256:" + 64 lowercase hex')("config_hash"),
   hashOrEmpty("response_hash"), hashOrEmpty("runtime_context_hash"),
   form((v) => typeof v === "string" && v.startsWith(ACTION_PREFIX), `"${ACTION_PREFIX}<tool>:<64 hex>"`)("action"),
-  form(isHttpsUri, "an https:// URI")("issuer"),
-  form(isHttpsUri, "an https:// URI")("audience"),
+  form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("issuer"),
+  form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("audience"),
   pattern(HEX32, "32 lowercase hex")("nonce"),
   form((v) => Number.isSafeInteger(v) && (v as number) >= 0, "an integer in 0..2^53-1")("sequence"),
   form((v) => isNumber(v) && v >= 0, "a number of seconds >= 0")("max_clock_skew"),
@@ -117,7 +149,7 @@ function consistency(r: Receipt): string[] {
 
 export type ReceiptParse = { ok: true; receipt: Receipt } | { ok: false; failures: Failure[] };
 
-/** Step 0 after strict parsing: exactly the 22 fields, each of its form, consistent. */
+/** Step 0 after strict parsing: the 18 required fields, no unknown one, each of its form, consistent. */
 export function parseReceipt(value: unknown): ReceiptParse {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return { ok: false, failures: [failure("MALFORMED_RECEIPT", "receipt must be a JSON object")] };
@@ -125,7 +157,7 @@ export function parseReceipt(value: unknown): ReceiptParse {
   const r = value as Record<string, unknown>;
   const problems: string[] = [];
   for (const key of Object.keys(r)) if (!FIELD_SET.has(key)) problems.push(`unknown field ${JSON.stringify(key)}`);
-  for (const field of RECEIPT_FIELDS) if (!Object.hasOwn(r, field)) problems.push(`missing field ${field}`);
+  for (const field of RECEIPT_FIELDS) if (!Object.hasOwn(r, field) && !OPTIONAL_SET.has(field)) problems.push(`missing field ${field}`);
   if (problems.length === 0) {
     for (const check of FIELD_CHECKS) {
       const problem = check(r);
@@ -138,7 +170,7 @@ export function parseReceipt(value: unknown): ReceiptParse {
 }
 
 export interface CanonicalReceipt {
-  /** RFC 8785 bytes of the 21 signed fields: the Ed25519 message. */
+  /** RFC 8785 bytes of every field present but `signature`: the Ed25519 message. */
   signedBytes: Uint8Array;
   /** RFC 8785 text of the whole receipt, signature included: the receipt_hash input. */
   fullText: string;
@@ -154,7 +186,8 @@ const MEMBER_PREFIX = Object.fromEntries(RECEIPT_FIELDS.map((f) => [f, `"${f}":`
 /**
  * Both canonical forms in one pass. Every field is a string or a finite number whose
  * `JSON.stringify` form is already the RFC 8785 form (hex and numbers need no escaping at all),
- * and the member order is fixed, so the signed text is the full text without `signature`.
+ * and the member order is fixed, so the signed text is the full text without `signature`. An
+ * absent optional field is simply not a member (`action`, the first, is always present).
  */
 export function canonicalReceipt(r: UnsignedReceipt & { signature?: string }): CanonicalReceipt {
   let before = "{";
@@ -166,6 +199,7 @@ export function canonicalReceipt(r: UnsignedReceipt & { signature?: string }): C
       continue;
     }
     const value = r[field];
+    if (value === undefined) continue;
     const member = MEMBER_PREFIX[field] + (PLAIN_FIELDS.has(field) && typeof value === "string" ? `"${value}"` : typeof value === "number" ? String(value) : JSON.stringify(value));
     if (target === 0) before += before.length === 1 ? member : "," + member;
     else after += "," + member;

@@ -1,6 +1,7 @@
 /**
- * The per-issuer sequence window, IPsec style: the highest sequence seen and a bitmap of the
- * last WINDOW_SIZE sequences below and including it (bit i stands for highest − i).
+ * The strict sequence window of one key (anchors with `sequence_policy: "window"`), IPsec style:
+ * the highest sequence seen and a bitmap of the last WINDOW_SIZE sequences below and including
+ * it (bit i stands for highest − i).
  */
 export const WINDOW_SIZE = 1024;
 const MASK = (1n << BigInt(WINDOW_SIZE)) - 1n;

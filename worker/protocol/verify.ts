@@ -7,7 +7,7 @@ import type { PinnedIssuer } from "./anchors.js";
 import { failure, type Failure } from "./codes.js";
 import { prefixedDigest } from "./digest.js";
 import type { SignatureVerifier } from "./ed25519.js";
-import type { LedgerAnswer, ReplayLedger } from "./ledger.js";
+import { DEFAULT_SEQUENCE_POLICY, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./ledger.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import { checkAudience } from "./checks/audience.js";
 import { checkBinding, type Presented } from "./checks/binding.js";
@@ -112,11 +112,17 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const binding = checkBinding(r, opts);
   const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...checkAudience(r, opts.audience)];
   const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
-  const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier);
+  const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier, opts.now);
   stateless.push(...signature.failures, ...(await binding));
   if (opts.contextChecks) stateless.push(...opts.contextChecks(r, await receiptHash));
 
-  const query = { issuer: r.issuer, nonce: r.nonce, sequence: r.sequence, kid: signature.kid };
+  const query: LedgerQuery = {
+    issuer: r.issuer,
+    nonce: r.nonce,
+    sequence: r.sequence ?? null,
+    fingerprint: signature.fingerprint,
+    sequencePolicy: pinned?.sequencePolicy ?? DEFAULT_SEQUENCE_POLICY,
+  };
   let stateful: LedgerAnswer = { revoked: false, replay: null, consumed: false };
   const provisional = mapOutcome(r, stateless.length === 0, opts.reportedOutcome);
   // An unpinned issuer has no ledger: asking one for it would create storage for any name.
@@ -125,8 +131,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     stateful = await dependency("issuer ledger", () => ledger.inspect(query));
   } else if (ledger && stateless.length === 0) {
     const retainUntil = r.expires_at + grantedSkew(r, opts.policy);
-    const warnings = provisional.warnings.map((w) => w.code);
-    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, warnings }));
+    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil }));
   }
   const failures = [...stateless, ...ledgerFailures(stateful, signature.kid)];
   const critical = failures.some((f) => f.severity === "CRITICAL");

@@ -1,19 +1,25 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
-import { audiences, MAX_ADMIN_BODY as MAX_BODY } from "../config.js";
+import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import { ApiError, readStrictJson, requireObject } from "../http.js";
-import { buildAnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
+import { HEX64 } from "../protocol/encoding.js";
+import { uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
+import { readDecisionStats, requireShardKey } from "../stores.js";
 
 export const adminRoutes = new Hono<AppEnv>();
+
+/** Longest reason an audited reset may carry, characters. */
+const MAX_REASON_LENGTH = 512;
 
 adminRoutes.use(requireAdmin);
 
 /** Registers a relying party; the token is answered once and stored only as its SHA-256. */
 adminRoutes.post("/relying-parties", async (c) => {
-  const parsed = parseRegistration(await readStrictJson(c, MAX_BODY), audiences(c.env));
+  const parsed = parseRegistration(await readStrictJson(c, MAX_ADMIN_BODY), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const { name, audiences: allowed, token: supplied } = parsed.registration;
   const { now, relyingParties } = c.get("services");
@@ -36,35 +42,107 @@ adminRoutes.delete("/relying-parties/:name", async (c) => {
   return c.json({ name, deleted: true });
 });
 
-/** Pins or replaces an issuer's anchor. A kid revoked before can never be pinned again. */
+/**
+ * Pins or replaces an issuer's anchor. A revoked key can never be pinned again, under any kid
+ * and for any issuer: the issuer's own ledger answers for its keys (strongly consistent), the
+ * global `revoked-key:<fingerprint>` records for keys revoked elsewhere. Keys this pin replaces
+ * join the anchor's `previous_keys` (so they can still be revoked) and lose their sequence state.
+ */
 adminRoutes.put("/anchors", async (c) => {
   const { now, anchors, ledgers } = c.get("services");
-  const built = await buildAnchorRecord(await readStrictJson(c, MAX_BODY), Math.floor(now()));
+  const at = Math.floor(now());
+  const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), at);
   if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
-  const { record } = built;
-  const shards = record.ledger_shards ?? 1;
-  const existing = await anchors.get(record.issuer);
+  const shards = built.record.ledger_shards ?? 1;
+  requireShardKey(shards, ledgerShardKey(c.env));
+  const existing = await anchors.get(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
   }
-  const revoked = new Set((await ledgers.revocations(record.issuer, shards)).map((r) => r.kid));
-  const reused = record.keys.filter((k) => revoked.has(k.kid)).map((k) => k.kid);
-  if (reused.length > 0) throw new ApiError(409, "ANCHOR_KID_REVOKED", `kid ${reused.join(", ")} was revoked and cannot be pinned again`);
+  const revokedHere = new Set((await ledgers.revocations(built.record.issuer, shards)).map((r) => r.fingerprint));
+  const revokedAnywhere = await Promise.all(built.record.keys.map((k) => anchors.revokedKey(k.fingerprint)));
+  const reused = built.record.keys.filter((k, i) => revokedHere.has(k.fingerprint) || revokedAnywhere[i] !== null);
+  if (reused.length > 0) {
+    const named = reused.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
+    throw new ApiError(409, "ANCHOR_KEY_REVOKED", `key ${named} was revoked; a revoked key cannot be pinned again under any kid`);
+  }
+  const { record, unpinned } = carryKeyHistory(built.record, existing, at);
+  // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
+  await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
   await anchors.put(record);
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 });
 
-/** Revokes one key in every ledger shard of the issuer: the very next verification anywhere sees it. */
-adminRoutes.post("/anchors/revoke", async (c) => {
-  const body = requireObject(await readStrictJson(c, MAX_BODY), "body");
-  const { issuer, kid } = body;
-  if (typeof issuer !== "string" || typeof kid !== "string" || Object.keys(body).length !== 2) {
-    throw new ApiError(400, "MALFORMED_REQUEST", "body must be {issuer, kid}");
+/** `{issuer, kid}` or `{issuer, fingerprint}` plus the fields in `extra`, checked; the issuer's anchor read. */
+async function keyCall(c: Context<AppEnv>, extra: string[]) {
+  const body = requireObject(await readStrictJson(c, MAX_ADMIN_BODY), "body");
+  const shape = `{issuer, kid} or {issuer, fingerprint}${extra.map((f) => ` with ${f}`).join("")}`;
+  const allowed = new Set(["issuer", "kid", "fingerprint", ...extra]);
+  const { issuer, kid, fingerprint } = body;
+  if (Object.keys(body).some((k) => !allowed.has(k)) || (kid === undefined) === (fingerprint === undefined)) {
+    throw new ApiError(400, "MALFORMED_REQUEST", `body must be ${shape}`);
   }
-  const { now, anchors, ledgers } = c.get("services");
-  const record = await anchors.get(issuer);
+  const problem = issuerProblem(issuer);
+  if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
+  if (kid !== undefined && typeof kid !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "kid must be a string");
+  if (fingerprint !== undefined && (typeof fingerprint !== "string" || !HEX64.test(fingerprint))) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
+  }
+  const record = await c.get("services").anchors.get(issuer as string);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
-  if (!record.keys.some((k) => k.kid === kid)) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} has no key ${kid}`);
-  const revoked = await ledgers.revoke(issuer, record.ledger_shards ?? 1, kid, Math.floor(now()));
-  return c.json({ issuer, ...revoked });
+  return { body, record, kid: kid as string | undefined, fingerprint: fingerprint as string | undefined };
+}
+
+/** The one key among `keys` a kid or fingerprint names; a kid naming several different keys is ambiguous. */
+function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: string; fingerprint?: string }, record: AnchorRecord, which: string) {
+  const named = keys.filter((k) => (ref.kid !== undefined ? k.kid === ref.kid : k.fingerprint === ref.fingerprint));
+  const distinct = [...new Map(named.map((k) => [k.fingerprint, k])).values()];
+  const label = ref.kid !== undefined ? `kid ${ref.kid}` : `fingerprint ${ref.fingerprint}`;
+  if (distinct.length === 0) throw new ApiError(404, "NOT_FOUND", `issuer ${record.issuer} has no ${which} key with ${label}`);
+  if (distinct.length > 1) throw new ApiError(400, "MALFORMED_REQUEST", `${label} named ${distinct.length} different keys of ${record.issuer}; name the key by fingerprint`);
+  return distinct[0];
+}
+
+/**
+ * Revokes a key, current or ever pinned for the issuer, by fingerprint, in every ledger shard of
+ * the issuer (the very next verification anywhere sees it), then records it globally so no
+ * issuer can pin it again.
+ */
+adminRoutes.post("/anchors/revoke", async (c) => {
+  const { record, kid, fingerprint } = await keyCall(c, []);
+  const key = resolveKey(keysEverPinned(record), { kid, fingerprint }, record, "pinned");
+  const { now, anchors, ledgers } = c.get("services");
+  const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
+  await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
+  return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at });
+});
+
+/**
+ * Clears the sequence state of one current key in every shard (its window and the sequences
+ * noted on its retained nonces; the nonces themselves stay claimed) and records the audit entry
+ * {fingerprint, kid, at, reason, by: "admin", previous_highest}, shown by GET /v1/issuers/{issuer}.
+ */
+adminRoutes.post("/anchors/reset-sequence", async (c) => {
+  const { body, record, kid, fingerprint } = await keyCall(c, ["reason"]);
+  const reason = body.reason;
+  if (typeof reason !== "string" || reason.trim() === "" || reason.length > MAX_REASON_LENGTH) {
+    throw new ApiError(400, "MALFORMED_REQUEST", `reason must be a non-empty string of at most ${MAX_REASON_LENGTH} characters`);
+  }
+  const key = resolveKey(record.keys, { kid, fingerprint }, record, "current");
+  const { now, ledgers } = c.get("services");
+  const reset = await ledgers.resetSequence(record.issuer, record.ledger_shards ?? 1, { fingerprint: key.fingerprint, kid: key.kid, at: Math.floor(now()), reason, by: "admin" });
+  return c.json({ issuer: record.issuer, ...reset });
+});
+
+/**
+ * Decision counts of the last `minutes` (default 60, at most the 24 h retention) by issuer
+ * (pinned ones; everything else is "unpinned") and code, plus this isolate's cache sizes.
+ */
+adminRoutes.get("/stats", async (c) => {
+  const text = c.req.query("minutes");
+  const minutes = text === undefined ? 60 : Number(text);
+  if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer");
+  const { anchors, decisions } = c.get("services");
+  const stats = await readDecisionStats(c.env, minutes, dependencyTimeout(c.env));
+  return c.json({ ...stats, isolate: { anchor_cache: anchors.cacheSize(), uri_memo: uriMemoSize(), decision_labels: decisions.labels() } });
 });

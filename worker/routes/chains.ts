@@ -9,19 +9,19 @@ const VERIFY_FIELDS = new Set(["chain", "spot", "check_freshness", "at"]);
 
 export const chainRoutes = new Hono<AppEnv>();
 
-/** Anchors, verifier and revocations (from each issuer's ledger, asked once per call). */
+/** Anchors, verifier and revoked key fingerprints (from each issuer's ledger, asked once per call). */
 function chainDeps({ anchors, verifier, ledgers }: Services): ChainDeps {
   const revoked = new Map<string, Promise<Set<string>>>();
   return {
     anchors: (issuer) => anchors.pinned(issuer),
     verifier,
-    revokedKids(issuer) {
-      let kids = revoked.get(issuer);
-      if (!kids) {
-        kids = anchors.pinned(issuer).then((p) => (p ? ledgers.revocations(issuer, p.ledgerShards).then((list) => new Set(list.map((r) => r.kid))) : new Set<string>()));
-        revoked.set(issuer, kids);
+    revokedKeys(issuer) {
+      let keys = revoked.get(issuer);
+      if (!keys) {
+        keys = anchors.pinned(issuer).then((p) => (p ? ledgers.revocations(issuer, p.ledgerShards).then((list) => new Set(list.map((r) => r.fingerprint))) : new Set<string>()));
+        revoked.set(issuer, keys);
       }
-      return kids;
+      return keys;
     },
   };
 }

@@ -1,6 +1,6 @@
 /**
  * What the decision routes (receipts, envelopes) share: the call's common fields, the
- * protocol's dependencies, counting refusals that never reached a ledger, the answer's status.
+ * protocol's dependencies, counting decisions, the answer's status.
  */
 import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
@@ -8,6 +8,8 @@ import { audiences } from "../config.js";
 import { ApiError } from "../http.js";
 import type { Decision, Mode, VerifyDeps } from "../protocol/verify.js";
 import { isJsonObject } from "../protocol/strict-json.js";
+import { decisionCodes, UNPINNED } from "../metrics.js";
+import { flushDecisions } from "../stores.js";
 
 export interface DecisionCall {
   audience: string;
@@ -45,25 +47,19 @@ export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps
   return { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) };
 }
 
-const STATEFUL_CODES = new Set(["REPLAY_DETECTED", "ANCHOR_REVOKED"]);
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 
 /**
  * Answers a decision: 400 when what was presented is malformed, else 200. An enforce decision
- * refused before the ledger is counted in the issuer's ledger after the answer, and only for a
- * pinned issuer: a forged issuer name must not create storage.
+ * is counted in this isolate's batch (under its issuer only when that issuer is pinned), which
+ * reaches DecisionStats after the answer: counting writes nothing on an issuer's ledger.
  */
-export function answerDecision(c: Context<AppEnv>, decision: Decision, nonce: string | undefined): Response {
-  const reachedLedger = decision.nonce_consumed || decision.failures.some((f) => STATEFUL_CODES.has(f.code));
-  const { issuer } = decision;
-  if (decision.mode === "enforce" && issuer && nonce && !reachedLedger) {
-    const { anchors, ledgers } = c.get("services");
-    const codes = decision.failures.map((f) => f.code);
-    const count = async () => {
-      const pinned = await anchors.pinned(issuer);
-      if (pinned) await ledgers.record(issuer, nonce, pinned.ledgerShards, codes);
-    };
-    c.executionCtx.waitUntil(count().catch((err) => console.error("counter update failed", err)));
+export function answerDecision(c: Context<AppEnv>, decision: Decision): Response {
+  if (decision.mode === "enforce") {
+    const { anchors, decisions } = c.get("services");
+    const label = decision.issuer !== null && anchors.cachedPinned(decision.issuer) ? decision.issuer : UNPINNED;
+    const batch = decisions.count(label, decisionCodes(decision));
+    if (batch) c.executionCtx.waitUntil(flushDecisions(c.env, batch).catch((err) => console.error("decision counts lost", err)));
   }
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   // A malformed subject is a 400, in the one error shape every 4xx shares.

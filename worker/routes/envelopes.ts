@@ -6,7 +6,7 @@ import type { PinnedIssuer } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { checkEnvelope, parseEnvelope } from "../protocol/envelope.js";
 import { rejection, verifyReceipt } from "../protocol/verify.js";
-import { answerDecision, parseDecisionCall, presentedNonce, verifyDeps } from "./decision-call.js";
+import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
 
 const ENVELOPE_CALL_FIELDS = new Set(["envelope", "audience", "mode", "at"]);
 
@@ -22,7 +22,7 @@ envelopeRoutes.post("/verify", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY, { field: "envelope", code: "ENVELOPE_MALFORMED" }), "body");
   const call = parseDecisionCall(c, body, ENVELOPE_CALL_FIELDS, "envelope");
   const parsed = parseEnvelope(body.envelope);
-  if (!parsed.ok) return answerDecision(c, rejection(parsed.failures, call.mode, call.now), undefined);
+  if (!parsed.ok) return answerDecision(c, rejection(parsed.failures, call.mode, call.now));
   const { envelope, crossOrg } = parsed;
   const services = c.get("services");
   const deps = verifyDeps(services);
@@ -47,5 +47,5 @@ envelopeRoutes.post("/verify", async (c) => {
     { ...deps, anchors },
   );
   const answer = { ...decision, envelope: { hop_count: envelope.hop_count, child_trace_id: envelope.child_trace_id, cross_org: crossOrg !== null } };
-  return answerDecision(c, answer, presentedNonce(envelope.original_receipt));
+  return answerDecision(c, answer);
 });

@@ -1,24 +1,45 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
 import { ApiError } from "../http.js";
+import { DEFAULT_SEQUENCE_POLICY } from "../protocol/ledger.js";
+import { issuerProblem } from "../protocol/anchors.js";
 
 export const issuerRoutes = new Hono<AppEnv>();
 
-/** The pinned public anchor of one issuer, with the revoked kids from its ledger. */
+/** The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read. */
+function issuerOf(encoded: string): string {
+  let issuer: string;
+  try {
+    issuer = decodeURIComponent(encoded);
+  } catch {
+    throw new ApiError(400, "MALFORMED_REQUEST", "the issuer in the path is not valid percent-encoded UTF-8");
+  }
+  const problem = issuerProblem(issuer);
+  if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
+  return issuer;
+}
+
+/**
+ * The pinned public anchor of one issuer: current and previous keys, each marked revoked or
+ * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets.
+ */
 issuerRoutes.get("/:issuer{.+}", async (c) => {
-  const issuer = decodeURIComponent(c.req.param("issuer"));
+  const issuer = issuerOf(c.req.param("issuer"));
   const { anchors, ledgers } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   const shards = record.ledger_shards ?? 1;
-  const revoked = await ledgers.revocations(issuer, shards);
-  const revokedKids = new Set(revoked.map((r) => r.kid));
+  const { revoked, sequence_resets } = await ledgers.anchorState(issuer, shards);
+  const revokedKeys = new Set(revoked.map((r) => r.fingerprint));
   return c.json({
     issuer: record.issuer,
     org_id: record.org_id,
     pinned_at: record.pinned_at,
     ledger_shards: shards,
-    keys: record.keys.map((k) => ({ ...k, short_fingerprint: k.fingerprint.slice(0, 16), revoked: revokedKids.has(k.kid) })),
+    sequence_policy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+    keys: record.keys.map((k) => ({ ...k, short_fingerprint: k.fingerprint.slice(0, 16), revoked: revokedKeys.has(k.fingerprint) })),
+    previous_keys: (record.previous_keys ?? []).map((k) => ({ ...k, revoked: revokedKeys.has(k.fingerprint) })),
     revoked,
+    sequence_resets,
   });
 });

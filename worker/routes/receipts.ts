@@ -5,7 +5,7 @@ import { ApiError, readStrictJson, requireObject } from "../http.js";
 import { requestProblem, type PresentedRequest } from "../protocol/checks/binding.js";
 import type { ReportedOutcome } from "../protocol/checks/outcome.js";
 import { verifyReceipt } from "../protocol/verify.js";
-import { answerDecision, parseDecisionCall, presentedNonce, verifyDeps } from "./decision-call.js";
+import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
 
 const VERIFY_FIELDS = new Set(["receipt", "audience", "request", "response", "runtime_context", "mode", "at", "outcome_status"]);
 
@@ -35,5 +35,5 @@ receiptRoutes.post("/verify", async (c) => {
     },
     verifyDeps(c.get("services")),
   );
-  return answerDecision(c, decision, presentedNonce(body.receipt));
+  return answerDecision(c, decision);
 });

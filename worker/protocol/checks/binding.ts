@@ -64,7 +64,8 @@ export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]>
     if (expected === "") problems.push(`a ${name} was presented but the receipt binds none`);
     else if (digest !== expected) problems.push(`${name}_hash does not match the presented ${name}`);
   };
-  bound(responseHash, r.response_hash, "response");
-  bound(contextHash, r.runtime_context_hash, "runtime_context");
+  // An absent hash field binds nothing, exactly like "".
+  bound(responseHash, r.response_hash ?? "", "response");
+  bound(contextHash, r.runtime_context_hash ?? "", "runtime_context");
   return problems.map((detail) => failure("BINDING_MISMATCH", detail));
 }

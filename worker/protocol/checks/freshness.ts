@@ -1,5 +1,5 @@
 import { failure, type Failure } from "../codes.js";
-import type { Receipt } from "../receipt.js";
+import { DEFAULT_CLOCK_SKEW, type Receipt } from "../receipt.js";
 
 export interface FreshnessPolicy {
   /** Longest accepted `expires_at − issued_at`, seconds (CCS default 300). */
@@ -10,8 +10,8 @@ export interface FreshnessPolicy {
 
 export const DEFAULT_FRESHNESS: FreshnessPolicy = { maxLifetime: 300, skewCap: 30 };
 
-/** The skew this verifier grants a receipt: its own, capped by policy. */
-export const grantedSkew = (r: Receipt, policy: FreshnessPolicy): number => Math.min(r.max_clock_skew, policy.skewCap);
+/** The skew this verifier grants a receipt: its own (the draft's 30 s when it states none), capped by policy. */
+export const grantedSkew = (r: Receipt, policy: FreshnessPolicy): number => Math.min(r.max_clock_skew ?? DEFAULT_CLOCK_SKEW, policy.skewCap);
 
 /** Step 1: `issued_at − skew ≤ now ≤ expires_at + skew`, a positive lifetime within policy. */
 export function checkFreshness(r: Receipt, now: number, policy: FreshnessPolicy): Failure[] {

@@ -16,7 +16,7 @@ export interface Enforcement {
 export function deriveOutcomeStatus(r: Receipt, reported?: ReportedOutcome): OutcomeStatus {
   if (r.verdict === "deny") return "confirmed";
   if (reported) return reported;
-  return r.response_hash !== "" ? "confirmed" : "dispatched";
+  return r.response_hash ? "confirmed" : "dispatched";
 }
 
 /**

@@ -4,19 +4,26 @@ import type { SignatureVerifier } from "../ed25519.js";
 import { fromHex } from "../encoding.js";
 import type { Receipt } from "../receipt.js";
 
-export type SignatureCheck = { kid: string; failures: [] } | { kid: null; failures: Failure[] };
+/** The pinned key a signature verified under (kid and fingerprint), or the failures; never both. */
+export type SignatureCheck = { kid: string; fingerprint: string; failures: [] } | { kid: null; fingerprint: null; failures: Failure[] };
+
+const refused = (f: Failure): SignatureCheck => ({ kid: null, fingerprint: null, failures: [f] });
 
 /**
- * Step 3 (stateless part): the issuer is pinned, a key of it is valid at `issued_at`, and the
- * signature verifies under one of those keys. Revocation is the ledger's part of step 3.
+ * Step 3 (stateless part): the issuer is pinned, a key of it is valid at `issued_at`, the
+ * signature verifies under one of those keys, and that key is still valid `now`: a key's
+ * `not_after` is judged at verification time too, with no skew granted (a receipt verified one
+ * second after its key's `not_after` is refused, whatever its own lifetime). Revocation, by the
+ * key's fingerprint, is the ledger's part of step 3.
  */
 export async function checkSignature(
   r: Receipt,
   signedBytes: Uint8Array,
   keys: TrustedKey[] | null,
   verifier: SignatureVerifier,
+  now: number,
 ): Promise<SignatureCheck> {
-  if (keys === null) return { kid: null, failures: [failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`)] };
+  if (keys === null) return refused(failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`));
   const candidates = keysValidAt(keys, r.issued_at);
   const signature = fromHex(r.signature)!;
   const signer = async (among: TrustedKey[]) => {
@@ -24,14 +31,15 @@ export async function checkSignature(
     return null;
   };
   const key = await signer(candidates);
-  if (key) return { kid: key.kid, failures: [] };
+  if (key) {
+    if (key.not_after !== null && now > key.not_after) {
+      return refused(failure("UNTRUSTED_ISSUER", `signed by key ${key.kid}, whose validity ended at not_after ${key.not_after}, before verification at ${now}`));
+    }
+    return { kid: key.kid, fingerprint: key.fingerprint, failures: [] };
+  }
   // Off the accepting path only: name a pinned key that signed outside its validity window.
   const outOfWindow = await signer(keys.filter((k) => !candidates.includes(k)));
-  if (outOfWindow) {
-    return { kid: null, failures: [failure("UNTRUSTED_ISSUER", `signed by key ${outOfWindow.kid}, which is not valid at issued_at ${r.issued_at}`)] };
-  }
-  if (candidates.length === 0) {
-    return { kid: null, failures: [failure("UNTRUSTED_ISSUER", `no pinned key of ${r.issuer} is valid at issued_at ${r.issued_at}`)] };
-  }
-  return { kid: null, failures: [failure("SIGNATURE_INVALID", `signature does not verify under any pinned key of ${r.issuer} valid at issued_at`)] };
+  if (outOfWindow) return refused(failure("UNTRUSTED_ISSUER", `signed by key ${outOfWindow.kid}, which is not valid at issued_at ${r.issued_at}`));
+  if (candidates.length === 0) return refused(failure("UNTRUSTED_ISSUER", `no pinned key of ${r.issuer} is valid at issued_at ${r.issued_at}`));
+  return refused(failure("SIGNATURE_INVALID", `signature does not verify under any pinned key of ${r.issuer} valid at issued_at`));
 }

@@ -1,0 +1,10 @@
+/** Workers-pool only: every row of every table of a Durable Object's SQLite database. */
+import { runInDurableObject } from "cloudflare:test";
+
+export const databaseRows = (stub: DurableObjectStub) =>
+  runInDurableObject(stub, (_o: unknown, state) => {
+    const tables = state.storage.sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name")
+      .toArray();
+    return Object.fromEntries(tables.map(({ name }) => [name, state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray()]));
+  });
