@@ -169,7 +169,7 @@ app.post("/bench/claim", async (c) => {
   await c.req.arrayBuffer();
   const nonce = (++claims).toString(16).padStart(32, "0");
   const ledger = c.env.ISSUER_LEDGER.get(c.env.ISSUER_LEDGER.idFromName(`bench-claim-${c.req.query("run") ?? ""}`));
-  const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, fingerprint: "0".repeat(64), sequencePolicy: "repeat", retainUntil: Date.now() / 1000 + 60 });
+  const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, fingerprint: "0".repeat(64), sequencePolicy: "repeat", retainUntil: Date.now() / 1000 + 60, retryTag: null });
   return c.json({ decision: answer.consumed ? "accept" : "reject" });
 });
 

@@ -9,7 +9,7 @@ const ledger = (name: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromN
 const K1 = "1".repeat(64);
 const K2 = "2".repeat(64);
 const q = (nonce: string, sequence: number | null, retainUntil: number, fingerprint: string | null = K1, sequencePolicy: SequencePolicy = "window") => ({
-  issuer: "https://ledger.example", nonce: nonce.padStart(32, "0"), sequence, fingerprint, sequencePolicy, retainUntil,
+  issuer: "https://ledger.example", nonce: nonce.padStart(32, "0"), sequence, fingerprint, sequencePolicy, retainUntil, retryTag: null as string | null,
 });
 
 describe("IssuerLedger", () => {
@@ -20,6 +20,17 @@ describe("IssuerLedger", () => {
     expect(again.consumed).toBe(false);
     expect(again.replay).toMatch(/already presented/);
     expect((await l.stats()).windows).toEqual([{ fingerprint: K1, highest: 1 }]);
+  });
+
+  it("a claim retried under the same retry tag is answered as consumed by it, writes nothing; any other tag is a replay", async () => {
+    const l = ledger("ledger-retry");
+    const tagged = { ...q("r", 7, 2e9), retryTag: "a".repeat(32) };
+    expect(await l.claim(tagged)).toEqual({ revoked: false, replay: null, consumed: true });
+    const before = await l.stats();
+    expect(await l.claim(tagged)).toEqual({ revoked: false, replay: null, consumed: true, retried: true });
+    expect(await l.stats()).toEqual(before);
+    expect((await l.claim({ ...tagged, retryTag: "b".repeat(32) })).replay).toMatch(/already presented/);
+    expect((await l.claim({ ...tagged, retryTag: null })).replay).toMatch(/already presented/);
   });
 
   it("under the window policy, says which sequence rule was broken", async () => {

@@ -229,3 +229,54 @@ describe("readings of the draft", () => {
     expect(codes(moved)).toContain("BINDING_MISMATCH");
   });
 });
+
+describe("enforce calls are retry-safe with Idempotency-Key", () => {
+  const keyed = (key: string, body: unknown, token = RP_TOKEN): RequestInit => ({
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${token}`, "idempotency-key": key },
+    body: JSON.stringify(body),
+  });
+
+  it("a retry with the same key and receipt gets the first answer, not REPLAY_DETECTED; without the key it is a replay", async () => {
+    const issuer = await issuerFor("idempotent");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body();
+    await h().verify({ ...(await issuer.body()), mode: "audit" });
+    const first = await h().call("/v1/receipts/verify", keyed("call-7f3a", body));
+    expect(first.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+    const retry = await h().call("/v1/receipts/verify", keyed("call-7f3a", body));
+    expect(retry.status).toBe(200);
+    const { checked_at: _a, idempotent_replay, ...same } = retry.body;
+    const { checked_at: _b, ...original } = first.body;
+    expect(same).toEqual(original);
+    expect(idempotent_replay).toBe(true);
+    expect(codes(await h().verify(body))).toEqual(["REPLAY_DETECTED"]);
+    expect(codes(await h().call("/v1/receipts/verify", keyed("another-key", body)))).toEqual(["REPLAY_DETECTED"]);
+  });
+
+  it("a key is the relying party's own: another party's call with the same key is a replay", async () => {
+    const issuer = await issuerFor("idempotent-scope");
+    await h().pin(issuer.anchor);
+    const other = await h().call("/v1/admin/relying-parties", admin("POST", { name: "same-audience", audiences: [AUDIENCE] }));
+    const body = await issuer.body();
+    expect((await h().call("/v1/receipts/verify", keyed("shared-key", body))).body.decision).toBe("accept");
+    expect(codes(await h().call("/v1/receipts/verify", keyed("shared-key", body, other.body.token)))).toEqual(["REPLAY_DETECTED"]);
+  });
+
+  it("a retry of a call whose first answer never reached the caller (a timeout after the claim landed) still accepts", async () => {
+    const issuer = await issuerFor("idempotent-timeout");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body();
+    void h().call("/v1/receipts/verify", keyed("lost-answer", body));
+    await new Promise((r) => setTimeout(r, 50));
+    const retried = await h().call("/v1/receipts/verify", keyed("lost-answer", body));
+    expect(retried.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
+
+  it("refuses a malformed Idempotency-Key with 400", async () => {
+    const issuer = await issuerFor("idempotent-bad");
+    const res = await h().call("/v1/receipts/verify", keyed("has space", await issuer.body()));
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+  });
+});

@@ -37,14 +37,22 @@ export interface LedgerQuery {
 export interface ClaimQuery extends LedgerQuery {
   /** Unix seconds until which the nonce must be remembered: expires_at + granted skew. */
   retainUntil: number;
+  /**
+   * The caller's retry tag (relying party, Idempotency-Key, receipt hash), or null. A claim of a
+   * nonce already claimed under the same tag is the same call again: answered as consumed by it,
+   * writing nothing, rather than as a replay.
+   */
+  retryTag: string | null;
 }
 
 export interface LedgerAnswer {
   revoked: boolean;
   /** Why this is a replay (nonce seen, sequence repeated or too old), or null. */
   replay: string | null;
-  /** True only when this call claimed the nonce (and noted its sequence). */
+  /** True only when this call claimed the nonce (and noted its sequence), or is a retry of the call that did. */
   consumed: boolean;
+  /** True when `consumed` is owed to an earlier call with the same retry tag. */
+  retried?: boolean;
 }
 
 export interface ReplayLedger {
@@ -95,6 +103,8 @@ export const maxHighest = (...values: (number | null)[]): number | null => {
 /** What a ledger holds that bears on one query. */
 export interface HeldState {
   nonceSeen: boolean;
+  /** The nonce was claimed by a call with the query's (non-null) retry tag. */
+  sameRetry?: boolean;
   keyRevoked: boolean;
   /** A retained nonce of the same key carries the query's sequence. */
   sequenceRepeated: boolean;
@@ -109,6 +119,9 @@ export interface HeldState {
 export function judgeReplay(q: LedgerQuery, held: HeldState): { answer: LedgerAnswer; admitted: boolean; next: SequenceWindow | null } {
   let replay: string | null = null;
   let next: SequenceWindow | null = null;
+  if (held.nonceSeen && held.sameRetry) {
+    return { answer: { revoked: held.keyRevoked, replay: null, consumed: !held.keyRevoked, retried: !held.keyRevoked }, admitted: false, next: null };
+  }
   if (held.nonceSeen) replay = `nonce ${q.nonce} was already presented`;
   else if (q.sequence !== null && q.fingerprint !== null) {
     if (held.sequenceRepeated) replay = `sequence ${q.sequence} was already presented`;

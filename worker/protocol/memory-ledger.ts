@@ -6,7 +6,7 @@ import { judgeReplay, maxHighest, type ClaimQuery, type LedgerAdmin, type Ledger
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
 export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
-  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null }>();
+  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null }>();
   const revoked = new Map<string, Revocation>();
   const windows = new Map<string, SequenceWindow>();
   const resets: SequenceReset[] = [];
@@ -14,9 +14,10 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
     for (const n of nonces.values()) if (n.fingerprint === fingerprint && n.sequence === sequence) return true;
     return false;
   };
-  const judge = (q: LedgerQuery) =>
+  const judge = (q: LedgerQuery & { retryTag?: string | null }) =>
     judgeReplay(q, {
       nonceSeen: nonces.has(q.nonce),
+      sameRetry: q.retryTag != null && nonces.get(q.nonce)?.retryTag === q.retryTag,
       keyRevoked: q.fingerprint !== null && revoked.has(q.fingerprint),
       sequenceRepeated: q.fingerprint !== null && q.sequence !== null && sequenceHeld(q.fingerprint, q.sequence),
       window: (q.fingerprint !== null && windows.get(q.fingerprint)) || EMPTY_WINDOW,
@@ -37,7 +38,7 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
       const { answer, admitted, next } = judge(q);
       if (!admitted) return answer;
       const noted = q.fingerprint !== null && q.sequence !== null;
-      nonces.set(q.nonce, { retainUntil: q.retainUntil, fingerprint: noted ? q.fingerprint : null, sequence: noted ? q.sequence : null });
+      nonces.set(q.nonce, { retainUntil: q.retainUntil, fingerprint: noted ? q.fingerprint : null, sequence: noted ? q.sequence : null, retryTag: q.retryTag });
       if (next && q.fingerprint !== null) windows.set(q.fingerprint, next);
       return { ...answer, consumed: true };
     },

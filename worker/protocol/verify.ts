@@ -5,7 +5,7 @@
  */
 import type { PinnedIssuer } from "./anchors.js";
 import { failure, type Failure } from "./codes.js";
-import { prefixedDigest } from "./digest.js";
+import { prefixedDigest, sha256Hex } from "./digest.js";
 import type { SignatureVerifier } from "./ed25519.js";
 import { DEFAULT_SEQUENCE_POLICY, type LedgerAnswer, type LedgerQuery, type ReplayLedger } from "./ledger.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
@@ -39,9 +39,13 @@ export interface Decision {
   issuer: string | null;
   /** The pinned key the signature verified under. */
   kid: string | null;
+  /** Present on an enforce call retried with the Idempotency-Key of the call that consumed the nonce. */
+  idempotent_replay?: true;
 }
 
 export interface VerifyOptions extends Presented {
+  /** Enforce mode only: makes a retried call answer what the first one did. */
+  idempotency?: Idempotency;
   audience: string;
   mode: Mode;
   now: number;
@@ -50,6 +54,19 @@ export interface VerifyOptions extends Presented {
   /** Further stateless checks of the context the receipt arrived in (an envelope's, say); their failures also keep the nonce unconsumed. */
   contextChecks?: (r: Receipt, receiptHash: string) => Failure[];
 }
+
+/**
+ * An enforce call's retry identity: the caller (a relying party) and its Idempotency-Key. The
+ * same caller, key and receipt within the nonce's retention get the first call's answer again.
+ */
+export interface Idempotency {
+  caller: string;
+  key: string;
+}
+
+/** The tag kept on the nonce row: SHA-256 over caller, key and receipt hash, 32 hex. */
+export const idempotencyTag = (i: Idempotency, receiptHash: string): Promise<string> =>
+  sha256Hex(`${i.caller}\n${i.key}\n${receiptHash}`).then((hex) => hex.slice(0, 32));
 
 export interface VerifyDeps {
   /** The issuer's pinned keys and ledger layout, or null when the issuer is not pinned. */
@@ -131,7 +148,8 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     stateful = await dependency("issuer ledger", () => ledger.inspect(query));
   } else if (ledger && stateless.length === 0) {
     const retainUntil = r.expires_at + grantedSkew(r, opts.policy);
-    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil }));
+    const retryTag = opts.idempotency ? await idempotencyTag(opts.idempotency, await receiptHash) : null;
+    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, retryTag }));
   }
   const failures = [...stateless, ...ledgerFailures(stateful, signature.kid)];
   const critical = failures.some((f) => f.severity === "CRITICAL");
@@ -143,6 +161,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     enforcement,
     receipt_hash: await receiptHash,
     nonce_consumed: stateful.consumed,
+    ...(stateful.retried ? { idempotent_replay: true as const } : {}),
     mode: opts.mode,
     checked_at: opts.now,
     issuer: r.issuer,

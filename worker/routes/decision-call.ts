@@ -6,8 +6,7 @@ import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
 import { ApiError } from "../http.js";
-import type { Decision, Mode, VerifyDeps } from "../protocol/verify.js";
-import { isJsonObject } from "../protocol/strict-json.js";
+import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { decisionCodes, UNPINNED } from "../metrics.js";
 import { flushDecisions } from "../stores.js";
 
@@ -16,7 +15,12 @@ export interface DecisionCall {
   mode: Mode;
   /** Unix seconds to judge at: `at` in audit mode, else now. */
   now: number;
+  /** An enforce call's `Idempotency-Key`, scoped to its relying party. */
+  idempotency?: Idempotency;
 }
+
+/** An `Idempotency-Key` header: 1 to 255 visible ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /** Validates `audience`, `mode` and `at`, and that no field outside `allowed` is present. */
 export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unknown>, allowed: Set<string>, subject: string): DecisionCall {
@@ -31,17 +35,17 @@ export function parseDecisionCall(c: Context<AppEnv>, body: Record<string, unkno
     if (mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
     if (typeof body.at !== "number") throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
   }
-  return { audience: body.audience, mode, now: (body.at as number | undefined) ?? c.get("services").now() };
+  const key = c.req.header("idempotency-key");
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
+  // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there.
+  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key } : undefined;
+  return { audience: body.audience, mode, now: (body.at as number | undefined) ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
 }
 
 /** The caller's token lists the audience, and this deployment still serves it. */
 export function audienceAllowed(c: Context<AppEnv>, audience: string): boolean {
   return c.get("relyingParty").audiences.includes(audience) && audiences(c.env).has(audience);
 }
-
-/** The nonce of a presented receipt, when it has one of the right type; for counting only. */
-export const presentedNonce = (receipt: unknown): string | undefined =>
-  isJsonObject(receipt) && typeof receipt.nonce === "string" ? receipt.nonce : undefined;
 
 export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps {
   return { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) };
@@ -64,5 +68,6 @@ export function answerDecision(c: Context<AppEnv>, decision: Decision): Response
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   // A malformed subject is a 400, in the one error shape every 4xx shares.
   if (malformed) return c.json({ ...decision, error: { code: malformed.code, detail: malformed.detail } }, 400);
+  if (decision.idempotent_replay) c.header("Idempotent-Replayed", "true");
   return c.json(decision, 200);
 }
