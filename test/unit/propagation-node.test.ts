@@ -8,7 +8,7 @@ import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
 import { sha256 } from "../../worker/protocol/digest.js";
 import { chainMismatches, mismatches, propagationVectors as pv, type Answer, type ChainAnswer } from "../support/vectors.js";
-import { nodeEnv } from "../support/node-env.js";
+import { nodeEnv } from "../../cli/offline-env.js";
 
 describe("chain verification offline, under plain Node, from the pure protocol code", () => {
   const pinned = new Map<string, PinnedIssuer>();

@@ -5,7 +5,7 @@ import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { generateAll } from "../../vectors/ccs/generate.js";
 import { FAILURE_CODES } from "../../worker/protocol/codes.js";
 import { ccsVectors, mismatches, propagationVectors, rawBodyOf, type Answer } from "../support/vectors.js";
-import { nodeEnv } from "../support/node-env.js";
+import { nodeEnv } from "../../cli/offline-env.js";
 import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
 
 describe("CCS vectors", () => {

@@ -1,10 +1,10 @@
 /**
- * The Worker's bindings faked in memory, so the very same Hono app runs under plain Node.
- * Only for the Node-side tests; the workers pool tests use real KV and Durable Objects.
+ * The Worker's bindings in memory, so the very same Hono app runs under plain Node: the CLI's
+ * offline verifier and the Node-side tests use it. Nothing is durable; a process is one world.
  */
-import type { Env } from "../../worker/env.js";
-import type { LedgerStub } from "../../worker/stores.js";
-import { memoryLedger } from "../../worker/protocol/memory-ledger.js";
+import type { Env } from "../worker/env.js";
+import type { LedgerStub } from "../worker/stores.js";
+import { memoryLedger } from "../worker/protocol/memory-ledger.js";
 
 export function nodeEnv(vars: Partial<Env> = {}) {
   const kv = new Map<string, string>();
@@ -20,7 +20,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       delete: async (key: string) => void kv.delete(key),
       list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
     },
-    // Decision counts are dropped: the Node-side tests do not read them.
+    // Decision counts are operational figures of a deployment: offline they are dropped.
     DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => {} }) },
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",

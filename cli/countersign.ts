@@ -1,0 +1,384 @@
+/**
+ * `countersign`: keys, receipts and verification for issuers, relying parties, auditors and CI.
+ *
+ *   keygen, sign, verify (offline, the service's own code), replay: need nothing running.
+ *   anchors pin|revoke|show, relying-parties add: talk to a running instance's admin API.
+ *
+ * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input).
+ * `--json` prints one compact JSON document on stdout and nothing on stderr.
+ */
+import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
+import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
+import { fromHex, toBase64Url, toHex } from "../worker/protocol/encoding.js";
+import { renderReport, replayBundle } from "../worker/protocol/ec/bundle.js";
+import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
+import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
+import type { Verdict } from "../worker/protocol/receipt.js";
+import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
+import { offlineVerifier, readTrustFile, UsageError } from "./offline.js";
+
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  /** Reads a file, or standard input for "-". */
+  read(path: string): string;
+  env: Record<string, string | undefined>;
+  fetch: typeof fetch;
+}
+
+const nodeIo: Io = {
+  out: (t) => void process.stdout.write(t),
+  err: (t) => void process.stderr.write(t),
+  read: (path) => readFileSync(path === "-" ? 0 : path, "utf8"),
+  env: process.env,
+  fetch: (...args) => fetch(...args),
+};
+
+export const USAGE = `usage: countersign <command> [options]
+
+  keygen [--out PREFIX] [--kid KID] [--force]        an Ed25519 key pair: PREFIX.key (seed, 0600), PREFIX.pub.json
+  sign --key FILE --command FILE --issuer URI --audience URI
+       [--verdict allow|deny|escalate] [--block-reason TEXT] [--lifetime S] [--skew S]
+       [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
+                                                      a signed CCS v1.3 receipt (or, with --call, a verification call body)
+  verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
+       [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
+       [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
+  verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
+                                                      one verification call per line, in order, in one offline world
+  replay BUNDLE [--out FILE]                          an EC-Agent bundle replay report
+  anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
+  relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
+       [--url URL] [--admin-token TOKEN]              against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN)
+
+Every command takes --json (one compact JSON document on stdout) and --help.
+Exit: 0 valid/done, 1 invalid/refused, 2 usage.
+`;
+
+const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
+
+function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T, positionals = 0) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (parsed.positionals.length > positionals) throw new UsageError(`unexpected argument ${parsed.positionals[positionals]}`);
+  return parsed;
+}
+
+function readJson(io: Io, path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = io.read(path);
+  } catch (err) {
+    throw new UsageError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return parseStrictJson(text);
+  } catch (err) {
+    throw new UsageError(`${what} ${path} is not strict JSON: ${(err as Error).message}`);
+  }
+}
+
+const need = (value: string | undefined, flag: string): string => {
+  if (value === undefined || value === "") throw new UsageError(`${flag} is required`);
+  return value;
+};
+
+const number = (value: string | undefined, flag: string, fallback: number): number => {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || value.trim() === "") throw new UsageError(`${flag} must be a number`);
+  return n;
+};
+
+function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
+  io.out(json ? JSON.stringify(doc) + "\n" : JSON.stringify(doc, null, 2) + "\n");
+  if (!json && summary) io.err(summary + "\n");
+}
+
+async function keygen(io: Io, args: string[]): Promise<number> {
+  const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, force: { type: "boolean" } });
+  const prefix = values.out ?? "countersign-key";
+  const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
+  if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");
+  const keyFile = `${prefix}.key`;
+  const pubFile = `${prefix}.pub.json`;
+  for (const f of [keyFile, pubFile]) if (existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  const seed = crypto.getRandomValues(new Uint8Array(32));
+  const publicKey = publicKeyFromSeed(seed);
+  const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
+  writeFileSync(keyFile, toHex(seed) + "\n", { mode: 0o600 });
+  chmodSync(keyFile, 0o600);
+  writeFileSync(pubFile, JSON.stringify(entry, null, 2) + "\n");
+  emit(io, values.json === true, { ...entry, key_file: keyFile, public_file: pubFile }, `wrote ${keyFile} (secret, 0600) and ${pubFile}; fingerprint ${entry.fingerprint.slice(0, 16)}`);
+  return 0;
+}
+
+function readSeed(io: Io, path: string): Uint8Array {
+  let text: string;
+  try {
+    text = io.read(path).trim();
+  } catch (err) {
+    throw new UsageError(`cannot read key ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const seed = /^[0-9a-f]{64}$/.test(text) ? fromHex(text) : null;
+  if (!seed) throw new UsageError(`${path} must hold a 32-byte Ed25519 seed as 64 lowercase hex (what keygen writes)`);
+  return seed;
+}
+
+async function sign(io: Io, args: string[]): Promise<number> {
+  const { values } = parse(args, {
+    key: { type: "string" }, command: { type: "string" }, issuer: { type: "string" }, audience: { type: "string" },
+    verdict: { type: "string" }, "block-reason": { type: "string" }, lifetime: { type: "string" }, skew: { type: "string" },
+    sequence: { type: "string" }, response: { type: "string" }, "runtime-context": { type: "string" }, call: { type: "boolean" },
+  });
+  const seed = readSeed(io, need(values.key, "--key"));
+  const command = readJson(io, need(values.command, "--command"), "command");
+  const problem = requestProblem(command);
+  if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}`);
+  const verdict = (values.verdict ?? "allow") as Verdict;
+  if (!["allow", "deny", "escalate"].includes(verdict)) throw new UsageError("--verdict must be allow, deny or escalate");
+  const request = command as PresentedRequest;
+  const now = Math.floor(Date.now() / 1000);
+  const response = values.response === undefined ? undefined : readJson(io, values.response, "response");
+  const runtimeContext = values["runtime-context"] === undefined ? undefined : readJson(io, values["runtime-context"], "runtime context");
+  const receipt = signReceipt(
+    await unsignedReceipt({
+      request,
+      issuer: need(values.issuer, "--issuer"),
+      audience: need(values.audience, "--audience"),
+      verdict,
+      block_reason: values["block-reason"],
+      issued_at: now,
+      lifetime: number(values.lifetime, "--lifetime", 60),
+      nonce: toHex(crypto.getRandomValues(new Uint8Array(16))),
+      sequence: number(values.sequence, "--sequence", Date.now()),
+      max_clock_skew: number(values.skew, "--skew", 30),
+      rule_summary: `manual=${verdict}`,
+      // No rule set judged this receipt: its configuration is the CLI's own, named as such.
+      config_hash: await prefixedDigest(jcs({ signer: "countersign-cli", schema_version: "1.3" })),
+      legacy_receipt: toHex(crypto.getRandomValues(new Uint8Array(16))),
+      response,
+      runtime_context: runtimeContext,
+    }),
+    seed,
+  );
+  const doc = values.call
+    ? { receipt, audience: receipt.audience, request, ...(response === undefined ? {} : { response }), ...(runtimeContext === undefined ? {} : { runtime_context: runtimeContext }) }
+    : receipt;
+  emit(io, values.json === true, doc, `signed ${verdict} receipt for ${request.tool}, nonce ${receipt.nonce}, expires ${new Date(receipt.expires_at * 1000).toISOString()}`);
+  return 0;
+}
+
+type Subject = { path: string; body: Record<string, unknown> };
+
+/** What a file holds: a verification call body, or a bare receipt, envelope or chain. */
+function subjectOf(doc: unknown): Subject {
+  if (!isJsonObject(doc)) throw new UsageError("the file to verify must hold a JSON object");
+  // A bare receipt has a `receipt` field too (the legacy HMAC, a string): a call body's is an object.
+  if (isJsonObject(doc.receipt)) return { path: "/v1/receipts/verify", body: { ...doc } };
+  if ("envelope" in doc) return { path: "/v1/envelopes/verify", body: { ...doc } };
+  if ("chain" in doc) return { path: "/v1/chains/verify", body: { ...doc } };
+  if ("envelope_version" in doc) return { path: "/v1/envelopes/verify", body: { envelope: doc } };
+  if ("entries" in doc && "chain_id" in doc) return { path: "/v1/chains/verify", body: { chain: doc } };
+  if ("signature" in doc && "nonce" in doc) return { path: "/v1/receipts/verify", body: { receipt: doc } };
+  throw new UsageError("cannot tell what to verify: expected a receipt, an envelope, a chain, or a verification call body");
+}
+
+const audienceOf = (s: Subject): string | undefined => {
+  const carried = s.path === "/v1/envelopes/verify" ? (s.body.envelope as Record<string, unknown> | undefined)?.original_receipt : s.body.receipt;
+  return isJsonObject(carried) && typeof carried.audience === "string" ? carried.audience : undefined;
+};
+
+const VERIFY_OPTIONS = {
+  anchors: { type: "string" }, audience: { type: "string" }, mode: { type: "string" }, at: { type: "string" }, now: { type: "string" },
+  request: { type: "string" }, response: { type: "string" }, "runtime-context": { type: "string" }, "org-id": { type: "string" },
+  seal: { type: "string" }, "no-freshness": { type: "boolean" }, lines: { type: "boolean" },
+} as const;
+
+/** The route a call body goes to, read leniently (a body the service will refuse still has a route). */
+function routeOf(text: string): string {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return "/v1/receipts/verify";
+  }
+  return isJsonObject(doc) && "envelope" in doc ? "/v1/envelopes/verify" : isJsonObject(doc) && "chain" in doc ? "/v1/chains/verify" : "/v1/receipts/verify";
+}
+
+const outcome = (body: Record<string, unknown>) => {
+  const valid = body.valid === true || body.chain_valid === true;
+  const codes = ((body.failures as { code: string }[] | undefined) ?? []).map((f) => f.code);
+  return { valid, text: `${valid ? "valid" : "INVALID"}${"decision" in body ? ` (decision ${String(body.decision)})` : ""}${codes.length ? `: ${codes.join(", ")}` : ""}` };
+};
+
+async function verify(io: Io, args: string[]): Promise<number> {
+  const { values, positionals } = parse(args, VERIFY_OPTIONS, 1);
+  const file = need(positionals[0], "the file to verify");
+  const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
+  const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
+  const now = fixed === undefined ? undefined : () => fixed;
+  if (values.lines) return verifyLines(io, file, values, trust, now);
+  const subject = subjectOf(readJson(io, file, "input"));
+  const chain = subject.path === "/v1/chains/verify";
+  const body = subject.body;
+  if (!chain) {
+    body.audience = values.audience ?? body.audience ?? audienceOf(subject);
+    if (values.mode !== undefined) body.mode = values.mode;
+    body.mode ??= "audit";
+    for (const [flag, field] of [["request", "request"], ["response", "response"], ["runtime-context", "runtime_context"]] as const) {
+      const path = values[flag];
+      if (path !== undefined) body[field] = readJson(io, path, flag);
+    }
+  } else {
+    if (values.seal !== undefined) body.seal = readJson(io, values.seal, "seal");
+    if (values["no-freshness"]) body.check_freshness = false;
+  }
+  if (values.at !== undefined) body.at = number(values.at, "--at", 0);
+  const audiences = typeof body.audience === "string" ? [body.audience] : [];
+  const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now });
+  const answer = await verifier.post(subject.path, JSON.stringify(body));
+  const { valid, text } = outcome(answer.body);
+  emit(io, values.json === true, answer.body, chain ? `chain ${text}` : text);
+  return valid ? 0 : 1;
+}
+
+/**
+ * `--lines`: one complete verification call per line (JSON Lines), each sent as it is to its
+ * route, in order, in one offline world (so a replay within the file is a replay). One answer per
+ * line on stdout; exit 0 only when every call was judged valid.
+ */
+async function verifyLines(io: Io, file: string, values: { audience?: string; "org-id"?: string; json?: boolean }, trust: ReturnType<typeof readTrustFile>, now?: () => number): Promise<number> {
+  let text: string;
+  try {
+    text = io.read(file);
+  } catch (err) {
+    throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  const calls = text.split("\n").filter((line) => line.trim() !== "");
+  const audiences = new Set(values.audience ? [values.audience] : []);
+  for (const line of calls) {
+    const audience = /"audience":"(https:\/\/[^"\\]+)"/.exec(line)?.[1];
+    if (audience) audiences.add(audience);
+  }
+  const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now });
+  let allValid = true;
+  for (const [i, line] of calls.entries()) {
+    const answer = await verifier.post(routeOf(line), line);
+    const { valid, text: summary } = outcome(answer.body);
+    allValid &&= valid;
+    io.out(JSON.stringify({ status: answer.status, ...answer.body }) + "\n");
+    if (!values.json) io.err(`line ${i + 1}: ${summary}\n`);
+  }
+  return allValid ? 0 : 1;
+}
+
+async function replay(io: Io, args: string[]): Promise<number> {
+  const { values, positionals } = parse(args, { out: { type: "string" } }, 1);
+  const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"));
+  if (values.out) writeFileSync(values.out, renderReport(report));
+  if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
+  else if (!values.out) io.out(renderReport(report));
+  if (!values.json) {
+    const mismatched = report.receipts.filter((r) => r.replay_mismatch).map((r) => r.id);
+    io.err(
+      report.decision === "match"
+        ? `replay: ${report.receipt_count} receipts reproduced exactly\n`
+        : report.decision === "manifest_invalid"
+          ? `replay: manifest invalid, no row trusted: ${report.manifest_problems.join("; ")}\n`
+          : `replay: MISMATCH in ${mismatched.join(", ")}\n`,
+    );
+  }
+  return report.decision === "match" ? 0 : 1;
+}
+
+const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" } } as const;
+
+async function admin(io: Io, values: { url?: string; "admin-token"?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
+  const url = (values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+  const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  let res: Response;
+  try {
+    res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    io.err(`cannot reach ${url}: ${(err as Error).message}\n`);
+    return 1;
+  }
+  const text = await res.text();
+  let doc: unknown = text;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    /* not JSON: shown as text */
+  }
+  emit(io, values.json === true, doc, `${method} ${path}: ${res.status}`);
+  return res.ok ? 0 : 1;
+}
+
+async function anchors(io: Io, args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  if (action === "pin") {
+    const { values, positionals } = parse(rest, remoteOptions, 1);
+    return admin(io, values, "PUT", "/v1/admin/anchors", readJson(io, need(positionals[0], "the anchor file (or -)"), "anchor"));
+  }
+  if (action === "revoke") {
+    const { values } = parse(rest, { ...remoteOptions, issuer: { type: "string" }, kid: { type: "string" }, fingerprint: { type: "string" } });
+    if ((values.kid === undefined) === (values.fingerprint === undefined)) throw new UsageError("give exactly one of --kid and --fingerprint");
+    const key = values.kid !== undefined ? { kid: values.kid } : { fingerprint: values.fingerprint };
+    return admin(io, values, "POST", "/v1/admin/anchors/revoke", { issuer: need(values.issuer, "--issuer"), ...key });
+  }
+  if (action === "show") {
+    const { values, positionals } = parse(rest, remoteOptions, 1);
+    return admin(io, values, "GET", `/v1/issuers/${encodeURIComponent(need(positionals[0], "the issuer"))}`);
+  }
+  throw new UsageError("anchors takes pin, revoke or show");
+}
+
+async function relyingParties(io: Io, args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  if (action !== "add") throw new UsageError("relying-parties takes add");
+  const { values, positionals } = parse(rest, { ...remoteOptions, audience: { type: "string", multiple: true }, token: { type: "string" } }, 1);
+  const body = { name: need(positionals[0], "the relying party's name"), audiences: values.audience ?? [], ...(values.token ? { token: values.token } : {}) };
+  if (body.audiences.length === 0) throw new UsageError("--audience is required (repeat it for several)");
+  return admin(io, values, "POST", "/v1/admin/relying-parties", body);
+}
+
+const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<number>> = {
+  keygen, sign, verify, replay, anchors, "relying-parties": relyingParties,
+};
+
+/** Runs one command line; answers the exit code. Never throws. */
+export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    io.out(USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  const run = COMMANDS[command];
+  if (!run) {
+    io.err(`unknown command ${command}\n${USAGE}`);
+    return 2;
+  }
+  if (args.includes("--help") || args.includes("-h")) {
+    io.out(USAGE);
+    return 0;
+  }
+  try {
+    return await run(io, args);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(`countersign ${command}: ${err.message}\n`);
+      return 2;
+    }
+    io.err(`countersign ${command}: unexpected failure: ${(err as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The service's own routes, run offline in this process: in-memory KV and ledgers, @noble/ed25519
+ * (RFC 8032 strict) for signatures, the anchors the caller trusts pinned through the admin route.
+ * So the CLI answers with exactly the service's codes and JSON, and needs no network.
+ */
+import { createApp } from "../worker/app.js";
+import { toHex } from "../worker/protocol/encoding.js";
+import { nobleVerifier } from "../worker/protocol/ed25519.js";
+import { isJsonObject } from "../worker/protocol/strict-json.js";
+import { nodeEnv } from "./offline-env.js";
+
+/** A trust file: `{anchors: [pin bodies], revoked?: [{issuer, kid | fingerprint}]}`, a bare list of pin bodies, or one pin body (what `/.well-known/ccs-issuer` serves). */
+export interface TrustFile {
+  anchors: unknown[];
+  revoked: Record<string, unknown>[];
+}
+
+export class UsageError extends Error {}
+
+export function readTrustFile(value: unknown): TrustFile {
+  if (Array.isArray(value)) return { anchors: value, revoked: [] };
+  if (isJsonObject(value) && Array.isArray(value.anchors)) {
+    const revoked = value.revoked ?? [];
+    if (!Array.isArray(revoked) || !revoked.every(isJsonObject)) throw new UsageError("anchors file: revoked must be a list of {issuer, kid | fingerprint}");
+    return { anchors: value.anchors, revoked };
+  }
+  if (isJsonObject(value) && typeof value.issuer === "string") return { anchors: [value], revoked: [] };
+  throw new UsageError("anchors file must be {anchors: [...], revoked?: [...]}, a list of anchors, or one anchor");
+}
+
+export interface OfflineOptions {
+  trust: TrustFile;
+  /** The audiences calls may speak for (the relying party's). */
+  audiences: string[];
+  /** This side's organisation, for cross-org envelopes. */
+  orgId?: string;
+  /** Unix seconds; default the wall clock. */
+  now?: () => number;
+}
+
+export interface OfflineAnswer {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+export interface OfflineVerifier {
+  /** Sends a call body, as text, to a route of the offline service. */
+  post(path: string, body: string): Promise<OfflineAnswer>;
+}
+
+const NO_AUDIENCE = "https://offline.invalid";
+const randomToken = () => "offline-" + toHex(crypto.getRandomValues(new Uint8Array(24)));
+
+/** Builds the offline service and pins the trust file into it; a refused anchor is a usage error. */
+export async function offlineVerifier(o: OfflineOptions): Promise<OfflineVerifier> {
+  const admin = randomToken();
+  const party = randomToken();
+  // Chain calls speak for no audience, but the routes still want a relying party with one.
+  const audiences = o.audiences.length > 0 ? o.audiences : [NO_AUDIENCE];
+  const { env, ledgerStub, ctx } = nodeEnv({ ADMIN_TOKEN: admin, AUDIENCES: audiences.join(","), ORG_ID: o.orgId });
+  const app = createApp({ now: o.now, verifier: nobleVerifier, ledgerStub });
+  const send = async (method: string, path: string, body: unknown, token: string): Promise<OfflineAnswer> => {
+    const text = typeof body === "string" ? body : JSON.stringify(body);
+    const res = await app.request(path, { method, headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: text }, env, ctx);
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+  for (const anchor of o.trust.anchors) {
+    const pinned = await send("PUT", "/v1/admin/anchors", anchor, admin);
+    if (pinned.status !== 200) throw new UsageError(`anchors file: ${JSON.stringify(pinned.body.error ?? pinned.body)}`);
+  }
+  for (const r of o.trust.revoked) {
+    const revoked = await send("POST", "/v1/admin/anchors/revoke", r, admin);
+    if (revoked.status !== 200) throw new UsageError(`anchors file, revoked: ${JSON.stringify(revoked.body.error ?? revoked.body)}`);
+  }
+  const registered = await send("POST", "/v1/admin/relying-parties", { name: "offline", audiences, token: party }, admin);
+  if (registered.status !== 201) throw new UsageError(`audience: ${JSON.stringify(registered.body.error ?? registered.body)}`);
+  return { post: (path, body) => send("POST", path, body, party) };
+}

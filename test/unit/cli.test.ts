@@ -1,0 +1,146 @@
+/**
+ * The `countersign` CLI: exit codes and outputs for valid, invalid and usage errors, keys written
+ * private, and the same decisions as the Worker on every committed vector (the workers-pool suite
+ * runs the same vectors through workerd against the same expectations).
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main, type Io } from "../../cli/countersign.js";
+import { chainMismatches, ccsVectors, mismatches, propagationVectors as pv, rawBodyOf, type Answer, type ChainAnswer } from "../support/vectors.js";
+import { ROOT } from "../support/paths.js";
+
+const dir = mkdtempSync(join(tmpdir(), "countersign-cli-"));
+const at = (name: string) => join(dir, name);
+
+async function run(...argv: string[]) {
+  let out = "";
+  let err = "";
+  const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), read: (p) => readFileSync(p, "utf8"), env: {}, fetch };
+  const code = await main(argv, io);
+  return { code, out, err };
+}
+
+const COMMAND = { agent_id: "agent://cli/planner", tool: "weather.lookup", params: { city: "Lisbon", units: "metric" }, timestamp: 1796000000, trace_id: "0123456789abcdef" };
+const ISSUER = "https://cli-issuer.example";
+const AUDIENCE = "https://relying-party.example";
+
+async function issuerFiles(prefix: string) {
+  expect((await run("keygen", "--out", at(prefix), "--kid", "k1", "--json")).code).toBe(0);
+  const pub = JSON.parse(readFileSync(at(`${prefix}.pub.json`), "utf8"));
+  writeFileSync(at(`${prefix}-anchors.json`), JSON.stringify({ anchors: [{ issuer: ISSUER, keys: [pub] }] }));
+  writeFileSync(at("command.json"), JSON.stringify(COMMAND));
+  return { key: at(`${prefix}.key`), anchors: at(`${prefix}-anchors.json`), pub };
+}
+
+describe("countersign keygen", () => {
+  it("writes the seed with 0600 permissions and the public key as an anchor key entry, and never overwrites", async () => {
+    const res = await run("keygen", "--out", at("k"), "--kid", "2026-01", "--json");
+    expect(res.code).toBe(0);
+    expect(res.err).toBe("");
+    const doc = JSON.parse(res.out);
+    expect(doc).toMatchObject({ kid: "2026-01", alg: "Ed25519", public_key: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(statSync(at("k.key")).mode & 0o777).toBe(0o600);
+    expect(readFileSync(at("k.key"), "utf8")).toMatch(/^[0-9a-f]{64}\n$/);
+    const again = await run("keygen", "--out", at("k"));
+    expect(again.code).toBe(2);
+    expect(again.err).toMatch(/exists/);
+  });
+});
+
+describe("countersign sign and verify", () => {
+  it("a signed receipt verifies offline (exit 0, the service's JSON); a tampered one is invalid (exit 1) with the service's code", async () => {
+    const { key, anchors } = await issuerFiles("sv");
+    const signed = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--json");
+    expect(signed.code).toBe(0);
+    const receipt = JSON.parse(signed.out);
+    expect(Object.keys(receipt)).toHaveLength(22);
+    writeFileSync(at("receipt.json"), JSON.stringify(receipt));
+    const ok = await run("verify", at("receipt.json"), "--anchors", anchors, "--request", at("command.json"), "--json");
+    expect(ok.code).toBe(0);
+    expect(ok.err).toBe("");
+    expect(JSON.parse(ok.out)).toMatchObject({ valid: true, decision: "audit", failures: [], issuer: ISSUER, kid: "k1" });
+    writeFileSync(at("tampered.json"), JSON.stringify({ ...receipt, timestamp: receipt.timestamp + 1 }));
+    const bad = await run("verify", at("tampered.json"), "--anchors", anchors);
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out).failures.map((f: { code: string }) => f.code)).toContain("SIGNATURE_INVALID");
+    expect(bad.err).toMatch(/INVALID/);
+  });
+
+  it("a call body in enforce mode is accepted once; the same call twice in one --lines file is a replay", async () => {
+    const { key, anchors } = await issuerFiles("enf");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    const body = JSON.parse(call.out);
+    writeFileSync(at("call.json"), JSON.stringify(body));
+    const once = await run("verify", at("call.json"), "--anchors", anchors, "--mode", "enforce", "--json");
+    expect(JSON.parse(once.out)).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+    writeFileSync(at("twice.jsonl"), `${JSON.stringify(body)}\n${JSON.stringify(body)}\n`);
+    const twice = await run("verify", "--lines", at("twice.jsonl"), "--anchors", anchors, "--json");
+    expect(twice.code).toBe(1);
+    const answers = twice.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(answers.map((a) => a.decision)).toEqual(["accept", "reject"]);
+    expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
+  });
+
+  it.each([
+    [["verify"], /the file to verify is required/],
+    [["verify", "x.json"], /--anchors is required|cannot read/],
+    [["verify", "--bogus"], /Unknown option/],
+    [["sign", "--key", "/nonexistent"], /cannot read key/],
+    [["frobnicate"], /unknown command/],
+    [["anchors", "dance"], /pin, revoke or show/],
+    [["relying-parties", "add", "rp1"], /--audience is required/],
+  ])("usage errors exit 2: %j", async (argv, message) => {
+    const res = await run(...(argv as string[]));
+    expect(res.code).toBe(2);
+    expect(res.err + res.out).toMatch(message);
+  });
+
+  it("the installed command runs from the checkout with clean output: npx-free `node cli/bin.mjs`", () => {
+    const bin = resolve(ROOT, "cli/bin.mjs");
+    const help = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8" });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^usage: countersign/);
+    const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
+    expect(usage.status).toBe(2);
+    expect(usage.stdout).toBe("");
+    const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8"));
+    expect(pkg.bin.countersign).toBe("cli/bin.mjs");
+  });
+});
+
+describe("the CLI reaches the Worker's decision on every committed vector", () => {
+  it("vectors/ccs/receipts.json, every call in order", async () => {
+    const revoked = ccsVectors.vectors.flatMap((v) => ("setup" in v ? v.setup!.revoke : []));
+    writeFileSync(at("vec-anchors.json"), JSON.stringify({ anchors: ccsVectors.anchors, revoked }));
+    const calls = ccsVectors.vectors.flatMap((v) => v.calls as never[]);
+    writeFileSync(at("vec.jsonl"), calls.map((c) => rawBodyOf(c)).join("\n") + "\n");
+    const res = await run("verify", "--lines", at("vec.jsonl"), "--anchors", at("vec-anchors.json"), "--now", String(ccsVectors.now), "--json");
+    const answers = res.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(answers).toHaveLength(calls.length);
+    calls.forEach((c, i) => {
+      const { status, ...body } = answers[i];
+      expect(mismatches(c, { status, body } as Answer), `call ${i}: ${rawBodyOf(c).slice(0, 80)}`).toEqual([]);
+    });
+  });
+
+  it("vectors/ccs/propagation.json, envelopes and chains", async () => {
+    writeFileSync(at("prop-anchors.json"), JSON.stringify({ anchors: pv.anchors }));
+    const envelopeCalls = pv.envelopes.flatMap((v) => v.calls as { body: unknown; expect: unknown }[]);
+    const lines = [...envelopeCalls.map((c) => JSON.stringify(c.body)), ...pv.chains.map((v) => JSON.stringify(v.body))];
+    writeFileSync(at("prop.jsonl"), lines.join("\n") + "\n");
+    const res = await run("verify", "--lines", at("prop.jsonl"), "--anchors", at("prop-anchors.json"), "--now", String(pv.now), "--org-id", pv.org_id, "--json");
+    const answers = res.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(answers).toHaveLength(lines.length);
+    envelopeCalls.forEach((c, i) => {
+      const { status, ...body } = answers[i];
+      expect(mismatches(c as never, { status, body } as Answer), `envelope call ${i}`).toEqual([]);
+    });
+    pv.chains.forEach((v, j) => {
+      const { status, ...body } = answers[envelopeCalls.length + j];
+      expect(chainMismatches(v, { status, body } as ChainAnswer), v.id).toEqual([]);
+    });
+  });
+});
