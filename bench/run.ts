@@ -17,7 +17,7 @@ import { importJWK, SignJWT } from "jose";
 import { PROJECT_ROOT, startLocalServer, type LocalServer } from "../scripts/local-server.js";
 import { buildChain } from "../worker/protocol/chain.js";
 import { toBase64Url } from "../worker/protocol/encoding.js";
-import { anchorFor, identity, makeReceipt, type Identity } from "../vectors/ccs/factory.js";
+import { anchorFor, identity, makeChainHops, makeReceipt, type Identity } from "../vectors/ccs/factory.js";
 
 const quick = process.argv.includes("--quick");
 /** `--cases=a,b` times only those CPU cases and stops (for profiling one stage). */
@@ -103,8 +103,7 @@ async function cpuInputs() {
     .setIssuedAt(issued_at)
     .setExpirationTime(expires_at)
     .sign(privateKey);
-  const hops: Record<string, unknown>[] = [];
-  for (let i = 0; i < 16; i++) hops.push((await makeReceipt(id, { label: `bench/chain/${i}`, audience: AUDIENCE, issuedAt: now, sequence: 10 + i, lifetime: 300 })).receipt as unknown as Record<string, unknown>);
+  const hops = await makeChainHops(Array.from({ length: 16 }, (_, i) => ({ id, spec: { label: `bench/chain/${i}`, audience: AUDIENCE, issuedAt: now, sequence: 10 + i, lifetime: 300 } })));
   const inputs = {
     bodyText: JSON.stringify({ receipt, audience: AUDIENCE, request }),
     chain: await buildChain("bench-16", hops),

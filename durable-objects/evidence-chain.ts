@@ -1,70 +1,110 @@
 /**
- * EvidenceChain: one live chain of custody. Appends are checked and written in one synchronous
- * transaction, so of two competing appends of hop n exactly one wins and the chain never forks;
- * anything refused leaves it unchanged.
+ * EvidenceChain: one live chain of custody, owned by the relying party that appended its hop 0.
+ * An append is judged by the chain's own hop rule (`judgeHop`, the offline verifier's) and
+ * written in one synchronous transaction, so of two competing appends of hop n exactly one wins
+ * and the chain never forks; anything refused leaves it unchanged. Nothing is stored before the
+ * first append: the tables are created by it, and a read of an unknown chain writes nothing.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
-import { MAX_CHAIN_HOPS, summaryHash } from "../worker/protocol/chain.js";
+import type { FailureCode } from "../worker/protocol/codes.js";
+import { judgeHop, summaryHash, type ChainSoFar } from "../worker/protocol/chain.js";
 import { fromHex } from "../worker/protocol/encoding.js";
 
 export interface ChainState {
   chain_id: string;
+  /** The relying party that appended hop 0; only it may append or read. */
+  owner: string;
   total_hops: number;
-  tail: string | null;
+  tail: string;
   summary_hash: string;
   receipt_hashes: string[];
 }
 
+/** What an append is judged against: the chain so far and its owner. */
+export interface HeldChain extends ChainSoFar {
+  owner: string;
+}
+
+/** A verified kept hop, as the route hands it over. */
+export interface LiveHop {
+  hop_count: number;
+  previous_receipt_hash: string | null;
+  runtime_context?: unknown;
+  receipt_hash: string;
+  trace_id: string;
+}
+
 export type AppendResult =
   | { kind: "appended"; state: ChainState }
-  | { kind: "conflict"; code: "CHAIN_BROKEN" | "HOP_LIMIT_EXCEEDED"; detail: string; state: ChainState };
+  | { kind: "not-owned"; owner: string }
+  | { kind: "conflict"; code: FailureCode; detail: string; state: ChainState | null };
 
 export class EvidenceChain extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  private created = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec("CREATE TABLE IF NOT EXISTS hops (hop INTEGER PRIMARY KEY, receipt_hash TEXT NOT NULL)");
   }
 
-  private hashes(): string[] {
-    return this.sql.exec<{ receipt_hash: string }>("SELECT receipt_hash FROM hops ORDER BY hop").toArray().map((r) => r.receipt_hash);
+  /** Whether the first append has created the tables; a read-only look at the schema. */
+  private exists(): boolean {
+    this.created ||= this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_owner'").toArray().length > 0;
+    return this.created;
   }
 
-  private async state(chainId: string, hashes: string[]): Promise<ChainState> {
+  private held(): HeldChain | null {
+    if (!this.exists()) return null;
+    const owner = this.sql.exec<{ owner: string }>("SELECT owner FROM chain_owner WHERE id = 1").toArray()[0]?.owner;
+    if (owner === undefined) return null;
+    const rows = this.sql.exec<{ receipt_hash: string; trace_id: string }>("SELECT receipt_hash, trace_id FROM chain_hops ORDER BY hop").toArray();
+    return { owner, hashes: rows.map((r) => r.receipt_hash), previousTraceId: rows.at(-1)?.trace_id ?? null };
+  }
+
+  private async state(chainId: string, held: HeldChain): Promise<ChainState> {
     return {
       chain_id: chainId,
-      total_hops: hashes.length,
-      tail: hashes.at(-1) ?? null,
-      summary_hash: await summaryHash(hashes.map((h) => fromHex(h.slice(7))!)),
-      receipt_hashes: hashes,
+      owner: held.owner,
+      total_hops: held.hashes.length,
+      tail: held.hashes.at(-1)!,
+      summary_hash: await summaryHash(held.hashes.map((h) => fromHex(h.slice(7))!)),
+      receipt_hashes: held.hashes,
     };
+  }
+
+  /** The chain as an append is judged against (before its receipt is verified), or null before hop 0. */
+  look(): HeldChain | null {
+    return this.held();
   }
 
   /** The chain, or null before its first hop. */
   async read(chainId: string): Promise<ChainState | null> {
-    const hashes = this.hashes();
-    return hashes.length ? this.state(chainId, hashes) : null;
+    const held = this.held();
+    return held ? this.state(chainId, held) : null;
   }
 
-  /** Appends hop `hopCount` if it is the next hop and `previous` is the current tail (none for hop 0). */
-  async append(chainId: string, hopCount: number, previous: string | null, receiptHash: string): Promise<AppendResult> {
+  /** Appends `hop` for `owner` if the chain is the owner's (or new) and the hop rule takes it as the next hop. */
+  async append(chainId: string, owner: string, hop: LiveHop): Promise<AppendResult> {
     const verdict = this.ctx.storage.transactionSync(() => {
-      const hashes = this.hashes();
-      const tail = hashes.at(-1) ?? null;
-      if (hopCount !== hashes.length) return { code: "CHAIN_BROKEN" as const, detail: `the chain has ${hashes.length} hops: the next is hop ${hashes.length}, not ${hopCount}`, hashes };
-      if (hopCount >= MAX_CHAIN_HOPS) return { code: "HOP_LIMIT_EXCEEDED" as const, detail: `a chain holds at most ${MAX_CHAIN_HOPS} hops`, hashes };
-      if (previous !== tail) {
-        const detail = tail === null ? "hop 0 has no predecessor" : "previous_receipt_hash is not the chain's tail";
-        return { code: "CHAIN_BROKEN" as const, detail, hashes };
+      const held = this.held();
+      if (held && held.owner !== owner) return { kind: "not-owned" as const, owner: held.owner };
+      const before: HeldChain = held ?? { owner, hashes: [], previousTraceId: null };
+      const [refused] = judgeHop({ pruned: false, ...hop }, before, false).failures;
+      if (refused) return { kind: "conflict" as const, code: refused.code, detail: refused.detail, held };
+      if (!held) {
+        this.sql.exec(`
+          CREATE TABLE IF NOT EXISTS chain_owner (id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL);
+          CREATE TABLE IF NOT EXISTS chain_hops (hop INTEGER PRIMARY KEY, receipt_hash TEXT NOT NULL UNIQUE, trace_id TEXT NOT NULL);
+        `);
+        this.sql.exec("INSERT INTO chain_owner (id, owner) VALUES (1, ?)", owner);
       }
-      if (hashes.includes(receiptHash)) return { code: "CHAIN_BROKEN" as const, detail: "this receipt is already in the chain", hashes };
-      this.sql.exec("INSERT INTO hops (hop, receipt_hash) VALUES (?, ?)", hopCount, receiptHash);
-      return { code: null, detail: "", hashes: [...hashes, receiptHash] };
+      this.sql.exec("INSERT INTO chain_hops (hop, receipt_hash, trace_id) VALUES (?, ?, ?)", hop.hop_count, hop.receipt_hash, hop.trace_id);
+      return { kind: "appended" as const, held: { owner, hashes: [...before.hashes, hop.receipt_hash], previousTraceId: hop.trace_id } };
     });
-    const state = await this.state(chainId, verdict.hashes);
-    return verdict.code === null ? { kind: "appended", state } : { kind: "conflict", code: verdict.code, detail: verdict.detail, state };
+    if (verdict.kind === "not-owned") return verdict;
+    if (verdict.kind === "conflict") return { kind: "conflict", code: verdict.code, detail: verdict.detail, state: verdict.held ? await this.state(chainId, verdict.held) : null };
+    return { kind: "appended", state: await this.state(chainId, verdict.held) };
   }
 }

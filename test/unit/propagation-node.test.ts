@@ -3,6 +3,7 @@ import { createApp } from "../../worker/app.js";
 import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
 import { buildAnchorRecord, pinnedIssuer, type PinnedIssuer } from "../../worker/protocol/anchors.js";
 import { parseChain, summaryHash, verifyChain } from "../../worker/protocol/chain.js";
+import { parseSeal } from "../../worker/protocol/chain-seal.js";
 import { DEFAULT_FRESHNESS } from "../../worker/protocol/checks/freshness.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
@@ -25,9 +26,12 @@ describe("chain verification offline, under plain Node, from the pure protocol c
       const parsed = parseChain(v.body.chain);
       expect(parsed.ok).toBe(true);
       if (!parsed.ok) return;
+      const body = v.body as { spot?: number; seal?: unknown; check_freshness?: boolean };
+      const seal = body.seal === undefined ? undefined : parseSeal(body.seal);
+      if (seal && !seal.ok) throw new Error(seal.detail);
       const verdict = await verifyChain(
         parsed.chain,
-        { spot: (v.body as { spot?: number }).spot, now: pv.now, policy: DEFAULT_FRESHNESS },
+        { spot: body.spot, checkFreshness: body.check_freshness, seal: seal?.seal, now: pv.now, policy: DEFAULT_FRESHNESS },
         { anchors: async (issuer) => pinned.get(issuer) ?? null, verifier: nobleVerifier },
       );
       expect("malformed" in verdict).toBe(false);

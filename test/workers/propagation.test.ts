@@ -1,8 +1,12 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildChain, receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
-import { harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
+import { buildChain, pruneChain, receiptDigest, receiptHashOf, type ChainDocument, type ChainHop, type KeptEntry } from "../../worker/protocol/chain.js";
+import { delegationContext } from "../../worker/protocol/issue.js";
+import type { Receipt } from "../../worker/protocol/receipt.js";
+import { signSeal } from "../../worker/protocol/chain-seal.js";
+import { identity, makeChainHops } from "../../vectors/ccs/factory.js";
+import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { chainMismatches, mismatches, propagationVectors as pv } from "../support/vectors.js";
 
 describe("CCS §11 vectors through the HTTP routes in workerd", () => {
@@ -22,46 +26,68 @@ describe("CCS §11 vectors through the HTTP routes in workerd", () => {
   }
 });
 
-const post = (body: unknown): RequestInit => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+const post = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
-async function chainOf(test: string, n: number) {
+let counter = 0;
+/** A pinned issuer of its own and `n` receipts for consecutive hops of one delegation (every link signed). */
+async function signedChainOf(test: string, n: number, audience = AUDIENCE) {
   const h = harness(env, createExecutionContext());
   const issuer = await issuerFor(test);
-  await h.pin(issuer.anchor);
-  const receipts = [];
-  for (let i = 0; i < n; i++) receipts.push((await issuer.receipt()).receipt as unknown as Record<string, unknown>);
-  return { h, issuer, receipts, chain: await buildChain(test, receipts) };
+  expect((await h.pin(issuer.anchor)).status).toBe(200);
+  const hops = await makeChainHops(Array.from({ length: n }, (_, i) => ({ id: issuer.id, spec: { label: `${test}/hop/${i}/${++counter}`, audience, issuedAt: TEST_NOW - 5, sequence: ++counter } })));
+  return { h, issuer, hops, chain: await buildChain(test, hops) };
 }
+
+const hashOf = async (r: Receipt | Record<string, unknown>) => receiptHashOf(await receiptDigest(r as Record<string, unknown>));
+const failuresOf = (res: { body: { failures: { hop: number; code: string }[] } }) => res.body.failures.map((f) => `${f.hop}:${f.code}`);
+const verifyChainCall = (h: Harness, body: unknown) => h.call("/v1/chains/verify", post(body));
 
 describe("POST /v1/chains/verify", () => {
   it("changes the summary hash when any receipt changes", async () => {
-    const { receipts, chain } = await chainOf("summary-sensitivity", 4);
-    for (let i = 0; i < receipts.length; i++) {
-      const changed = receipts.map((r, j) => (j === i ? { ...r, sequence: (r.sequence as number) + 1 } : r));
+    const { hops, chain } = await signedChainOf("summary-sensitivity", 4);
+    for (let i = 0; i < hops.length; i++) {
+      const changed = hops.map((hop, j) => (j === i ? { ...hop, receipt: { ...hop.receipt, sequence: hop.receipt.sequence! + 1 } } : hop));
       expect((await buildChain("summary-sensitivity", changed)).summary_hash).not.toBe(chain.summary_hash);
     }
   });
 
-  it("checks freshness only when asked", async () => {
-    const { h, chain } = await chainOf("chain-freshness", 2);
-    const late = TEST_NOW + 86400;
-    expect((await h.call("/v1/chains/verify", post({ chain, at: late }))).body.chain_valid).toBe(true);
-    const strict = await h.call("/v1/chains/verify", post({ chain, at: late, check_freshness: true }));
-    expect(strict.body.failures.map((f: { hop: number; code: string }) => `${f.hop}:${f.code}`)).toEqual(["0:FRESHNESS_EXPIRED", "1:FRESHNESS_EXPIRED"]);
+  it("reports every link: none at hop 0, signed where the receipt's delegation names the hop before", async () => {
+    const { h, chain } = await signedChainOf("chain-links", 3);
+    const res = await verifyChainCall(h, { chain });
+    expect(res.body).toMatchObject({ chain_valid: true, links: [{ hop: 0, status: "none" }, { hop: 1, status: "signed" }, { hop: 2, status: "signed" }], seal: null });
   });
 
-  it("reports a hop signed by a revoked key", async () => {
-    const { h, issuer, chain } = await chainOf("chain-revoked", 3);
+  it("checks freshness by default; check_freshness: false is the archival opt-out, and alone admits at", async () => {
+    const { chain } = await signedChainOf("chain-freshness", 2);
+    const late = harness(env, createExecutionContext(), { now: () => TEST_NOW + 86400 });
+    expect(failuresOf(await verifyChainCall(late, { chain }))).toEqual(["0:FRESHNESS_EXPIRED", "1:FRESHNESS_EXPIRED"]);
+    expect((await verifyChainCall(late, { chain, check_freshness: false })).body.chain_valid).toBe(true);
+    expect(failuresOf(await verifyChainCall(late, { chain, check_freshness: false, at: TEST_NOW + 86400 }))).toEqual(["0:FRESHNESS_EXPIRED", "1:FRESHNESS_EXPIRED"]);
+    expect((await verifyChainCall(late, { chain, check_freshness: false, at: TEST_NOW })).body.chain_valid).toBe(true);
+    const chosenInstant = await verifyChainCall(late, { chain, at: TEST_NOW });
+    expect([chosenInstant.status, chosenInstant.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+  });
+
+  it("reports a hop signed by a revoked key, read from the issuer's ledger", async () => {
+    const { h, issuer, chain } = await signedChainOf("chain-revoked", 3);
     await h.revoke(issuer.id.issuer, issuer.id.kid);
-    const res = await h.call("/v1/chains/verify", post({ chain }));
+    const res = await verifyChainCall(h, { chain });
     expect(res.body).toMatchObject({ chain_valid: false, broken_at_hop: 0 });
     expect(new Set(res.body.failures.map((f: { code: string }) => f.code))).toEqual(new Set(["ANCHOR_REVOKED"]));
+  });
+
+  it("judges kept receipts by the receipt route's predicate: audience not judged, a consumed nonce not a failure", async () => {
+    const { h, hops, chain } = await signedChainOf("chain-consumed", 2, SECOND_AUDIENCE);
+    const consumed = await h.verify({ receipt: hops[0].receipt, audience: SECOND_AUDIENCE, request: hops[0].request, runtime_context: hops[0].runtime_context });
+    expect(consumed.body.nonce_consumed).toBe(true);
+    expect((await verifyChainCall(h, { chain })).body).toMatchObject({ chain_valid: true, failures: [] });
   });
 
   it.each([
     ["a chain that is not an object", { chain: [] }],
     ["an empty chain", { chain: { chain_id: "x", entries: [], summary_hash: "sha256:" + "0".repeat(64), total_hops: 0 } }],
     ["an unknown field", { chain: null, extra: 1 }],
+    ["a seal that is not of its form", { chain: null, seal: { type: "other" } }],
   ])("refuses %s with 400 MALFORMED_REQUEST", async (_name, body) => {
     const res = await harness(env, createExecutionContext()).call("/v1/chains/verify", post(body));
     expect(res.status).toBe(400);
@@ -69,81 +95,244 @@ describe("POST /v1/chains/verify", () => {
   });
 
   it("refuses a spot outside the chain or on a pruned hop with 400", async () => {
-    const { h, chain } = await chainOf("chain-spot-bad", 3);
-    expect((await h.call("/v1/chains/verify", post({ chain, spot: 3 }))).status).toBe(400);
-    const pruned = { ...chain, entries: chain.entries.map((e, i) => (i === 1 ? { hop_count: 1, receipt_hash: receiptHashOf(new Uint8Array(32)), pruned: true } : e)) };
-    expect((await h.call("/v1/chains/verify", post({ chain: pruned, spot: 1 }))).status).toBe(400);
+    const { h, chain } = await signedChainOf("chain-spot-bad", 3);
+    expect((await verifyChainCall(h, { chain, spot: 3 })).status).toBe(400);
+    expect((await verifyChainCall(h, { chain: await pruneChain(chain, [1]), spot: 1 })).status).toBe(400);
   });
 });
 
-describe("live chains (EvidenceChain)", () => {
-  const entry = async (receipt: Record<string, unknown>, hop: number, previous?: string) => ({
-    entry: { hop_count: hop, ...(previous ? { previous_receipt_hash: previous } : {}), receipt },
+describe("forgeries a chain document alone once passed", () => {
+  it("two unrelated receipts with a recomputed link are refused with LINK_UNSIGNED; a signed link passes", async () => {
+    const { h, issuer, chain } = await signedChainOf("forge-unrelated", 2);
+    const unrelated = await buildChain("forge-unrelated", [{ receipt: (await issuer.receipt()).receipt }, { receipt: (await issuer.receipt()).receipt }]);
+    const res = await verifyChainCall(h, { chain: unrelated });
+    expect([res.body.chain_valid, failuresOf(res)]).toEqual([false, ["1:LINK_UNSIGNED"]]);
+    expect(res.body.links).toEqual([{ hop: 0, status: "none" }, { hop: 1, status: "unsigned" }]);
+    expect((await verifyChainCall(h, { chain })).body.chain_valid).toBe(true);
   });
-  const hashOf = async (r: Record<string, unknown>) => receiptHashOf(await receiptDigest(r));
 
-  it("appends hops in order and reports the same summary as the chain document", async () => {
-    const { h, receipts, chain } = await chainOf("live-append", 3);
+  it("a fabricated pruned hop 0 is refused with CHAIN_UNSEALED; a pruned hop under a valid seal passes", async () => {
+    const { h, issuer, hops } = await signedChainOf("forge-hop0", 2);
+    const real = await buildChain("forge-hop0", hops);
+    const fabricated = await pruneChain({ ...real, entries: [{ hop_count: 0, receipt: { ...hops[0].receipt, nonce: "f".repeat(32) } }, real.entries[1]] }, [0]);
+    const res = await verifyChainCall(h, { chain: { ...fabricated, summary_hash: (await buildChain("x", [{ receipt: { ...hops[0].receipt, nonce: "f".repeat(32) } }, hops[1]])).summary_hash } });
+    expect(res.body.chain_valid).toBe(false);
+    expect(failuresOf(res)[0]).toBe("0:CHAIN_UNSEALED");
+    const honest = await pruneChain(real, [0]);
+    const seal = await sealWith(issuer.id, honest);
+    expect((await verifyChainCall(h, { chain: honest, seal })).body).toMatchObject({ chain_valid: true, links: [{ hop: 1, status: "signed" }], seal: { valid: true } });
+  });
+
+  it("a receipt under an unpinned key hidden as a pruned hop is refused with CHAIN_UNSEALED, and kept with UNTRUSTED_ISSUER", async () => {
+    const { h, issuer } = await signedChainOf("forge-hidden", 1);
+    const stranger = await identity("forge-hidden/stranger", "https://never-pinned-stranger.example", "s1");
+    const spec = (i: number) => ({ label: `forge-hidden/${i}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter });
+    const hops = await makeChainHops([{ id: issuer.id, spec: spec(0) }, { id: stranger, spec: spec(1) }, { id: issuer.id, spec: spec(2) }]);
+    const chain = await buildChain("forge-hidden", hops);
+    expect(failuresOf(await verifyChainCall(h, { chain }))).toEqual(["1:UNTRUSTED_ISSUER"]);
+    expect(failuresOf(await verifyChainCall(h, { chain: await pruneChain(chain, [1]) }))).toEqual(["1:CHAIN_UNSEALED"]);
+    const honest = await buildChain("forge-hidden", await makeChainHops([0, 1, 2].map((i) => ({ id: issuer.id, spec: spec(i) }))));
+    expect((await verifyChainCall(h, { chain: honest })).body.chain_valid).toBe(true);
+  });
+
+  it("a 30-day-old receipt is refused with FRESHNESS_EXPIRED by default; a fresh one passes", async () => {
+    const { h, issuer, chain } = await signedChainOf("forge-stale", 2);
+    const old = await makeChainHops([0, 1].map((i) => ({ id: issuer.id, spec: { label: `forge-stale/old/${i}`, audience: AUDIENCE, issuedAt: TEST_NOW - 30 * 86400, sequence: ++counter } })));
+    const res = await verifyChainCall(h, { chain: await buildChain("forge-stale", old) });
+    expect(failuresOf(res)).toEqual(["0:FRESHNESS_EXPIRED", "1:FRESHNESS_EXPIRED"]);
+    expect((await verifyChainCall(h, { chain })).body.chain_valid).toBe(true);
+  });
+
+  it("[x, x, x] is refused with RECEIPT_REPEATED at each repeat, even under a seal; distinct receipts pass", async () => {
+    const { h, issuer, hops, chain } = await signedChainOf("forge-thrice", 3);
+    const thrice = await buildChain("forge-thrice", [hops[0], hops[0], hops[0]]);
+    const res = await verifyChainCall(h, { chain: thrice });
+    expect(failuresOf(res).filter((f) => f.endsWith("RECEIPT_REPEATED"))).toEqual(["1:RECEIPT_REPEATED", "2:RECEIPT_REPEATED"]);
+    expect(failuresOf(await verifyChainCall(h, { chain: thrice, seal: await sealWith(issuer.id, thrice) }))).toContain("1:RECEIPT_REPEATED");
+    expect((await verifyChainCall(h, { chain })).body.chain_valid).toBe(true);
+  });
+});
+
+/** A seal over `chain` by a vector identity (pinned for its issuer in the test). */
+async function sealWith(id: { issuer: string; kid: string; seed: Uint8Array }, chain: ChainDocument) {
+  const last = chain.entries.at(-1)!;
+  const tail = "pruned" in last ? last.receipt_hash : await hashOf(last.receipt);
+  return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail }, id, TEST_NOW);
+}
+
+describe("live chains (EvidenceChain)", () => {
+  const entry = (hop: ChainHop, i: number, previous?: string) => ({
+    entry: { hop_count: i, ...(previous ? { previous_receipt_hash: previous } : {}), receipt: hop.receipt, ...(hop.runtime_context ? { runtime_context: hop.runtime_context } : {}) },
+  });
+  const append = async (h: Harness, chainId: string, hops: ChainHop[], headers: Record<string, string> = {}) => {
     let previous: string | undefined;
-    for (const [i, r] of receipts.entries()) {
-      const res = await h.call("/v1/chains/live-append/hops", post(await entry(r, i, previous)));
+    const answers = [];
+    for (const [i, hop] of hops.entries()) {
+      answers.push(await h.call(`/v1/chains/${chainId}/hops`, post(entry(hop, i, previous), headers)));
+      previous = await hashOf(hop.receipt);
+    }
+    return answers;
+  };
+  const OTHER_TOKEN = "other-relying-party-token-0123456789abcdef";
+  const NARROW_TOKEN = "narrow-relying-party-token-0123456789abcdef";
+  const asOther = { authorization: `Bearer ${OTHER_TOKEN}` };
+  const asNarrow = { authorization: `Bearer ${NARROW_TOKEN}` };
+  beforeAll(async () => {
+    const h = harness(env, createExecutionContext());
+    for (const [name, token, audiences] of [["other-party", OTHER_TOKEN, [AUDIENCE, SECOND_AUDIENCE]], ["narrow-party", NARROW_TOKEN, [AUDIENCE]]] as const) {
+      const res = await h.call("/v1/admin/relying-parties", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify({ name, audiences, token }) });
+      expect([201, 409]).toContain(res.status);
+    }
+  });
+
+  it("appends signed hops in order and reports the same summary as the chain document", async () => {
+    const { h, hops, chain } = await signedChainOf("live-append", 3);
+    for (const [i, res] of (await append(h, "live-append", hops)).entries()) {
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ appended: true, hop_count: i, total_hops: i + 1 });
-      previous = await hashOf(r);
+      expect(res.body).toMatchObject({ appended: true, hop_count: i, total_hops: i + 1, nonce_consumed: true });
     }
     const state = await h.call("/v1/chains/live-append");
-    expect(state.body).toEqual({ chain_id: "live-append", total_hops: 3, tail: previous, summary_hash: chain.summary_hash, receipt_hashes: await Promise.all(receipts.map(hashOf)) });
+    expect(state.body).toMatchObject({ chain_id: "live-append", owner: "test-relying-party", total_hops: 3, tail: await hashOf(hops[2].receipt), summary_hash: chain.summary_hash, receipt_hashes: await Promise.all(hops.map((x) => hashOf(x.receipt))) });
   });
 
-  it("refuses a wrong hop number, a wrong link and a predecessor for hop 0 with 409 CHAIN_BROKEN, leaving the chain unchanged", async () => {
-    const { h, receipts } = await chainOf("live-refuse", 3);
+  it("refuses a link only the entry states (no signed delegation) with 409 LINK_UNSIGNED, consuming no nonce", async () => {
+    const { h, issuer, hops } = await signedChainOf("live-unsigned", 1);
+    expect((await h.call("/v1/chains/live-unsigned/hops", post(entry(hops[0], 0)))).status).toBe(200);
+    const plain = { receipt: (await issuer.receipt()).receipt };
+    const res = await h.call("/v1/chains/live-unsigned/hops", post(entry(plain, 1, await hashOf(hops[0].receipt))));
+    expect([res.status, res.body.error.code, res.body.nonce_consumed]).toEqual([409, "LINK_UNSIGNED", false]);
+  });
+
+  it("refuses a wrong hop number, a wrong link and a predecessor for hop 0 with 409 CHAIN_BROKEN, leaving the chain unchanged and the nonce unconsumed", async () => {
+    const { h, hops } = await signedChainOf("live-refuse", 2);
     const path = "/v1/chains/live-refuse/hops";
-    const hop0 = await h.call(path, post(await entry(receipts[0], 0, "sha256:" + "3".repeat(64))));
-    expect([hop0.status, hop0.body.error.code]).toEqual([409, "CHAIN_BROKEN"]);
+    const hop0 = await h.call(path, post(entry(hops[0], 0, "sha256:" + "3".repeat(64))));
+    expect([hop0.status, hop0.body.error.code, hop0.body.nonce_consumed]).toEqual([409, "CHAIN_BROKEN", false]);
     expect((await h.call("/v1/chains/live-refuse")).status).toBe(404);
-    expect((await h.call(path, post(await entry(receipts[0], 0)))).status).toBe(200);
-    const skip = await h.call(path, post(await entry(receipts[1], 2, await hashOf(receipts[0]))));
+    expect((await h.call(path, post(entry(hops[0], 0)))).status).toBe(200);
+    const skip = await h.call(path, post(entry(hops[1], 2, await hashOf(hops[0].receipt))));
     expect([skip.status, skip.body.error.code]).toEqual([409, "CHAIN_BROKEN"]);
-    const badLink = await h.call(path, post(await entry(receipts[1], 1, "sha256:" + "4".repeat(64))));
+    const badLink = await h.call(path, post(entry(hops[1], 1, "sha256:" + "4".repeat(64))));
     expect([badLink.status, badLink.body.error.code]).toEqual([409, "CHAIN_BROKEN"]);
-    const again = await h.call(path, post(await entry(receipts[0], 1, await hashOf(receipts[0]))));
-    expect([again.status, again.body.error.code]).toEqual([409, "CHAIN_BROKEN"]);
     expect((await h.call("/v1/chains/live-refuse")).body.total_hops).toBe(1);
+    expect((await h.call(path, post(entry(hops[1], 1, await hashOf(hops[0].receipt))))).status).toBe(200);
   });
 
   it("of competing appends of the same hop exactly one wins: the chain never forks", async () => {
-    const { h, receipts } = await chainOf("live-fork", 9);
-    await h.call("/v1/chains/live-fork/hops", post(await entry(receipts[0], 0)));
-    const tail = await hashOf(receipts[0]);
-    const answers = await Promise.all(receipts.slice(1).map(async (r) => h.call("/v1/chains/live-fork/hops", post(await entry(r, 1, tail)))));
+    const { h, issuer, hops } = await signedChainOf("live-fork", 1);
+    await h.call("/v1/chains/live-fork/hops", post(entry(hops[0], 0)));
+    const tail = await hashOf(hops[0].receipt);
+    const rivals = await Promise.all(
+      Array.from({ length: 8 }, async (_, k) => {
+        const runtime_context = await delegationContext(hops[0].receipt, 1, { rival: k });
+        return { receipt: (await issuer.receipt({ runtimeContext: runtime_context })).receipt, runtime_context };
+      }),
+    );
+    const answers = await Promise.all(rivals.map((r) => h.call("/v1/chains/live-fork/hops", post(entry(r, 1, tail)))));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 409 && a.body.error.code === "CHAIN_BROKEN")).toHaveLength(7);
-    const state = await h.call("/v1/chains/live-fork");
-    expect(state.body.total_hops).toBe(2);
+    expect((await h.call("/v1/chains/live-fork")).body.total_hops).toBe(2);
   });
 
   it("refuses hop 16 with 409 HOP_LIMIT_EXCEEDED", async () => {
-    const { h, receipts } = await chainOf("live-limit", 17);
-    let previous: string | undefined;
-    for (const [i, r] of receipts.slice(0, 16).entries()) {
-      expect((await h.call("/v1/chains/live-limit/hops", post(await entry(r, i, previous)))).status).toBe(200);
-      previous = await hashOf(r);
-    }
-    const res = await h.call("/v1/chains/live-limit/hops", post(await entry(receipts[16], 16, previous)));
-    expect([res.status, res.body.error.code]).toEqual([409, "HOP_LIMIT_EXCEEDED"]);
+    const { h, hops } = await signedChainOf("live-limit", 17);
+    const answers = await append(h, "live-limit", hops);
+    expect(answers.slice(0, 16).every((a) => a.status === 200)).toBe(true);
+    expect([answers[16].status, answers[16].body.error.code]).toEqual([409, "HOP_LIMIT_EXCEEDED"]);
   });
 
   it("refuses a receipt that does not verify with 422 and its code, and a malformed call with 400", async () => {
-    const { h, receipts } = await chainOf("live-invalid", 1);
-    const forged = { ...receipts[0], signature: "0".repeat(128) };
-    const res = await h.call("/v1/chains/live-invalid/hops", post(await entry(forged, 0)));
+    const { h, hops } = await signedChainOf("live-invalid", 1);
+    const forged = { ...hops[0], receipt: { ...hops[0].receipt, signature: "0".repeat(128) } };
+    const res = await h.call("/v1/chains/live-invalid/hops", post(entry(forged, 0)));
     expect([res.status, res.body.error.code]).toEqual([422, "SIGNATURE_INVALID"]);
     const late = harness(env, createExecutionContext(), { now: () => TEST_NOW + 86400 });
-    const expired = await late.call("/v1/chains/live-invalid/hops", post(await entry(receipts[0], 0)));
+    const expired = await late.call("/v1/chains/live-invalid/hops", post(entry(hops[0], 0)));
     expect([expired.status, expired.body.error.code]).toEqual([422, "FRESHNESS_EXPIRED"]);
+    const rebound = await h.call("/v1/chains/live-invalid/hops", post(entry({ ...hops[0], runtime_context: { other: true } }, 0)));
+    expect([rebound.status, rebound.body.error.code]).toEqual([422, "BINDING_MISMATCH"]);
     const pruned = await h.call("/v1/chains/live-invalid/hops", post({ entry: { hop_count: 0, receipt_hash: "sha256:" + "5".repeat(64), pruned: true } }));
     expect(pruned.status).toBe(400);
-    expect((await h.call("/v1/chains/bad id!/hops", post(await entry(receipts[0], 0)))).status).toBe(400);
+    expect((await h.call("/v1/chains/bad id!/hops", post(entry(hops[0], 0)))).status).toBe(400);
     expect((await h.call("/v1/chains/live-invalid")).status).toBe(404);
+    expect((await h.call("/v1/chains/live-invalid/hops", post(entry(hops[0], 0)))).status).toBe(200);
+  });
+
+  it("a chain belongs to the party that appended hop 0: another party's append is 403 CHAIN_NOT_OWNED and consumes no nonce, its read is 403", async () => {
+    const { h, hops } = await signedChainOf("live-owned", 2);
+    expect((await append(h, "live-owned", hops.slice(0, 1)))[0].status).toBe(200);
+    const intruder = await h.call("/v1/chains/live-owned/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt)), asOther));
+    expect([intruder.status, intruder.body.error.code]).toEqual([403, "CHAIN_NOT_OWNED"]);
+    const read = await h.call("/v1/chains/live-owned", { headers: asOther });
+    expect([read.status, read.body.error.code]).toEqual([403, "CHAIN_NOT_OWNED"]);
+    expect(await h.call("/v1/chains/live-owned/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt))))).toMatchObject({ status: 200, body: { nonce_consumed: true } });
+  });
+
+  it("hop 0 appended again by another party is 403 CHAIN_NOT_OWNED; the same party's fresh chain is its own", async () => {
+    const { h, issuer, hops } = await signedChainOf("live-hop0-twice", 1);
+    expect((await append(h, "live-hop0-twice", hops))[0].status).toBe(200);
+    const [other] = await makeChainHops([{ id: issuer.id, spec: { label: `live-hop0-twice/other/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter } }]);
+    const again = await h.call("/v1/chains/live-hop0-twice/hops", post(entry(other, 0), asOther));
+    expect([again.status, again.body.error.code]).toEqual([403, "CHAIN_NOT_OWNED"]);
+    expect((await h.call("/v1/chains/live-hop0-twice")).body).toMatchObject({ owner: "test-relying-party", total_hops: 1 });
+    expect((await h.call("/v1/chains/live-hop0-twice-other/hops", post(entry(other, 0), asOther))).status).toBe(200);
+  });
+
+  it("an appended receipt must be addressed to one of the owner's audiences: else 403 AUDIENCE_NOT_ALLOWED", async () => {
+    const { h, hops } = await signedChainOf("live-audience", 1, SECOND_AUDIENCE);
+    const res = await h.call("/v1/chains/live-audience/hops", post(entry(hops[0], 0), asNarrow));
+    expect([res.status, res.body.error.code]).toEqual([403, "AUDIENCE_NOT_ALLOWED"]);
+    expect((await h.call("/v1/chains/live-audience")).status).toBe(404);
+    const { hops: own } = await signedChainOf("live-audience-own", 1, AUDIENCE);
+    expect((await h.call("/v1/chains/live-audience/hops", post(entry(own[0], 0), asNarrow))).status).toBe(200);
+  });
+
+  it("an appended receipt's nonce is consumed as on the receipt route: a replayed receipt is refused with REPLAY_DETECTED", async () => {
+    const { h, hops } = await signedChainOf("live-replay", 1);
+    expect((await append(h, "live-replay", hops))[0].body.nonce_consumed).toBe(true);
+    const elsewhere = await h.call("/v1/chains/live-replay-elsewhere/hops", post(entry(hops[0], 0)));
+    expect([elsewhere.status, elsewhere.body.error.code]).toEqual([422, "REPLAY_DETECTED"]);
+    const audited = await h.verify({ receipt: hops[0].receipt, audience: AUDIENCE, mode: "audit" });
+    expect(audited.body.failures.map((f: { code: string }) => f.code)).toEqual(["REPLAY_DETECTED"]);
+    const { hops: fresh } = await signedChainOf("live-replay-fresh", 1);
+    expect((await h.call("/v1/chains/live-replay-elsewhere/hops", post(entry(fresh[0], 0)))).status).toBe(200);
+  });
+
+  it("reading an unknown chain creates no storage: no table, no row, an empty database", async () => {
+    const h = harness(env, createExecutionContext());
+    const storageOf = (name: string) =>
+      runInDurableObject(env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName(name)), (_o, state) => ({
+        bytes: state.storage.sql.databaseSize,
+        schema: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master").toArray().map((t) => t.name),
+      }));
+    expect((await h.call("/v1/chains/never-appended-chain")).status).toBe(404);
+    const pristine = await storageOf("never-addressed-by-any-route");
+    expect(pristine.schema).toEqual([]);
+    expect(await storageOf("never-appended-chain")).toEqual(pristine);
+    const { hops } = await signedChainOf("appended-chain", 1);
+    expect((await append(h, "appended-chain", hops))[0].status).toBe(200);
+    expect((await storageOf("appended-chain")).schema).toEqual(expect.arrayContaining(["chain_owner", "chain_hops"]));
+  });
+
+  it("this deployment seals its live chains: the sealed document verifies with a pruned hop, and any change breaks it", async () => {
+    const h = harness(env, createExecutionContext());
+    const own = await h.call("/.well-known/ccs-issuer");
+    expect((await h.pin(own.body)).status).toBe(200);
+    const { hops } = await signedChainOf("live-sealed", 4);
+    expect((await append(h, "live-sealed", hops)).every((a) => a.status === 200)).toBe(true);
+    const state = await h.call("/v1/chains/live-sealed");
+    const { seal } = state.body;
+    expect(seal).toMatchObject({ type: "countersign.chain-seal.v1", chain_id: "live-sealed", total_hops: 4, summary_hash: state.body.summary_hash, tail: state.body.tail, issuer: "https://countersign.test", kid: "test-signing-1" });
+    const document = await pruneChain(await buildChain("live-sealed", hops), [2]);
+    const verdict = await verifyChainCall(h, { chain: document, seal });
+    expect(verdict.body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+    expect(failuresOf(await verifyChainCall(h, { chain: document }))).toEqual(["2:CHAIN_UNSEALED"]);
+
+    const changedReceipt = { ...document, entries: document.entries.map((e, i) => (i === 1 ? { ...e, receipt: { ...(e as KeptEntry).receipt, verified_at: TEST_NOW } } : e)) };
+    expect((await verifyChainCall(h, { chain: changedReceipt, seal })).body.chain_valid).toBe(false);
+    const changedSeal = await verifyChainCall(h, { chain: document, seal: { ...seal, total_hops: 3 } });
+    expect(failuresOf(changedSeal)).toEqual(["2:CHAIN_UNSEALED", "3:SEAL_INVALID", "3:SEAL_MISMATCH"]);
+    const changedPruned = { ...document, entries: document.entries.map((e, i) => (i === 2 ? { ...e, receipt_hash: "sha256:" + "6".repeat(64) } : e)) };
+    expect((await verifyChainCall(h, { chain: changedPruned, seal })).body.chain_valid).toBe(false);
   });
 });

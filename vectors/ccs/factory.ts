@@ -5,7 +5,7 @@
 import { sha256 } from "../../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../../worker/protocol/ed25519.js";
 import { toBase64Url, toHex } from "../../worker/protocol/encoding.js";
-import { signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
+import { delegationContext, signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
 import type { PresentedRequest } from "../../worker/protocol/checks/binding.js";
 import type { OPTIONAL_FIELDS, Receipt, Verdict } from "../../worker/protocol/receipt.js";
 
@@ -78,4 +78,18 @@ export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ recei
   });
   for (const field of s.omit ?? []) delete unsigned[field];
   return { receipt: signReceipt(unsigned, id.seed), request };
+}
+
+/**
+ * Receipts for consecutive hops of one delegation, hop 0 first: each one's runtime context (its
+ * spec's own, plus `delegation`) names the receipt before, so every link of the chain is signed.
+ */
+export async function makeChainHops(hops: { id: Identity; spec: ReceiptSpec }[]): Promise<{ receipt: Receipt; runtime_context: Record<string, unknown>; request: PresentedRequest }[]> {
+  const out: { receipt: Receipt; runtime_context: Record<string, unknown>; request: PresentedRequest }[] = [];
+  for (const [i, { id, spec }] of hops.entries()) {
+    const runtimeContext = await delegationContext(out[i - 1]?.receipt ?? null, i, (spec.runtimeContext ?? {}) as Record<string, unknown>);
+    const { receipt, request } = await makeReceipt(id, { ...spec, runtimeContext });
+    out.push({ receipt, runtime_context: runtimeContext, request });
+  }
+  return out;
 }

@@ -1,13 +1,15 @@
 /**
  * CCS §11 vectors: Evidence Envelopes (same-org and self-contained cross-org) and evidence
- * chains (full, spot, pruned, tampered), from fixed seeds. Written by generate.ts beside the
+ * chains (signed links, unsigned links, sealed and unsealed pruning, spot, stale, repeated,
+ * tampered, and the forgeries a document alone once passed), from fixed seeds. Written by generate.ts beside the
  * receipt vectors.
  */
-import { buildChain, pruneChain, receiptDigest, receiptHashOf, type ChainDocument } from "../../worker/protocol/chain.js";
+import { buildChain, pruneChain, receiptDigest, receiptHashOf, summaryHash, type ChainDocument, type ChainHop, type KeptEntry } from "../../worker/protocol/chain.js";
+import { signSeal, type SealedChain } from "../../worker/protocol/chain-seal.js";
 import { sha256Hex } from "../../worker/protocol/digest.js";
-import { fromBase64Url } from "../../worker/protocol/encoding.js";
+import { fromBase64Url, fromHex } from "../../worker/protocol/encoding.js";
 import type { Receipt } from "../../worker/protocol/receipt.js";
-import { anchorFor, identity, labelHex, makeReceipt, type Identity } from "./factory.js";
+import { anchorFor, identity, labelHex, makeChainHops, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
 
 export const ORG_ID = "https://relying-org.example";
 export const SENDER_ORG_ID = "https://sender-org.example";
@@ -104,11 +106,24 @@ export async function generatePropagation(now: number, audience: string) {
     { body: call({ ...(await envelope(await receipt(a1, "env-version"), 1)), envelope_version: "1.2" }), expect: decision(false, ["ENVELOPE_MALFORMED"], false, 400) },
   ]);
 
-  // Chains.
-  const hopReceipts = async (tag: string, n: number) => {
-    const out: Record<string, unknown>[] = [];
-    for (let i = 0; i < n; i++) out.push((await receipt(i % 2 ? p1 : a1, `${tag}/${i}`)) as unknown as Record<string, unknown>);
+  // Chains. Signed chains: each receipt's runtime context carries `delegation` naming the receipt before.
+  const signedHops = async (tag: string, n: number, at: (i: number) => Partial<ReceiptSpec> & { id?: Identity } = () => ({})) =>
+    makeChainHops(
+      Array.from({ length: n }, (_, i) => {
+        const { id, ...extra } = at(i);
+        return { id: id ?? (i % 2 ? p1 : a1), spec: { label: `propagation/${tag}/${i}`, audience, issuedAt: now - 10, sequence: (sequence += 10), ...extra } };
+      }),
+    );
+  /** Receipts with no delegation: a document can only claim their links, never show them signed. */
+  const plainHops = async (tag: string, n: number) => {
+    const out: ChainHop[] = [];
+    for (let i = 0; i < n; i++) out.push({ receipt: await receipt(i % 2 ? p1 : a1, `${tag}/${i}`) });
     return out;
+  };
+  const sealOf = async (chain: ChainDocument, by: Identity = a1, extra: Partial<SealedChain> = {}) => {
+    const last = chain.entries.at(-1)!;
+    const tail = "pruned" in last ? last.receipt_hash : await hashOf(last.receipt as unknown as Receipt);
+    return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail, ...extra }, by, now - 5);
   };
   type ChainExpect = { status: number; chain_valid: boolean; broken_at_hop: number | null; failures: string[]; summary_hash?: string };
   const chains: { id: string; title: string; body: unknown; expect: ChainExpect }[] = [];
@@ -116,33 +131,63 @@ export async function generatePropagation(now: number, audience: string) {
   const brokenAt = (hop: number, failures: string[]): ChainExpect => ({ status: 200, chain_valid: false, broken_at_hop: hop, failures });
   const addChain = (id: string, title: string, chain: ChainDocument, expect: ChainExpect, extra: Record<string, unknown> = {}) => chains.push({ id, title, body: { chain, ...extra }, expect });
 
-  const three = await buildChain("cv-010", await hopReceipts("cv-010", 3));
-  addChain("CV-010", "summary hash = SHA-256 over the raw 32-byte receipt digests concatenated in insertion order", three, valid(three.summary_hash));
-  const sixteen = await buildChain("sixteen", await hopReceipts("sixteen", 16));
-  addChain("CHAIN-16-hops", "a 16-hop chain passes", sixteen, valid(sixteen.summary_hash));
-  addChain("CHAIN-17-hops", "a 17-hop chain fails at hop 16", await buildChain("seventeen", await hopReceipts("seventeen", 17)), brokenAt(16, ["16:HOP_LIMIT_EXCEEDED"]));
-  const five = await buildChain("five", await hopReceipts("five", 5));
-  addChain("CHAIN-pruned", "hops 1 and 2 pruned to their receipt hashes: the chain still verifies", await pruneChain(five, [1, 2]), valid(five.summary_hash));
+  const three = await buildChain("cv-010", await signedHops("cv-010", 3));
+  addChain("CV-010", "summary hash = SHA-256 over the raw 32-byte receipt digests concatenated in insertion order; every link signed", three, valid(three.summary_hash));
+  const sixteen = await buildChain("sixteen", await signedHops("sixteen", 16));
+  addChain("CHAIN-16-hops", "a 16-hop chain of signed links passes", sixteen, valid(sixteen.summary_hash));
+  addChain("CHAIN-17-hops", "a 17-hop chain fails at hop 16", await buildChain("seventeen", await signedHops("seventeen", 17)), brokenAt(16, ["16:HOP_LIMIT_EXCEEDED"]));
+  const unsigned = await buildChain("unsigned", await plainHops("unsigned", 3));
+  addChain("CHAIN-unsigned-links", "links only the document states (no signed delegation) never make a chain valid on their own", unsigned, brokenAt(1, ["1:LINK_UNSIGNED", "2:LINK_UNSIGNED"]));
+  addChain("CHAIN-unsigned-links-sealed", "the same document under a valid seal by a pinned issuer passes", unsigned, valid(unsigned.summary_hash), { seal: await sealOf(unsigned) });
+  const five = await buildChain("five", await signedHops("five", 5));
+  const fivePruned = await pruneChain(five, [1, 2]);
+  addChain("CHAIN-pruned-unsealed", "hops 1 and 2 pruned and no seal: a pruned entry stands only under a seal", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED"]));
+  addChain("CHAIN-pruned-sealed", "hops 1 and 2 pruned under a valid seal covering the chain: passes", fivePruned, valid(five.summary_hash), { seal: await sealOf(five) });
+  addChain("CHAIN-seal-forged", "a seal signed by another key than the pinned one it names", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:SEAL_INVALID"]), { seal: { ...(await sealOf(five, attacker)), issuer: a1.issuer, kid: a1.kid } });
+  addChain("CHAIN-seal-unpinned", "a seal by an issuer that is not pinned", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:UNTRUSTED_ISSUER"]), { seal: await sealOf(five, attacker) });
+  addChain("CHAIN-seal-other-chain", "a valid seal over another chain (total_hops 4): it vouches for nothing here", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:SEAL_MISMATCH"]), { seal: await sealOf(five, a1, { total_hops: 4 }) });
   addChain("CHAIN-spot", "spot verification of hop 3", five, valid(five.summary_hash), { spot: 3 });
   addChain("CHAIN-spot-wrong-summary", "spot verification refuses a wrong summary hash", { ...five, summary_hash: "sha256:" + "1".repeat(64) }, brokenAt(4, ["4:CHAIN_BROKEN"]), { spot: 1 });
   addChain("CHAIN-hop0-predecessor", "hop 0 naming a predecessor", { ...five, entries: [{ ...five.entries[0], previous_receipt_hash: "sha256:" + "2".repeat(64) }, ...five.entries.slice(1)] }, brokenAt(0, ["0:CHAIN_BROKEN"]));
+  const stale = await buildChain("stale", await signedHops("stale", 3, (i) => (i === 1 ? { issuedAt: now - 30 * 86400 } : {})));
+  addChain("CHAIN-stale-receipt", "a 30-day-old receipt at hop 1: freshness is judged by default", stale, brokenAt(1, ["1:FRESHNESS_EXPIRED"]));
+  addChain("CHAIN-stale-archival", "the same chain with check_freshness: false (archival audit): passes", stale, valid(stale.summary_hash), { check_freshness: false });
 
-  // 13.10: insertion, removal, reordering, modification of a 5-hop chain.
-  const kept = five.entries.map((e) => (e as { receipt: Record<string, unknown> }).receipt);
-  const foreign = (await receipt(a1, "13.10-foreign")) as unknown as Record<string, unknown>;
+  // The forgeries a document alone made possible, each now refused with its code.
+  const [u0, u1] = await plainHops("forge-unrelated", 2);
+  addChain("FORGE-unrelated-receipts", "two unrelated receipts with a recomputed previous_receipt_hash and summary", await buildChain("forge-unrelated", [u0, u1]), brokenAt(1, ["1:LINK_UNSIGNED"]));
+  const [real] = await plainHops("forge-pruned-hop0", 1);
+  const fabricated = await buildChain("forge-pruned-hop0", [{ receipt: await receipt(a1, "forge-pruned-hop0/decoy") }, real]);
+  const fabricatedHash = "sha256:" + (await labelHex("forge-pruned-hop0/fabricated", 64));
+  const hop0Fabricated = { ...fabricated, entries: [{ hop_count: 0, receipt_hash: fabricatedHash, pruned: true as const }, { ...fabricated.entries[1], previous_receipt_hash: fabricatedHash }] };
+  addChain("FORGE-fabricated-pruned-hop0", "a fabricated pruned hop 0 before a real receipt, summary recomputed", { ...hop0Fabricated, summary_hash: await summaryHash([fromHex(fabricatedHash.slice(7))!, await receiptDigest(real.receipt as Record<string, unknown>)]) }, brokenAt(0, ["0:CHAIN_UNSEALED", "1:LINK_UNSIGNED"]));
+  const hidden = await buildChain("forge-hidden", await signedHops("forge-hidden", 3, (i) => (i === 1 ? { id: attacker } : {})));
+  addChain("FORGE-unpinned-kept", "a receipt under an unpinned key, kept: refused at its hop", hidden, brokenAt(1, ["1:UNTRUSTED_ISSUER"]));
+  addChain("FORGE-unpinned-hidden-as-pruned", "the same receipt hidden as a pruned hop without a seal", await pruneChain(hidden, [1]), brokenAt(1, ["1:CHAIN_UNSEALED"]));
+  const [x] = await plainHops("forge-thrice", 1);
+  const thrice = await buildChain("forge-thrice", [x, x, x]);
+  addChain("FORGE-same-receipt-thrice", "[x, x, x]: the same receipt three times", thrice, brokenAt(1, ["1:RECEIPT_REPEATED", "1:LINK_UNSIGNED", "2:RECEIPT_REPEATED", "2:LINK_UNSIGNED"]));
+  addChain("CHAIN-repeat-under-seal", "[x, x, x] under a valid seal: a seal vouches for links, never for a repeat", thrice, brokenAt(1, ["1:RECEIPT_REPEATED", "2:RECEIPT_REPEATED"]), { seal: await sealOf(thrice) });
+  const repeatPruned = await pruneChain(await buildChain("repeat-pruned", [x, x]), [1]);
+  addChain("CHAIN-repeat-pruned", "a receipt repeated as a pruned entry, under a valid seal", repeatPruned, brokenAt(1, ["1:RECEIPT_REPEATED"]), { seal: await sealOf(repeatPruned) });
+
+  // 13.10: insertion, removal, reordering, modification of a 5-hop chain of signed links.
+  const kept = five.entries.map((e) => ({ receipt: (e as KeptEntry).receipt, runtime_context: (e as KeptEntry).runtime_context }));
+  const foreign = { receipt: await receipt(a1, "13.10-foreign") };
   const inserted = await buildChain("five", [...kept.slice(0, 2), foreign, ...kept.slice(2)]);
-  // The inserted hop links to hop 1 and is renumbered; hop 3 (the old hop 2) still names hop 1.
-  addChain("13.10-insertion", "a receipt inserted at hop 2 (linked to hop 1, later hops renumbered)", { ...inserted, entries: inserted.entries.map((e, i) => (i === 3 ? { ...e, previous_receipt_hash: (five.entries[2] as { previous_receipt_hash: string }).previous_receipt_hash } : e)), summary_hash: five.summary_hash, total_hops: 6 }, brokenAt(3, ["3:CHAIN_BROKEN", "5:CHAIN_BROKEN"]));
-  const removed = five.entries.filter((_, i) => i !== 2).map((e, i) => ({ ...e, hop_count: i }));
-  addChain("13.10-removal", "hop 2 removed and the rest renumbered", { ...five, entries: removed, total_hops: 4 }, brokenAt(2, ["2:CHAIN_BROKEN", "3:CHAIN_BROKEN"]));
-  const swapped = [five.entries[0], five.entries[2], five.entries[1], ...five.entries.slice(3)].map((e, i) => ({ ...e, hop_count: i }));
-  addChain("13.10-reordering", "hops 1 and 2 swapped and renumbered", { ...five, entries: swapped }, brokenAt(1, ["1:CHAIN_BROKEN", "2:CHAIN_BROKEN", "3:CHAIN_BROKEN", "4:CHAIN_BROKEN"]));
+  addChain("13.10-insertion", "a receipt inserted at hop 2 (document links and summary recomputed)", inserted, brokenAt(2, ["2:LINK_UNSIGNED", "3:CHAIN_BROKEN", "3:CHAIN_BROKEN", "3:CHAIN_BROKEN", "4:CHAIN_BROKEN", "5:CHAIN_BROKEN"]));
+  const removed = await buildChain("five", kept.filter((_, i) => i !== 2));
+  addChain("13.10-removal", "hop 2 removed (document links and summary recomputed)", removed, brokenAt(2, ["2:CHAIN_BROKEN", "2:CHAIN_BROKEN", "2:CHAIN_BROKEN", "3:CHAIN_BROKEN"]));
+  const swapped = await buildChain("five", [kept[0], kept[2], kept[1], ...kept.slice(3)]);
+  addChain("13.10-reordering", "hops 1 and 2 swapped (document links and summary recomputed)", swapped, brokenAt(1, ["1:CHAIN_BROKEN", "1:CHAIN_BROKEN", "1:CHAIN_BROKEN", "2:CHAIN_BROKEN", "2:CHAIN_BROKEN", "2:CHAIN_BROKEN", "3:CHAIN_BROKEN", "3:CHAIN_BROKEN"]));
   const modified = five.entries.map((e, i) => {
     if (i !== 2) return e;
-    const r = (e as { receipt: Record<string, unknown> }).receipt;
+    const r = (e as KeptEntry).receipt;
     return { ...e, receipt: { ...r, verified_at: (r.verified_at as number) + 1 } };
   });
-  addChain("13.10-modification", "a signed field of hop 2's receipt changed", { ...five, entries: modified }, brokenAt(2, ["2:SIGNATURE_INVALID", "3:CHAIN_BROKEN", "4:CHAIN_BROKEN"]));
+  addChain("13.10-modification", "a signed field of hop 2's receipt changed", { ...five, entries: modified }, brokenAt(2, ["2:SIGNATURE_INVALID", "3:CHAIN_BROKEN", "3:CHAIN_BROKEN", "4:CHAIN_BROKEN"]));
+  const rebound = five.entries.map((e, i) => (i === 2 ? { ...e, runtime_context: { ...((e as KeptEntry).runtime_context as object), region: "elsewhere" } } : e));
+  addChain("CHAIN-runtime-context-rebound", "hop 2 presents another runtime context than its receipt signed", { ...five, entries: rebound }, brokenAt(2, ["2:BINDING_MISMATCH"]));
 
   return {
     org_id: ORG_ID,

@@ -1,17 +1,21 @@
 /**
- * Evidence chains (CCS §11): hops of receipts linked by receipt hashes and sealed by a summary
- * hash, verified in full or at one spot. Pure: runs offline under plain Node (the CLI) with
- * whatever anchors and verifier it is given.
+ * Evidence chains (CCS §11): hops of receipts, each linked to the one before by a hash that the
+ * later receipt signs, or else vouched for as a whole by a seal. Verified in full or at one spot.
+ * The hop rule (`judgeHop`) is the one both the offline verifier and the live EvidenceChain
+ * apply. Pure: runs offline under plain Node (the CLI) with whatever anchors and verifier it is
+ * given.
  */
-import type { PinnedIssuer } from "./anchors.js";
 import { failure, type Failure, type FailureCode } from "./codes.js";
 import { jcs, sha256, SHA256_PREFIX } from "./digest.js";
-import type { SignatureVerifier } from "./ed25519.js";
-import { fromHex, SHA256_REF, toHex } from "./encoding.js";
+import { fromHex, HEX16, SHA256_REF, toHex } from "./encoding.js";
+import type { ReplayLedger } from "./ledger.js";
 import { isJsonObject as isObject } from "./strict-json.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
-import { checkFreshness, type FreshnessPolicy } from "./checks/freshness.js";
-import { checkSignature } from "./checks/signature.js";
+import type { FreshnessPolicy } from "./checks/freshness.js";
+import { verifyReceipt, type VerifyDeps } from "./verify.js";
+import { CHAIN_ID, checkSeal, type ChainSeal, type SealDeps } from "./chain-seal.js";
+
+export { CHAIN_ID };
 
 /** A chain holds at most this many hops (hop_count 0 … 15). */
 export const MAX_CHAIN_HOPS = 16;
@@ -20,8 +24,11 @@ export const MAX_CHAIN_ENTRIES = 64;
 
 export interface KeptEntry {
   hop_count: number;
+  /** The document's own claim of the link; only the receipt's signed delegation makes it a signed link. */
   previous_receipt_hash?: string | null;
   receipt: Record<string, unknown>;
+  /** The runtime context the receipt's `runtime_context_hash` binds; carries `delegation` for a signed link. */
+  runtime_context?: unknown;
 }
 export interface PrunedEntry {
   hop_count: number;
@@ -37,8 +44,25 @@ export interface ChainDocument {
   total_hops: number;
 }
 
+/**
+ * What a receipt's runtime context says about the hop it was issued for; covered by the
+ * receipt's signature through `runtime_context_hash`. At hop 0 both references are null.
+ */
+export interface Delegation {
+  previous_receipt_hash: string | null;
+  parent_trace_id: string | null;
+  hop_count: number;
+}
+
+/**
+ * How a hop is tied to the one before: `signed` when its receipt's signed delegation names the
+ * previous receipt hash, `unsigned` when only the document says so, `none` at hop 0, `pruned`
+ * when the entry is pruned (only a seal vouches for it).
+ */
+export type LinkStatus = "signed" | "unsigned" | "none" | "pruned";
+
 export interface ChainFailure extends Failure {
-  /** The hop the failure is at; for the summary, the hop where the sealed chain stops matching. */
+  /** The hop the failure is at; for the summary or the seal, the hop where the sealed chain stops matching. */
   hop: number;
 }
 
@@ -51,30 +75,39 @@ export interface ChainVerdict {
   summary_hash: string;
   total_hops: number;
   mode: "full" | "spot";
-  /** The hops whose receipts had their signatures checked. */
+  /** The hops whose receipts were judged (every kept hop in full mode, the spot hop in spot mode). */
   verified_hops: number[];
+  /** The link of every verified hop. */
+  links: { hop: number; status: LinkStatus }[];
+  /** The seal presented, and whether it vouches for this very document; null without one. */
+  seal: { issuer: string; kid: string; sealed_at: number; valid: boolean } | null;
 }
 
 export interface ChainOptions {
-  /** Verify only this hop, its link and the summary hash. */
+  /** Verify only this hop's receipt; every entry's form, links, repeats and pruning are still judged. */
   spot?: number;
-  /** Judge each verified receipt's freshness at `now` (off by default: chains are audited late). */
+  /**
+   * Judge each receipt's freshness at `now` (the default, CCS §11.5). False is the archival
+   * opt-out: each receipt is judged as of `at` when given, else as of its own `issued_at`, so the
+   * validity window holds but the lifetime policy still applies.
+   */
   checkFreshness?: boolean;
+  at?: number;
   now: number;
   policy: FreshnessPolicy;
+  /** A seal over the document: with it, pruned entries and unsigned links are vouched for. */
+  seal?: ChainSeal;
 }
 
-export interface ChainDeps {
-  anchors(issuer: string): Promise<PinnedIssuer | null>;
-  verifier: SignatureVerifier;
-  /** Fingerprints of an issuer's revoked keys; offline verifiers without a ledger may omit it. */
-  revokedKeys?(issuer: string): Promise<Set<string>>;
+/** Anchors, verifier, and the issuers' ledgers for revocation; offline verifiers without a ledger judge no revocation. */
+export interface ChainDeps extends SealDeps {
+  ledger?: VerifyDeps["ledger"];
 }
 
 export type ChainParse = { ok: true; chain: ChainDocument } | { ok: false; detail: string };
 
-export const CHAIN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const isHop = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+const KEPT_FIELDS = ["hop_count", "previous_receipt_hash", "receipt", "runtime_context"];
 
 /** One entry's form, or why it is not an entry. */
 export function entryProblem(e: unknown): string | null {
@@ -86,7 +119,7 @@ export function entryProblem(e: unknown): string | null {
     }
     return null;
   }
-  for (const key of Object.keys(e)) if (!["hop_count", "previous_receipt_hash", "receipt"].includes(key)) return `unknown field ${JSON.stringify(key)}`;
+  for (const key of Object.keys(e)) if (!KEPT_FIELDS.includes(key)) return `unknown field ${JSON.stringify(key)}`;
   if (!isObject(e.receipt)) return "receipt must be an object";
   const prev = e.previous_receipt_hash;
   if (prev !== undefined && prev !== null && (typeof prev !== "string" || !SHA256_REF.test(prev))) return 'previous_receipt_hash must be "sha256:" + 64 lowercase hex';
@@ -108,22 +141,10 @@ export function parseChain(value: unknown): ChainParse {
   return { ok: true, chain: value as unknown as ChainDocument };
 }
 
-/** A kept receipt parsed and canonicalised once, for its digest and its checks alike. */
-interface PreparedReceipt {
-  parse: ReturnType<typeof parseReceipt>;
-  signedBytes: Uint8Array | null;
-  digest: Promise<Uint8Array>;
-}
-
-function prepare(receipt: Record<string, unknown>): PreparedReceipt {
-  const parse = parseReceipt(receipt);
-  const canonical = parse.ok ? canonicalReceipt(parse.receipt) : null;
-  return { parse, signedBytes: canonical?.signedBytes ?? null, digest: sha256(canonical ? canonical.fullText : jcs(receipt)) };
-}
-
 /** The raw SHA-256 of a receipt's canonical form (signature included): receipt_hash without its prefix. */
 export function receiptDigest(receipt: Record<string, unknown>): Promise<Uint8Array> {
-  return prepare(receipt).digest;
+  const parse = parseReceipt(receipt);
+  return sha256(parse.ok ? canonicalReceipt(parse.receipt).fullText : jcs(receipt));
 }
 
 export const receiptHashOf = (digest: Uint8Array): string => SHA256_PREFIX + toHex(digest);
@@ -135,35 +156,84 @@ export async function summaryHash(digests: Uint8Array[]): Promise<string> {
   return SHA256_PREFIX + toHex(await sha256(all));
 }
 
-export interface KeptReceiptCheck {
-  receipt: Receipt | null;
-  kid: string | null;
-  failures: Failure[];
+const DELEGATION_FIELDS = ["hop_count", "parent_trace_id", "previous_receipt_hash"];
+
+/** The delegation a runtime context carries: undefined when it carries none, null when it is not of its form. */
+export function delegationOf(runtimeContext: unknown): Delegation | null | undefined {
+  if (!isObject(runtimeContext) || !Object.hasOwn(runtimeContext, "delegation")) return undefined;
+  const d = runtimeContext.delegation;
+  if (!isObject(d) || Object.keys(d).length !== 3 || !DELEGATION_FIELDS.every((k) => Object.hasOwn(d, k))) return null;
+  const ref = d.previous_receipt_hash;
+  const parent = d.parent_trace_id;
+  if (!isHop(d.hop_count)) return null;
+  if (ref !== null && (typeof ref !== "string" || !SHA256_REF.test(ref))) return null;
+  if (parent !== null && (typeof parent !== "string" || !HEX16.test(parent))) return null;
+  return d as unknown as Delegation;
 }
 
-/** A kept receipt on its own: 22-field form, pinned issuer, signature, revocation, and freshness when asked. */
-export function checkKeptReceipt(value: Record<string, unknown>, opts: KeptOptions, deps: ChainDeps): Promise<KeptReceiptCheck> {
-  return checkPrepared(prepare(value), opts, deps);
+/** The chain before the hop being judged. */
+export interface ChainSoFar {
+  /** Receipt hashes of hops 0 … n−1, in order. */
+  hashes: string[];
+  /** The trace_id of hop n−1 when its receipt is at hand (null at hop 0 or after a pruned hop). */
+  previousTraceId: string | null;
 }
 
-type KeptOptions = { checkFreshness?: boolean; now: number; policy: FreshnessPolicy };
+/** A hop as presented: a kept one with its receipt hash, or a pruned one. */
+export type HopClaim =
+  | { pruned: false; hop_count: number; previous_receipt_hash?: string | null; runtime_context?: unknown; receipt_hash: string }
+  | { pruned: true; hop_count: number; receipt_hash: string };
 
-async function checkPrepared({ parse, signedBytes }: PreparedReceipt, opts: KeptOptions, deps: ChainDeps): Promise<KeptReceiptCheck> {
-  if (!parse.ok) return { receipt: null, kid: null, failures: parse.failures };
-  const r = parse.receipt;
-  const failures: Failure[] = opts.checkFreshness ? checkFreshness(r, opts.now, opts.policy) : [];
-  const pinned = await deps.anchors(r.issuer);
-  // An archival check (no freshness) judges the key at issued_at only; otherwise its not_after also at `now`.
-  const keyJudgedAt = opts.checkFreshness ? opts.now : r.issued_at;
-  const signature = await checkSignature(r, signedBytes!, pinned?.keys ?? null, deps.verifier, keyJudgedAt);
-  failures.push(...signature.failures);
-  if (signature.fingerprint && deps.revokedKeys && (await deps.revokedKeys(r.issuer)).has(signature.fingerprint)) {
-    failures.push(failure("ANCHOR_REVOKED", `key ${signature.kid} of ${r.issuer} has been revoked`));
+/**
+ * The hop rule, applied to hop n = `before.hashes.length`: numbered n, within the hop limit, a
+ * receipt not already in the chain, and linked to hop n−1. The link is signed when the receipt's
+ * runtime context carries `delegation` naming hop n−1's receipt hash (and its trace_id, when that
+ * receipt is at hand) and hop n; an unsigned link, and a pruned hop, stand only under a valid
+ * seal (`sealed`). The receipt itself, and that its runtime context is the one it signed, are
+ * judged by verifyReceipt.
+ */
+export function judgeHop(claim: HopClaim, before: ChainSoFar, sealed: boolean): { link: LinkStatus; failures: Failure[] } {
+  const n = before.hashes.length;
+  const failures: Failure[] = [];
+  const fail = (code: FailureCode, detail: string) => failures.push(failure(code, detail));
+  if (claim.hop_count !== n) fail("CHAIN_BROKEN", `entry ${n} says hop ${claim.hop_count}: hops are numbered from 0 in order`);
+  if (n >= MAX_CHAIN_HOPS) fail("HOP_LIMIT_EXCEEDED", `hop ${n}: a chain holds at most ${MAX_CHAIN_HOPS} hops`);
+  if (before.hashes.includes(claim.receipt_hash)) fail("RECEIPT_REPEATED", `the receipt of hop ${n} is already at hop ${before.hashes.indexOf(claim.receipt_hash)}: a receipt appears in a chain at most once`);
+  if (claim.pruned) {
+    if (!sealed) fail("CHAIN_UNSEALED", `hop ${n} is pruned: a pruned entry stands only under a valid seal covering the chain`);
+    return { link: "pruned", failures };
   }
-  return { receipt: r, kid: signature.kid, failures };
+  const expected = n === 0 ? null : before.hashes[n - 1];
+  const claimed = claim.previous_receipt_hash ?? null;
+  if (n === 0 && claimed !== null) fail("CHAIN_BROKEN", "hop 0 names a predecessor that is not in the chain");
+  if (n > 0 && claimed !== expected) fail("CHAIN_BROKEN", `hop ${n}'s previous_receipt_hash is not the receipt hash of hop ${n - 1}`);
+  const delegation = delegationOf(claim.runtime_context);
+  let link: LinkStatus = n === 0 ? "none" : "unsigned";
+  if (delegation === null) fail("CHAIN_BROKEN", `hop ${n}'s runtime_context.delegation is not {previous_receipt_hash, parent_trace_id, hop_count}`);
+  else if (delegation !== undefined) {
+    if (delegation.hop_count !== n) fail("CHAIN_BROKEN", `hop ${n}'s signed delegation says hop ${delegation.hop_count}`);
+    if (n === 0 && (delegation.previous_receipt_hash !== null || delegation.parent_trace_id !== null)) fail("CHAIN_BROKEN", "hop 0's signed delegation names a predecessor that is not in the chain");
+    if (n > 0 && delegation.previous_receipt_hash !== expected) fail("CHAIN_BROKEN", `hop ${n}'s signed delegation names another receipt than hop ${n - 1}`);
+    else if (n > 0) link = "signed";
+    if (n > 0 && before.previousTraceId !== null && delegation.parent_trace_id !== before.previousTraceId) fail("CHAIN_BROKEN", `hop ${n}'s signed delegation names another parent_trace_id than hop ${n - 1}'s trace_id`);
+  }
+  if (link === "unsigned" && delegation === undefined && !sealed) fail("LINK_UNSIGNED", `hop ${n}'s receipt does not sign its link to hop ${n - 1} (no runtime_context.delegation) and no valid seal covers the chain`);
+  return { link, failures };
 }
 
-const at = (hop: number, code: FailureCode, detail: string): ChainFailure => ({ ...failure(code, detail), hop });
+const at = (hop: number, f: Failure): ChainFailure => ({ ...f, hop });
+
+/** Offline: no ledger, so nothing is revoked and no nonce is known. */
+const NO_LEDGER: ReplayLedger = {
+  claim: async () => ({ revoked: false, replay: null, consumed: false }),
+  inspect: async () => ({ revoked: false, replay: null, consumed: false }),
+};
+
+const traceIdOf = (e: ChainEntry): string | null => ("pruned" in e || typeof e.receipt.trace_id !== "string" ? null : e.receipt.trace_id);
+const claimOf = (e: ChainEntry, receiptHash: string): HopClaim =>
+  "pruned" in e
+    ? { pruned: true, hop_count: e.hop_count, receipt_hash: receiptHash }
+    : { pruned: false, hop_count: e.hop_count, previous_receipt_hash: e.previous_receipt_hash, runtime_context: e.runtime_context, receipt_hash: receiptHash };
 
 export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps: ChainDeps): Promise<ChainVerdict | { malformed: string }> {
   const { entries } = chain;
@@ -172,53 +242,84 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     if (!isHop(spot) || spot >= entries.length) return { malformed: `spot must name a hop of the chain (0..${entries.length - 1})` };
     if ("pruned" in entries[spot]) return { malformed: `hop ${spot} is pruned: there is no receipt to verify there` };
   }
-  const prepared = entries.map((e) => ("pruned" in e ? null : prepare(e.receipt)));
-  const digests = await Promise.all(entries.map((e, i) => ("pruned" in e ? fromHex(e.receipt_hash.slice(7))! : prepared[i]!.digest)));
+  const digests = await Promise.all(entries.map((e) => ("pruned" in e ? fromHex(e.receipt_hash.slice(7))! : receiptDigest(e.receipt))));
   const hashes = digests.map(receiptHashOf);
-  const failures: ChainFailure[] = [];
-  const verified: number[] = [];
-  const linkHops = spot === undefined ? entries.map((_, i) => i) : [spot];
-  for (const i of linkHops) {
-    const e = entries[i];
-    if (e.hop_count !== i) failures.push(at(i, "CHAIN_BROKEN", `entry ${i} says hop ${e.hop_count}: hops are numbered from 0 in order`));
-    if ("pruned" in e) continue;
-    const prev = e.previous_receipt_hash ?? null;
-    if (i === 0 && prev !== null) failures.push(at(0, "CHAIN_BROKEN", "hop 0 names a predecessor that is not in the chain"));
-    if (i > 0 && prev !== hashes[i - 1]) failures.push(at(i, "CHAIN_BROKEN", `hop ${i}'s previous_receipt_hash is not the receipt hash of hop ${i - 1}`));
-    const kept = await checkPrepared(prepared[i]!, opts, deps);
-    failures.push(...kept.failures.map((f) => ({ ...f, hop: i })));
-    verified.push(i);
-  }
-  if (entries.length > MAX_CHAIN_HOPS) failures.push(at(MAX_CHAIN_HOPS, "HOP_LIMIT_EXCEEDED", `${entries.length} hops: a chain holds at most ${MAX_CHAIN_HOPS}`));
   const summary = await summaryHash(digests);
+  const last = entries.length - 1;
+  const failures: ChainFailure[] = [];
+
+  const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, deps) : null;
+  const sealed = sealFailures !== null && sealFailures.length === 0;
+
+  const links = entries.map((e, i) => {
+    const judged = judgeHop(claimOf(e, hashes[i]), { hashes: hashes.slice(0, i), previousTraceId: i > 0 ? traceIdOf(entries[i - 1]) : null }, sealed);
+    failures.push(...judged.failures.map((f) => at(i, f)));
+    return judged.link;
+  });
+
+  // Every kept receipt is judged by the receipt route's own predicate, in audit mode: no consumer
+  // is judged (each hop's receipt is addressed to that hop's consumer) and a nonce already
+  // consumed is not a failure (the executors consumed them); revocation still is.
+  const verified = spot === undefined ? entries.flatMap((e, i) => ("pruned" in e ? [] : [i])) : [spot];
+  const ledgerDeps = { anchors: deps.anchors, verifier: deps.verifier, ledger: deps.ledger ?? (() => NO_LEDGER) };
+  const decisions = await Promise.all(
+    verified.map((i) => {
+      const e = entries[i] as KeptEntry;
+      const issuedAt = typeof e.receipt.issued_at === "number" ? e.receipt.issued_at : opts.now;
+      const now = opts.checkFreshness === false ? (opts.at ?? issuedAt) : opts.now;
+      return verifyReceipt(e.receipt, { audience: null, mode: "audit", replay: "ignore", now, policy: opts.policy, runtimeContext: e.runtime_context }, ledgerDeps);
+    }),
+  );
+  decisions.forEach((d, k) => {
+    const i = verified[k];
+    failures.push(...d.failures.map((f) => at(i, f)));
+    // A delegation is a signed link only if the receipt verifies with that very runtime context.
+    if (!d.valid && links[i] === "signed") links[i] = "unsigned";
+  });
+
   const sealedAt = Math.min(chain.total_hops, entries.length) - (chain.total_hops === entries.length ? 1 : 0);
-  if (chain.total_hops !== entries.length) failures.push(at(sealedAt, "CHAIN_BROKEN", `total_hops is ${chain.total_hops} but the chain has ${entries.length} hops`));
-  if (summary !== chain.summary_hash) failures.push(at(Math.max(0, sealedAt), "CHAIN_BROKEN", "summary_hash does not match the receipts in the chain"));
+  if (chain.total_hops !== entries.length) failures.push(at(sealedAt, failure("CHAIN_BROKEN", `total_hops is ${chain.total_hops} but the chain has ${entries.length} hops`)));
+  if (summary !== chain.summary_hash) failures.push(at(Math.max(0, sealedAt), failure("CHAIN_BROKEN", "summary_hash does not match the receipts in the chain")));
+  if (sealFailures) failures.push(...sealFailures.map((f) => at(last, f)));
   failures.sort((a, b) => a.hop - b.hop);
+  const critical = failures.filter((f) => f.severity === "CRITICAL");
   return {
     chain_id: chain.chain_id,
-    chain_valid: failures.length === 0,
-    broken_at_hop: failures.length ? failures[0].hop : null,
+    chain_valid: critical.length === 0,
+    broken_at_hop: critical.length ? critical[0].hop : null,
     failures,
     summary_hash: summary,
     total_hops: entries.length,
     mode: spot === undefined ? "full" : "spot",
     verified_hops: verified,
+    links: verified.map((i) => ({ hop: i, status: links[i] })),
+    seal: opts.seal ? { issuer: opts.seal.issuer, kid: opts.seal.kid, sealed_at: opts.seal.sealed_at, valid: sealed } : null,
   };
 }
 
-/** Builds a chain document from receipts (for issuers, the CLI and the vector generator). */
-export async function buildChain(chainId: string, receipts: Record<string, unknown>[]): Promise<ChainDocument> {
+/** A receipt with the runtime context it binds, as an issuer hands it to the next hop. */
+export interface ChainHop {
+  receipt: Receipt | Record<string, unknown>;
+  runtime_context?: unknown;
+}
+
+/** Builds a chain document from hops (for issuers, the CLI and the vector generator). */
+export async function buildChain(chainId: string, hops: ChainHop[]): Promise<ChainDocument> {
+  const receipts = hops.map((h) => h.receipt as Record<string, unknown>);
   const digests = await Promise.all(receipts.map(receiptDigest));
-  const entries: ChainEntry[] = receipts.map((receipt, i) => (i === 0 ? { hop_count: 0, receipt } : { hop_count: i, previous_receipt_hash: receiptHashOf(digests[i - 1]), receipt }));
+  const entries: ChainEntry[] = hops.map(({ runtime_context }, i) => ({
+    hop_count: i,
+    ...(i === 0 ? {} : { previous_receipt_hash: receiptHashOf(digests[i - 1]) }),
+    receipt: receipts[i],
+    ...(runtime_context === undefined ? {} : { runtime_context }),
+  }));
   return { chain_id: chainId, entries, summary_hash: await summaryHash(digests), total_hops: entries.length };
 }
 
-/** Replaces kept hops by their pruned form; the chain stays verifiable. */
+/** Replaces kept hops by their pruned form; the document then stands only under a seal. */
 export async function pruneChain(chain: ChainDocument, hops: number[]): Promise<ChainDocument> {
   const entries = await Promise.all(
     chain.entries.map(async (e, i): Promise<ChainEntry> => (hops.includes(i) && !("pruned" in e) ? { hop_count: e.hop_count, receipt_hash: receiptHashOf(await receiptDigest(e.receipt)), pruned: true } : e)),
   );
   return { ...chain, entries };
 }
-

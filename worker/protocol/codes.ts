@@ -17,6 +17,11 @@ export const FAILURE_CODES = [
   "ORG_MISMATCH",
   "CHAIN_BROKEN",
   "HOP_LIMIT_EXCEEDED",
+  "LINK_UNSIGNED",
+  "CHAIN_UNSEALED",
+  "RECEIPT_REPEATED",
+  "SEAL_INVALID",
+  "SEAL_MISMATCH",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -28,6 +33,7 @@ export const CALL_ERROR_CODES = [
   "AUDIENCE_NOT_ALLOWED",
   "RELYING_PARTY_EXISTS",
   "NOT_FOUND",
+  "CHAIN_NOT_OWNED",
   "ANCHOR_INVALID",
   "ANCHOR_KEY_REJECTED",
   "ANCHOR_KEY_REVOKED",
@@ -56,6 +62,11 @@ export const STEP_OF: Record<FailureCode, number> = {
   ORG_MISMATCH: 2,
   CHAIN_BROKEN: 7,
   HOP_LIMIT_EXCEEDED: 7,
+  LINK_UNSIGNED: 7,
+  CHAIN_UNSEALED: 7,
+  RECEIPT_REPEATED: 7,
+  SEAL_INVALID: 3,
+  SEAL_MISMATCH: 7,
 };
 
 export interface Failure {

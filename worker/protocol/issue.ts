@@ -8,6 +8,7 @@ import { signWithSeed } from "./ed25519.js";
 import { toHex } from "./encoding.js";
 import { ACTION_PREFIX, canonicalReceipt, type Receipt, type UnsignedReceipt, type Verdict } from "./receipt.js";
 import type { PresentedRequest } from "./checks/binding.js";
+import { receiptDigest, receiptHashOf, type Delegation } from "./chain.js";
 
 export interface ReceiptInput {
   request: PresentedRequest;
@@ -64,4 +65,16 @@ export async function unsignedReceipt(i: ReceiptInput): Promise<UnsignedReceipt>
 export function signReceipt(u: UnsignedReceipt, seed: Uint8Array): Receipt {
   const { signedBytes } = canonicalReceipt(u);
   return { ...u, signature: toHex(signWithSeed(signedBytes, seed)) };
+}
+
+/**
+ * The runtime context of a receipt issued for hop `hop` of a delegation chain: `base` plus
+ * `delegation`, naming the previous hop's receipt (none at hop 0). Bound by the receipt's
+ * `runtime_context_hash`, it is what makes the receipt's link to the previous hop a signed one.
+ */
+export async function delegationContext(previous: Receipt | null, hop: number, base: Record<string, unknown> = {}): Promise<Record<string, unknown> & { delegation: Delegation }> {
+  const delegation: Delegation = previous
+    ? { previous_receipt_hash: receiptHashOf(await receiptDigest(previous as unknown as Record<string, unknown>)), parent_trace_id: previous.trace_id, hop_count: hop }
+    : { previous_receipt_hash: null, parent_trace_id: null, hop_count: hop };
+  return { ...base, delegation };
 }

@@ -46,8 +46,18 @@ export interface Decision {
 export interface VerifyOptions extends Presented {
   /** Enforce mode only: makes a retried call answer what the first one did. */
   idempotency?: Idempotency;
-  audience: string;
+  /**
+   * The consumer the receipt must be addressed to (step 2), or null when no consumer is judged:
+   * a chain's receipts are each addressed to their own hop's consumer, not to the auditor.
+   */
+  audience: string | null;
   mode: Mode;
+  /**
+   * "ignore": a nonce or sequence already seen is not a failure (a chain's receipts were normally
+   * consumed by their executors); revocation is still judged. Only audit mode may ignore it,
+   * since only audit mode consumes nothing. Default "judge".
+   */
+  replay?: "judge" | "ignore";
   now: number;
   policy: FreshnessPolicy;
   reportedOutcome?: ReportedOutcome;
@@ -113,10 +123,10 @@ export function rejection(failures: Failure[], mode: Mode, now: number): Decisio
   };
 }
 
-function ledgerFailures(answer: LedgerAnswer, kid: string | null): Failure[] {
+function ledgerFailures(answer: LedgerAnswer, kid: string | null, replay: "judge" | "ignore"): Failure[] {
   const out: Failure[] = [];
   if (answer.revoked) out.push(failure("ANCHOR_REVOKED", `key ${kid} of this issuer has been revoked`));
-  if (answer.replay) out.push(failure("REPLAY_DETECTED", answer.replay));
+  if (answer.replay && replay === "judge") out.push(failure("REPLAY_DETECTED", answer.replay));
   return out;
 }
 
@@ -127,7 +137,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const { signedBytes, fullText } = canonicalReceipt(r);
   const receiptHash = prefixedDigest(fullText);
   const binding = checkBinding(r, opts);
-  const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...checkAudience(r, opts.audience)];
+  const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...(opts.audience === null ? [] : checkAudience(r, opts.audience))];
   const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
   const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier, opts.now);
   stateless.push(...signature.failures, ...(await binding));
@@ -151,7 +161,8 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     const retryTag = opts.idempotency ? await idempotencyTag(opts.idempotency, await receiptHash) : null;
     stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, retryTag }));
   }
-  const failures = [...stateless, ...ledgerFailures(stateful, signature.kid)];
+  const replay = opts.mode === "audit" ? (opts.replay ?? "judge") : "judge";
+  const failures = [...stateless, ...ledgerFailures(stateful, signature.kid, replay)];
   const critical = failures.some((f) => f.severity === "CRITICAL");
   const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
   return {

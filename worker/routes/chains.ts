@@ -1,20 +1,24 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
-import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
-import type { AppendResult, ChainState } from "../../durable-objects/evidence-chain.js";
+import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
+import type { AppendResult, ChainState, HeldChain } from "../../durable-objects/evidence-chain.js";
 import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
-import { CHAIN_ID, checkKeptReceipt, entryProblem, parseChain, receiptDigest, receiptHashOf, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
+import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
+import { parseSeal, signSeal } from "../protocol/chain-seal.js";
+import { isJsonObject } from "../protocol/strict-json.js";
+import { verifyReceipt } from "../protocol/verify.js";
+import { audienceAllowed, verifyDeps } from "./decision-call.js";
 
-const VERIFY_FIELDS = new Set(["chain", "spot", "check_freshness", "at"]);
+const VERIFY_FIELDS = new Set(["chain", "seal", "spot", "check_freshness", "at"]);
 
 export const chainRoutes = new Hono<AppEnv>();
 
-/** Anchors, verifier and revoked key fingerprints (from each issuer's ledger, asked once per call). */
-function chainDeps({ anchors, verifier, ledgers }: Services): ChainDeps {
+/** Anchors, verifier, the issuers' ledgers, and seal-key revocations (each issuer's asked once per call). */
+function chainDeps(services: Services): ChainDeps {
+  const { anchors, ledgers } = services;
   const revoked = new Map<string, Promise<Set<string>>>();
   return {
-    anchors: (issuer) => anchors.pinned(issuer),
-    verifier,
+    ...verifyDeps(services),
     revokedKeys(issuer) {
       let keys = revoked.get(issuer);
       if (!keys) {
@@ -26,32 +30,53 @@ function chainDeps({ anchors, verifier, ledgers }: Services): ChainDeps {
   };
 }
 
-/** Full or spot verification of a chain document. Pure apart from anchors and revocations. */
+/**
+ * Full or spot verification of a chain document, under a seal when one is given. Freshness is
+ * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
+ */
 chainRoutes.post("/verify", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY), "body");
   for (const key of Object.keys(body)) if (!VERIFY_FIELDS.has(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
   const parsed = parseChain(body.chain);
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
+  const seal = body.seal === undefined ? undefined : parseSeal(body.seal);
+  if (seal && !seal.ok) throw new ApiError(400, "MALFORMED_REQUEST", seal.detail);
   if (body.check_freshness !== undefined && typeof body.check_freshness !== "boolean") throw new ApiError(400, "MALFORMED_REQUEST", "check_freshness must be a boolean");
-  if (body.at !== undefined && typeof body.at !== "number") throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
+  if (body.at !== undefined) {
+    if (body.check_freshness !== false) throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted with check_freshness: false (archival audit)");
+    if (typeof body.at !== "number" || !Number.isFinite(body.at)) throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
+  }
   const services = c.get("services");
   const verdict = await verifyChain(
     parsed.chain,
-    { spot: body.spot as number | undefined, checkFreshness: body.check_freshness === true, now: (body.at as number | undefined) ?? services.now(), policy: freshnessPolicy(c.env) },
+    {
+      spot: body.spot as number | undefined,
+      checkFreshness: body.check_freshness !== false,
+      at: body.at as number | undefined,
+      now: services.now(),
+      policy: freshnessPolicy(c.env),
+      seal: seal?.ok ? seal.seal : undefined,
+    },
     chainDeps(services),
   );
   if ("malformed" in verdict) throw new ApiError(400, "MALFORMED_REQUEST", verdict.malformed);
   return c.json(verdict);
 });
 
-const chainStub = (c: { env: AppEnv["Bindings"] }, chainId: string) => {
+const chainStub = (c: Context<AppEnv>, chainId: string) => {
   if (!CHAIN_ID.test(chainId)) throw new ApiError(400, "MALFORMED_REQUEST", "chain_id must be 1-128 of [A-Za-z0-9._:-]");
   return c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
 };
 
+/** A live chain is its owner's alone; existence is not hidden, since an append by another party would reveal it anyway. */
+const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chain ${chainId} belongs to another relying party`);
+
 /**
- * Appends one hop to a live chain: the receipt must verify (pinned issuer, signature, not
- * revoked, fresh now), then the EvidenceChain takes it only as the next hop on the current tail.
+ * Appends one hop to a live chain. The chain is the caller's (or new), the receipt is addressed
+ * to one of the caller's audiences, and then the receipt goes through the receipt route's own
+ * predicate in enforce mode with the hop rule as a context check: its nonce is consumed only when
+ * every check, the link included, has passed. The EvidenceChain then applies the same hop rule
+ * again in its transaction, against the tail as it is by then.
  */
 chainRoutes.post("/:chain_id/hops", async (c) => {
   const chainId = c.req.param("chain_id");
@@ -60,24 +85,50 @@ chainRoutes.post("/:chain_id/hops", async (c) => {
   if (Object.keys(body).length !== 1 || !Object.hasOwn(body, "entry")) throw new ApiError(400, "MALFORMED_REQUEST", "body must be {entry}");
   const problem = entryProblem(body.entry);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
-  const entry = body.entry as KeptEntry;
-  if (!("receipt" in entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
+  if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
+  const entry = body.entry as unknown as KeptEntry;
+  const party = c.get("relyingParty").name;
+  const timeout = dependencyTimeout(c.env);
+  const held = await withTimeout(stub.look() as Promise<HeldChain | null>, timeout, "evidence chain");
+  if (held && held.owner !== party) throw notOwned(chainId);
+  const audience = typeof entry.receipt.audience === "string" ? entry.receipt.audience : null;
+  if (audience !== null && !audienceAllowed(c, audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "the receipt is addressed to an audience this relying party does not speak for");
+
   const services = c.get("services");
-  const kept = await checkKeptReceipt(entry.receipt, { checkFreshness: true, now: services.now(), policy: freshnessPolicy(c.env) }, chainDeps(services));
-  if (kept.failures.length > 0) {
-    return c.json({ error: { code: kept.failures[0].code, detail: kept.failures[0].detail }, failures: kept.failures }, 422);
+  const before = held ?? { hashes: [], previousTraceId: null };
+  const previous = entry.previous_receipt_hash ?? null;
+  const decision = await verifyReceipt(
+    entry.receipt,
+    {
+      audience,
+      mode: "enforce",
+      now: services.now(),
+      policy: freshnessPolicy(c.env),
+      runtimeContext: entry.runtime_context,
+      contextChecks: (_r, receiptHash) =>
+        judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
+    },
+    verifyDeps(services),
+  );
+  if (!decision.valid) {
+    const [first] = decision.failures;
+    const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
+    return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
   }
-  const receiptHash = receiptHashOf(await receiptDigest(entry.receipt));
-  const appending = stub.append(chainId, entry.hop_count, entry.previous_receipt_hash ?? null, receiptHash) as Promise<AppendResult>;
-  const result = await withTimeout(appending, dependencyTimeout(c.env), "evidence chain");
-  if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state }, 409);
-  return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: receiptHash, ...result.state });
+  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string };
+  const result = await withTimeout(stub.append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
+  if (result.kind === "not-owned") throw notOwned(chainId);
+  if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
+  return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
 });
 
+/** The caller's live chain with this deployment's seal over it, as it stands now. */
 chainRoutes.get("/:chain_id", async (c) => {
   const chainId = c.req.param("chain_id");
   const reading = chainStub(c, chainId).read(chainId) as Promise<ChainState | null>;
   const state = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
   if (!state) throw new ApiError(404, "NOT_FOUND", `chain ${chainId} has no hops`);
-  return c.json(state);
+  if (state.owner !== c.get("relyingParty").name) throw notOwned(chainId);
+  const seal = signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now()));
+  return c.json({ ...state, seal });
 });
