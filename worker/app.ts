@@ -16,6 +16,7 @@ import {
 import { requireRelyingParty } from "./auth.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { wellKnownRoutes } from "./routes/well-known.js";
+import { openApiDocument } from "./contract/openapi.js";
 import { adminRoutes } from "./routes/admin.js";
 import { issuerRoutes } from "./routes/issuers.js";
 import { chainRoutes } from "./routes/chains.js";
@@ -68,6 +69,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
   app.route("/.well-known", wellKnownRoutes);
   for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
   app.route("/v1/receipts", receiptRoutes);

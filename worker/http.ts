@@ -3,6 +3,7 @@
  * No response ever carries a stack trace or an internal path.
  */
 import type { Context } from "hono";
+import type { z } from "zod";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { CallErrorCode } from "./protocol/codes.js";
 import { sha256 } from "./protocol/digest.js";
@@ -90,6 +91,17 @@ function parseBody(bytes: Uint8Array, subject?: Subject): unknown {
     const where = err.path.length ? ` (at ${err.path.join(".")})` : "";
     throw new ApiError(400, inSubject ? subject.code : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);
   }
+}
+
+/**
+ * Validates a strictly parsed body against its contract schema (the one `/openapi.json` is built
+ * from); the first problems become a 400 MALFORMED_REQUEST that names where they are.
+ */
+export function validateBody<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const problems = result.error.issues.slice(0, 3).map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+  throw new ApiError(400, "MALFORMED_REQUEST", problems.join("; "));
 }
 
 export function requireObject(value: unknown, what: string): Record<string, unknown> {

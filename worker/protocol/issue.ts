@@ -1,7 +1,6 @@
 /**
  * Issuing side of the wire profile: the fields a receipt binds, computed from the request it
- * admits, and its Ed25519 signature. Used by the demo, the vector generator and the tests; the
- * intake route of a later issue builds on it.
+ * admits, and its Ed25519 signature. Used by the demo, the CLI, the vector generator and the tests.
  */
 import { jcs, prefixedDigest, sha256Hex } from "./digest.js";
 import { signWithSeed } from "./ed25519.js";

@@ -2,7 +2,9 @@ import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
-import { ApiError, readStrictJson, requireObject } from "../http.js";
+import type { z } from "zod";
+import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
+import { ApiError, readStrictJson, validateBody } from "../http.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64 } from "../protocol/encoding.js";
@@ -19,7 +21,7 @@ adminRoutes.use(requireAdmin);
 
 /** Registers a relying party; the token is answered once and stored only as its SHA-256. */
 adminRoutes.post("/relying-parties", async (c) => {
-  const parsed = parseRegistration(await readStrictJson(c, MAX_ADMIN_BODY), audiences(c.env));
+  const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const { name, audiences: allowed, token: supplied } = parsed.registration;
   const { now, relyingParties } = c.get("services");
@@ -73,24 +75,19 @@ adminRoutes.put("/anchors", async (c) => {
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 });
 
-/** `{issuer, kid}` or `{issuer, fingerprint}` plus the fields in `extra`, checked; the issuer's anchor read. */
-async function keyCall(c: Context<AppEnv>, extra: string[]) {
-  const body = requireObject(await readStrictJson(c, MAX_ADMIN_BODY), "body");
-  const shape = `{issuer, kid} or {issuer, fingerprint}${extra.map((f) => ` with ${f}`).join("")}`;
-  const allowed = new Set(["issuer", "kid", "fingerprint", ...extra]);
+/** `{issuer, kid}` or `{issuer, fingerprint}` (plus `reason` for a reset), checked; the issuer's anchor read. */
+async function keyCall<T extends typeof KeyCall | typeof ResetCall>(c: Context<AppEnv>, schema: T) {
+  const body = validateBody(schema, await readStrictJson(c, MAX_ADMIN_BODY)) as z.output<typeof ResetCall>;
   const { issuer, kid, fingerprint } = body;
-  if (Object.keys(body).some((k) => !allowed.has(k)) || (kid === undefined) === (fingerprint === undefined)) {
-    throw new ApiError(400, "MALFORMED_REQUEST", `body must be ${shape}`);
-  }
+  if ((kid === undefined) === (fingerprint === undefined)) throw new ApiError(400, "MALFORMED_REQUEST", "name the key by exactly one of kid and fingerprint");
   const problem = issuerProblem(issuer);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
-  if (kid !== undefined && typeof kid !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "kid must be a string");
-  if (fingerprint !== undefined && (typeof fingerprint !== "string" || !HEX64.test(fingerprint))) {
+  if (fingerprint !== undefined && !HEX64.test(fingerprint)) {
     throw new ApiError(400, "MALFORMED_REQUEST", "fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
   }
   const record = await c.get("services").anchors.get(issuer as string);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
-  return { body, record, kid: kid as string | undefined, fingerprint: fingerprint as string | undefined };
+  return { body, record, kid, fingerprint };
 }
 
 /** The one key among `keys` a kid or fingerprint names; a kid naming several different keys is ambiguous. */
@@ -109,7 +106,7 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
  * issuer can pin it again.
  */
 adminRoutes.post("/anchors/revoke", async (c) => {
-  const { record, kid, fingerprint } = await keyCall(c, []);
+  const { record, kid, fingerprint } = await keyCall(c, KeyCall);
   const key = resolveKey(keysEverPinned(record), { kid, fingerprint }, record, "pinned");
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
@@ -123,7 +120,7 @@ adminRoutes.post("/anchors/revoke", async (c) => {
  * {fingerprint, kid, at, reason, by: "admin", previous_highest}, shown by GET /v1/issuers/{issuer}.
  */
 adminRoutes.post("/anchors/reset-sequence", async (c) => {
-  const { body, record, kid, fingerprint } = await keyCall(c, ["reason"]);
+  const { body, record, kid, fingerprint } = await keyCall(c, ResetCall);
   const reason = body.reason;
   if (typeof reason !== "string" || reason.trim() === "" || reason.length > MAX_REASON_LENGTH) {
     throw new ApiError(400, "MALFORMED_REQUEST", `reason must be a non-empty string of at most ${MAX_REASON_LENGTH} characters`);

@@ -2,14 +2,13 @@ import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
 import type { AppendResult, ChainState, HeldChain } from "../../durable-objects/evidence-chain.js";
-import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
+import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
+import { ApiError, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifyDeps } from "./decision-call.js";
-
-const VERIFY_FIELDS = new Set(["chain", "seal", "spot", "check_freshness", "at"]);
 
 export const chainRoutes = new Hono<AppEnv>();
 
@@ -35,24 +34,19 @@ function chainDeps(services: Services): ChainDeps {
  * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
  */
 chainRoutes.post("/verify", async (c) => {
-  const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY), "body");
-  for (const key of Object.keys(body)) if (!VERIFY_FIELDS.has(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
+  const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_VERIFY_BODY));
   const parsed = parseChain(body.chain);
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const seal = body.seal === undefined ? undefined : parseSeal(body.seal);
   if (seal && !seal.ok) throw new ApiError(400, "MALFORMED_REQUEST", seal.detail);
-  if (body.check_freshness !== undefined && typeof body.check_freshness !== "boolean") throw new ApiError(400, "MALFORMED_REQUEST", "check_freshness must be a boolean");
-  if (body.at !== undefined) {
-    if (body.check_freshness !== false) throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted with check_freshness: false (archival audit)");
-    if (typeof body.at !== "number" || !Number.isFinite(body.at)) throw new ApiError(400, "MALFORMED_REQUEST", "at must be a number of Unix seconds");
-  }
+  if (body.at !== undefined && body.check_freshness !== false) throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted with check_freshness: false (archival audit)");
   const services = c.get("services");
   const verdict = await verifyChain(
     parsed.chain,
     {
-      spot: body.spot as number | undefined,
+      spot: body.spot,
       checkFreshness: body.check_freshness !== false,
-      at: body.at as number | undefined,
+      at: body.at,
       now: services.now(),
       policy: freshnessPolicy(c.env),
       seal: seal?.ok ? seal.seal : undefined,
@@ -81,8 +75,8 @@ const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chai
 chainRoutes.post("/:chain_id/hops", async (c) => {
   const chainId = c.req.param("chain_id");
   const stub = chainStub(c, chainId);
-  const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY), "body");
-  if (Object.keys(body).length !== 1 || !Object.hasOwn(body, "entry")) throw new ApiError(400, "MALFORMED_REQUEST", "body must be {entry}");
+  const body = validateBody(HopCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  if (!Object.hasOwn(body, "entry")) throw new ApiError(400, "MALFORMED_REQUEST", "body must be {entry}");
   const problem = entryProblem(body.entry);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
   if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");

@@ -1,14 +1,13 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
-import { readStrictJson, requireObject } from "../http.js";
+import { EnvelopeCall } from "../contract/schemas.js";
+import { readStrictJson, validateBody } from "../http.js";
 import type { PinnedIssuer } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { checkEnvelope, parseEnvelope } from "../protocol/envelope.js";
 import { rejection, verifyReceipt } from "../protocol/verify.js";
 import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
-
-const ENVELOPE_CALL_FIELDS = new Set(["envelope", "audience", "mode", "at"]);
 
 export const envelopeRoutes = new Hono<AppEnv>();
 
@@ -19,8 +18,8 @@ export const envelopeRoutes = new Hono<AppEnv>();
  * its trust_anchor_reference names and one pinned for the issuer.
  */
 envelopeRoutes.post("/verify", async (c) => {
-  const body = requireObject(await readStrictJson(c, MAX_VERIFY_BODY, { field: "envelope", code: "ENVELOPE_MALFORMED" }), "body");
-  const call = parseDecisionCall(c, body, ENVELOPE_CALL_FIELDS, "envelope");
+  const body = validateBody(EnvelopeCall, await readStrictJson(c, MAX_VERIFY_BODY, { field: "envelope", code: "ENVELOPE_MALFORMED" }));
+  const call = parseDecisionCall(c, body, "envelope");
   const parsed = parseEnvelope(body.envelope);
   if (!parsed.ok) return answerDecision(c, rejection(parsed.failures, call.mode, call.now));
   const { envelope, crossOrg } = parsed;

@@ -1,0 +1,190 @@
+/**
+ * The OpenAPI 3.1 document, built from the schemas the routes validate with and from the closed
+ * code lists. Every route of the app has an operation here; a test holds the two together.
+ */
+import { z } from "zod";
+import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
+import * as S from "./schemas.js";
+
+type Auth = "admin" | "relying-party" | "none";
+
+export interface Operation {
+  method: "get" | "post" | "put" | "delete";
+  /** OpenAPI form: `{param}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  auth: Auth;
+  body?: z.ZodType;
+  parameters?: { name: string; in: "path" | "query" | "header"; description: string; required?: boolean }[];
+  /** Status → schema (JSON), or "html" for the status page. */
+  responses: Record<number, { description: string; schema?: z.ZodType; html?: true }>;
+}
+
+const errors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { description: ERROR_TEXT[s], schema: S.ErrorAnswer }]));
+const decisionErrors = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((s) => [s, { description: ERROR_TEXT[s], schema: S.Decision }]));
+const ERROR_TEXT: Record<number, string> = {
+  400: "malformed call (MALFORMED_REQUEST, or the subject's own code)",
+  401: "no valid bearer token (UNAUTHORIZED, with WWW-Authenticate)",
+  403: "the token may not do this (AUDIENCE_NOT_ALLOWED, CHAIN_NOT_OWNED)",
+  404: "not found (NOT_FOUND)",
+  409: "conflicts with what is held",
+  413: "body too large (REQUEST_TOO_LARGE)",
+  422: "the receipt does not verify",
+  500: "a fault of ours (INTERNAL_ERROR) or an incomplete configuration (SERVICE_MISCONFIGURED)",
+  503: "a dependency failed or timed out (VERIFIER_UNAVAILABLE): fail closed, retry later",
+};
+
+const pathParam = (name: string, description: string) => ({ name, in: "path" as const, description, required: true });
+
+export const OPERATIONS: Operation[] = [
+  { method: "get", path: "/healthz", summary: "liveness", tag: "service", auth: "none", responses: { 200: { description: "serving", schema: S.Health } } },
+  { method: "get", path: "/openapi.json", summary: "this document", tag: "service", auth: "none", responses: { 200: { description: "OpenAPI 3.1", schema: S.OpenApiDocument } } },
+  {
+    method: "get", path: "/.well-known/ccs-issuer", summary: "this deployment's issuer and public keys, in the anchor pin's form", tag: "identity", auth: "none",
+    responses: { 200: { description: "the issuer document", schema: S.IssuerDocument }, ...errors(500) },
+  },
+  {
+    method: "post", path: "/v1/receipts/verify", summary: "enforcement validation of one receipt (consumes its nonce in enforce mode)", tag: "verification", auth: "relying-party", body: S.VerifyCall,
+    parameters: [{ name: "Idempotency-Key", in: "header", description: "1-255 visible ASCII: makes an enforce call retry-safe" }],
+    responses: { 200: { description: "a decision, valid or not", schema: S.Decision }, ...decisionErrors(400, 401, 403, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/envelopes/verify", summary: "an Evidence Envelope, same-org or self-contained cross-org", tag: "verification", auth: "relying-party", body: S.EnvelopeCall,
+    responses: { 200: { description: "a decision with the envelope's hop", schema: S.Decision }, ...decisionErrors(400, 401, 403, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/chains/verify", summary: "full or spot verification of an evidence chain, optionally under a seal", tag: "chains", auth: "relying-party", body: S.ChainVerifyCall,
+    responses: { 200: { description: "the chain verdict", schema: S.ChainVerdict }, ...errors(400, 401, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/chains/{chain_id}/hops", summary: "append one hop to a live chain (its nonce is consumed)", tag: "chains", auth: "relying-party", body: S.HopCall,
+    parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]")],
+    responses: {
+      200: { description: "appended", schema: S.HopAppended },
+      400: { description: ERROR_TEXT[400], schema: S.HopRefused },
+      ...errors(401),
+      403: { description: ERROR_TEXT[403], schema: S.HopRefused },
+      409: { description: "does not fit the tail (a step-7 chain code)", schema: S.HopRefused },
+      422: { description: ERROR_TEXT[422], schema: S.HopRefused },
+      ...errors(413, 500, 503),
+    },
+  },
+  {
+    method: "get", path: "/v1/chains/{chain_id}", summary: "a live chain with this deployment's seal", tag: "chains", auth: "relying-party",
+    parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]")],
+    responses: { 200: { description: "the chain and its seal", schema: S.LiveChain }, ...errors(400, 401, 403, 404, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/issuers/{issuer}", summary: "a pinned issuer's public anchor", tag: "anchors", auth: "none",
+    parameters: [pathParam("issuer", "the issuer URI, percent-encoded")],
+    responses: { 200: { description: "the anchor", schema: S.IssuerView }, ...errors(400, 404, 500, 503) },
+  },
+  {
+    method: "put", path: "/v1/admin/anchors", summary: "pin or replace an issuer's anchor", tag: "admin", auth: "admin", body: S.AnchorPin,
+    responses: { 200: { description: "pinned", schema: S.AnchorPinned }, ...errors(400, 401, 409, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/admin/anchors/revoke", summary: "revoke a key (by kid or fingerprint), for good", tag: "admin", auth: "admin", body: S.KeyCall,
+    responses: { 200: { description: "revoked", schema: S.Revoked }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/admin/anchors/reset-sequence", summary: "clear a key's sequence state, audited", tag: "admin", auth: "admin", body: S.ResetCall,
+    responses: { 200: { description: "reset", schema: S.SequenceReset }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/admin/stats", summary: "decision counts by pinned issuer and code", tag: "admin", auth: "admin",
+    parameters: [{ name: "minutes", in: "query", description: "how far back, 1-1440 (default 60)" }],
+    responses: { 200: { description: "counts", schema: S.Stats }, ...errors(400, 401, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/admin/relying-parties", summary: "register a relying party; its token is answered once", tag: "admin", auth: "admin", body: S.Registration,
+    responses: { 201: { description: "registered", schema: S.Registered }, ...errors(400, 401, 409, 413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/admin/relying-parties", summary: "the relying parties (never their tokens)", tag: "admin", auth: "admin",
+    responses: { 200: { description: "the list", schema: S.RelyingParties }, ...errors(401, 500, 503) },
+  },
+  {
+    method: "delete", path: "/v1/admin/relying-parties/{name}", summary: "delete a relying party: its token is refused from then on", tag: "admin", auth: "admin",
+    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-]")],
+    responses: { 200: { description: "deleted", schema: S.Deleted }, ...errors(400, 401, 404, 500, 503) },
+  },
+];
+
+const SLOTS: [z.ZodType, string][] = [
+  [S.ReceiptSlot, "Receipt"],
+  [S.EnvelopeSlot, "Envelope"],
+  [S.ChainSlot, "Chain"],
+  [S.SealSlot, "ChainSeal"],
+];
+
+const ref = (schema: z.ZodType): { $ref: string } => {
+  const id = z.globalRegistry.get(schema)?.id;
+  if (!id) throw new Error("every schema of an operation is registered with an id");
+  return { $ref: `#/components/schemas/${id}` };
+};
+
+const SECURITY: Record<Auth, Record<string, string[]>[]> = {
+  admin: [{ admin: [] }],
+  "relying-party": [{ relyingParty: [] }],
+  none: [],
+};
+
+let built: object | null = null;
+
+/** The document; built once per isolate. */
+export function openApiDocument(): object {
+  if (built) return built;
+  const { schemas } = z.toJSONSchema(z.globalRegistry, {
+    uri: (id) => `#/components/schemas/${id}`,
+    override: (ctx) => {
+      const slot = SLOTS.find(([s]) => (s as unknown) === ctx.zodSchema);
+      if (!slot) return;
+      for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[key];
+      Object.assign(ctx.jsonSchema, { $ref: `#/components/schemas/${slot[1]}` });
+    },
+  }) as { schemas: Record<string, Record<string, unknown>> };
+  for (const schema of Object.values(schemas)) {
+    delete schema.$schema;
+    delete schema.$id;
+  }
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const op of OPERATIONS) {
+    (paths[op.path] ??= {})[op.method] = {
+      summary: op.summary,
+      tags: [op.tag],
+      security: SECURITY[op.auth],
+      ...(op.parameters ? { parameters: op.parameters.map((p) => ({ ...p, schema: { type: "string" } })) } : {}),
+      ...(op.body ? { requestBody: { required: true, content: { "application/json": { schema: ref(op.body) } } } } : {}),
+      responses: Object.fromEntries(
+        Object.entries(op.responses).map(([status, r]) => [
+          status,
+          { description: r.description, ...(r.html ? { content: { "text/html": { schema: { type: "string" } } } } : r.schema ? { content: { "application/json": { schema: ref(r.schema) } } } : {}) },
+        ]),
+      ),
+    };
+  }
+  built = {
+    openapi: "3.1.0",
+    info: {
+      title: "countersign",
+      version: "1",
+      description: "Verification of AI-agent action evidence (CCS v1.3 receipts, envelopes, chains; EC-Agent receipts). Gate on `decision`; branch on failure codes only.",
+    },
+    jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        admin: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
+        relyingParty: { type: "http", scheme: "bearer", description: "a relying party's token (POST /v1/admin/relying-parties)" },
+      },
+    },
+    "x-failure-codes": FAILURE_CODES,
+    "x-call-error-codes": CALL_ERROR_CODES,
+  };
+  return built;
+}

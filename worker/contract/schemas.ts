@@ -1,0 +1,230 @@
+/**
+ * The HTTP contract's schemas (zod, a standard-schema validator). Call bodies are validated with
+ * these after the strict JSON parse, and `/openapi.json` is generated from the very same objects,
+ * so the document cannot drift from what the routes accept. The 22-field receipt keeps its
+ * hand-written check on the hot path (`worker/protocol/receipt.ts`); `Receipt` here documents it,
+ * and a test holds the two to the same field set.
+ */
+import { z } from "zod";
+import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
+import { MAX_URI_BYTES, RECEIPT_FIELDS } from "../protocol/receipt.js";
+
+const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
+const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} bytes` });
+const seconds = z.number().meta({ description: "Unix seconds" });
+const kid = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
+
+export const FailureCode = z.enum(FAILURE_CODES).meta({ id: "FailureCode", description: "what a decision found; clients branch on these codes only" });
+export const CallErrorCode = z.enum(CALL_ERROR_CODES).meta({ id: "CallErrorCode", description: "why a call could not be judged" });
+
+export const Receipt = z
+  .object({
+    action: z.string().meta({ description: "ccs:tool-invoke:<tool>:<64 hex full params digest>" }),
+    audience: Uri,
+    block_reason: z.string(),
+    config_hash: sha256Ref,
+    expires_at: seconds,
+    issued_at: seconds,
+    issuer: Uri,
+    max_clock_skew: z.number().min(0).optional(),
+    nonce: hex(32),
+    params_hash: hex(16),
+    receipt: hex(32).meta({ description: "legacy HMAC-SHA256 field, truncated; covered by the signature, never trusted alone" }),
+    request_hash: sha256Ref,
+    response_hash: z.union([sha256Ref, z.literal("")]).optional(),
+    rule_summary: z.string().meta({ description: "name=verdict entries joined by |" }),
+    runtime_context_hash: z.union([sha256Ref, z.literal("")]).optional(),
+    sequence: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+    signature: hex(128).meta({ description: "Ed25519 over the RFC 8785 bytes of every other field present" }),
+    timestamp: seconds,
+    tool: z.string().min(1),
+    trace_id: hex(16),
+    verdict: z.enum(["allow", "deny", "escalate"]),
+    verified_at: seconds,
+  })
+  .strict()
+  .meta({ id: "Receipt", description: "A CCS v1.3 receipt: 22 fields, the four SHOULD fields optional" });
+
+/** The receipt as a call carries it: checked by hand (MALFORMED_RECEIPT), documented as Receipt. */
+export const ReceiptSlot = z.unknown().meta({ id: "ReceiptSlot" });
+
+export const PresentedRequest = z
+  .object({ agent_id: z.string(), tool: z.string(), params: z.unknown(), timestamp: z.number(), trace_id: z.string() })
+  .strict()
+  .meta({ id: "Command", description: "the Command the receipt was issued for" });
+
+const mode = z.enum(["enforce", "audit"]).optional();
+
+export const VerifyCall = z
+  .object({
+    receipt: ReceiptSlot,
+    audience: z.string(),
+    request: PresentedRequest.optional(),
+    response: z.unknown().optional(),
+    runtime_context: z.unknown().optional(),
+    mode,
+    at: z.number().optional().meta({ description: "audit mode only: judge freshness at this instant" }),
+    outcome_status: z.enum(["indeterminate", "unknown"]).optional(),
+  })
+  .strict()
+  .meta({ id: "VerifyCall" });
+
+export const EnvelopeSlot = z.unknown().meta({ id: "EnvelopeSlot" });
+
+export const Envelope = z
+  .object({
+    envelope_version: z.literal("1.3"),
+    original_receipt: Receipt,
+    parent_trace_id: hex(16),
+    child_trace_id: hex(16),
+    delegation_reason: z.string(),
+    hop_count: z.number().int().min(0),
+    previous_receipt_hash: sha256Ref,
+    sender_org_id: Uri.optional(),
+    receiver_org_id: Uri.optional(),
+    trust_anchor_reference: hex(64).optional(),
+    self_contained: z.literal(true).optional(),
+    issuer_public_key: z.string().optional().meta({ description: "base64url of the raw 32-byte key" }),
+  })
+  .strict()
+  .meta({ id: "Envelope" });
+
+export const EnvelopeCall = z
+  .object({ envelope: EnvelopeSlot, audience: z.string(), mode, at: z.number().optional() })
+  .strict()
+  .meta({ id: "EnvelopeCall" });
+
+export const Failure = z
+  .object({ code: z.union([FailureCode, CallErrorCode]), severity: z.enum(["CRITICAL", "WARNING"]), step: z.number().int().nullable(), detail: z.string() })
+  .meta({ id: "Failure" });
+
+export const ErrorBody = z.object({ code: CallErrorCode.or(FailureCode), detail: z.string() }).meta({ id: "Error" });
+export const ErrorAnswer = z.object({ error: ErrorBody }).meta({ id: "ErrorAnswer", description: "every 4xx/5xx: {error: {code, detail}}" });
+
+export const Decision = z
+  .object({
+    valid: z.boolean().meta({ description: "the evidence verdict alone" }),
+    decision: z.enum(["accept", "reject", "defer", "audit"]).meta({ description: "the one field a gate acts on" }),
+    failures: z.array(Failure),
+    enforcement: z.object({
+      action: z.enum(["proceed", "proceed_pending_reconciliation", "conservative", "block", "defer"]),
+      verdict: z.enum(["allow", "deny", "escalate"]).nullable(),
+      outcome_status: z.enum(["confirmed", "dispatched", "indeterminate", "unknown"]).nullable(),
+    }),
+    receipt_hash: sha256Ref.nullable(),
+    nonce_consumed: z.boolean(),
+    mode: z.enum(["enforce", "audit"]),
+    checked_at: z.number(),
+    issuer: z.string().nullable(),
+    kid: z.string().nullable(),
+    idempotent_replay: z.literal(true).optional(),
+    envelope: z.object({ hop_count: z.number(), child_trace_id: z.string(), cross_org: z.boolean() }).optional(),
+    error: ErrorBody.optional(),
+  })
+  .meta({ id: "Decision" });
+
+const ChainFailure = Failure.extend({ hop: z.number().int() }).meta({ id: "ChainFailure" });
+
+export const ChainSlot = z.unknown().meta({ id: "ChainSlot" });
+export const SealSlot = z.unknown().meta({ id: "SealSlot" });
+
+export const Seal = z
+  .object({
+    type: z.string(),
+    chain_id: z.string(),
+    total_hops: z.number().int(),
+    summary_hash: sha256Ref,
+    tail: sha256Ref.nullable(),
+    sealed_at: seconds,
+    issuer: Uri,
+    kid,
+    signature: hex(128),
+  })
+  .meta({ id: "ChainSeal" });
+
+const KeptEntry = z.object({ hop_count: z.number().int().min(0), previous_receipt_hash: sha256Ref.nullable().optional(), receipt: Receipt, runtime_context: z.unknown().optional() }).strict();
+const PrunedEntry = z.object({ hop_count: z.number().int().min(0), receipt_hash: sha256Ref, pruned: z.literal(true) }).strict();
+export const ChainEntry = z.union([KeptEntry, PrunedEntry]).meta({ id: "ChainEntry" });
+export const Chain = z
+  .object({ chain_id: z.string(), entries: z.array(ChainEntry), summary_hash: sha256Ref, total_hops: z.number().int().min(0) })
+  .strict()
+  .meta({ id: "Chain" });
+
+export const ChainVerifyCall = z
+  .object({ chain: ChainSlot, seal: SealSlot.optional(), spot: z.number().int().min(0).optional(), check_freshness: z.boolean().optional(), at: z.number().optional() })
+  .strict()
+  .meta({ id: "ChainVerifyCall" });
+
+export const ChainVerdict = z
+  .object({
+    chain_id: z.string(),
+    chain_valid: z.boolean(),
+    broken_at_hop: z.number().int().nullable(),
+    failures: z.array(ChainFailure),
+    summary_hash: sha256Ref,
+    total_hops: z.number().int(),
+    mode: z.enum(["full", "spot"]),
+    verified_hops: z.array(z.number().int()),
+    links: z.array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned", "pruned"]) })),
+    seal: z.object({ issuer: z.string(), kid: z.string(), sealed_at: z.number(), valid: z.boolean() }).nullable(),
+  })
+  .meta({ id: "ChainVerdict" });
+
+export const HopCall = z.object({ entry: z.unknown().meta({ description: "a kept ChainEntry" }) }).strict().meta({ id: "HopCall" });
+
+const ChainStateFields = {
+  chain_id: z.string(),
+  owner: z.string(),
+  total_hops: z.number().int(),
+  tail: sha256Ref.nullable(),
+  summary_hash: sha256Ref,
+  receipt_hashes: z.array(sha256Ref),
+};
+export const HopAppended = z
+  .object({ appended: z.literal(true), hop_count: z.number().int(), receipt_hash: sha256Ref, nonce_consumed: z.boolean(), ...ChainStateFields })
+  .meta({ id: "HopAppended" });
+export const HopRefused = z
+  .object({ error: ErrorBody, failures: z.array(Failure).optional(), chain: z.object(ChainStateFields).optional(), nonce_consumed: z.boolean().optional() })
+  .meta({ id: "HopRefused" });
+export const LiveChain = z.object({ ...ChainStateFields, seal: Seal }).meta({ id: "LiveChain" });
+
+export const PublishedKey = z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string().regex(/^[A-Za-z0-9_-]{43}$/), fingerprint: hex(64) }).meta({ id: "PublishedKey" });
+export const IssuerDocument = z.object({ issuer: Uri, org_id: Uri.nullable(), keys: z.array(PublishedKey).min(1) }).meta({ id: "IssuerDocument" });
+
+export const AnchorPin = z.unknown().meta({ id: "AnchorPin", description: "kv-schemas/anchor-pin.schema.json: {issuer, org_id?, ledger_shards?, sequence_policy?, keys: [{kid, alg, public_key, fingerprint?, not_before?, not_after?}]}" });
+export const AnchorPinned = z.object({ issuer: Uri, keys: z.array(z.object({ kid, fingerprint: hex(64) })) }).meta({ id: "AnchorPinned" });
+export const KeyCall = z
+  .object({ issuer: z.string(), kid: z.string().optional(), fingerprint: z.string().optional() })
+  .strict()
+  .meta({ id: "KeyCall", description: "{issuer, kid} or {issuer, fingerprint}" });
+export const ResetCall = KeyCall.extend({ reason: z.string() }).strict().meta({ id: "ResetCall" });
+export const Revoked = z.object({ issuer: Uri, kid: z.string(), fingerprint: hex(64), revoked_at: z.number() }).meta({ id: "Revoked" });
+export const SequenceReset = z.object({ issuer: Uri, fingerprint: hex(64), kid: z.string(), previous_highest: z.number().nullable() }).passthrough().meta({ id: "SequenceResetAnswer" });
+
+export const IssuerView = z
+  .object({
+    issuer: Uri,
+    org_id: z.string().nullable(),
+    pinned_at: z.number(),
+    ledger_shards: z.number().int(),
+    sequence_policy: z.enum(["repeat", "window"]),
+    keys: z.array(z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string(), fingerprint: hex(64), short_fingerprint: hex(16), not_before: z.number().nullable(), not_after: z.number().nullable(), revoked: z.boolean() })),
+  })
+  .passthrough()
+  .meta({ id: "IssuerView" });
+
+export const Registration = z
+  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional() })
+  .strict()
+  .meta({ id: "RelyingPartyRegistration" });
+export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri) }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
+export const RelyingParties = z.object({ relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number() })) }).meta({ id: "RelyingParties" });
+export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
+
+export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
+export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
+export const OpenApiDocument = z.object({ openapi: z.string() }).passthrough().meta({ id: "OpenApiDocument" });
+
+/** The receipt field names the documentation lists: the hand-written check's own list. */
+export const DOCUMENTED_RECEIPT_FIELDS: readonly string[] = RECEIPT_FIELDS;
