@@ -78,6 +78,18 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "the chain and its seal", schema: S.LiveChain }, ...errors(400, 401, 403, 404, 500, 503) },
   },
   {
+    method: "post", path: "/v1/ec/receipts/verify", summary: "an EC-Agent receipt against its corpus and events (docs/ec-receipts.md)", tag: "ec-agent", auth: "none", body: S.EcVerifyCall,
+    responses: { 200: { description: "{valid, reasons, recomputed, support}", schema: S.EcAnswer }, ...errors(400, 413, 500) },
+  },
+  {
+    method: "post", path: "/v1/bundles/replay", summary: "replay of an EC-Agent receipt bundle: a deterministic report", tag: "ec-agent", auth: "none", body: S.BundleCall,
+    responses: { 200: { description: "the replay report (its decision: match, mismatch or manifest_invalid)", schema: S.EcAnswer }, ...errors(400, 413, 500) },
+  },
+  {
+    method: "post", path: "/v1/support/evaluate", summary: "the lexical support predicate and the conflict-aware guard", tag: "ec-agent", auth: "none", body: S.SupportCall,
+    responses: { 200: { description: "both predicates with every intermediate field", schema: S.EcAnswer }, ...errors(400, 413, 500) },
+  },
+  {
     method: "get", path: "/v1/issuers/{issuer}", summary: "a pinned issuer's public anchor", tag: "anchors", auth: "none",
     parameters: [pathParam("issuer", "the issuer URI, percent-encoded")],
     responses: { 200: { description: "the anchor", schema: S.IssuerView }, ...errors(400, 404, 500, 503) },

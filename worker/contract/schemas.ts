@@ -222,6 +222,14 @@ export const Registered = z.object({ name: z.string(), token: z.string(), audien
 export const RelyingParties = z.object({ relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number() })) }).meta({ id: "RelyingParties" });
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
 
+export const EcVerifyCall = z.object({ receipt: z.unknown(), corpus: z.unknown(), events: z.unknown() }).strict().meta({ id: "EcVerifyCall", description: "docs/ec-receipts.md: the receipt, the corpus map and the ordered events" });
+export const BundleCall = z.object({ bundle: z.unknown() }).strict().meta({ id: "BundleCall", description: "an ec-bundle (docs/ec-receipts.md)" });
+export const SupportCall = z
+  .object({ claim: z.string(), spans: z.array(z.string()).min(1), config: z.object({ threshold: z.number().optional(), pairs: z.array(z.tuple([z.string(), z.string()])).optional() }).strict().optional() })
+  .strict()
+  .meta({ id: "SupportCall" });
+export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", description: "see docs/ec-receipts.md for the fields" });
+
 export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 export const OpenApiDocument = z.object({ openapi: z.string() }).passthrough().meta({ id: "OpenApiDocument" });

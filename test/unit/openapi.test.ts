@@ -1,0 +1,114 @@
+/**
+ * `/openapi.json` covers every route of the app, and what the routes really accept and answer
+ * validates against it: sample calls (the committed vectors among them) and their answers, the
+ * error answers included.
+ */
+import { Validator, type Schema } from "@cfworker/json-schema";
+import { beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../../worker/app.js";
+import { OPERATIONS } from "../../worker/contract/openapi.js";
+import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
+import { CALL_ERROR_CODES, FAILURE_CODES } from "../../worker/protocol/codes.js";
+import { nobleVerifier } from "../../worker/protocol/ed25519.js";
+import { nodeEnv } from "../../cli/offline-env.js";
+import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
+import { RP_TOKEN } from "../support/app-harness.js";
+
+const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
+const RP = { authorization: `Bearer ${RP_TOKEN}`, "content-type": "application/json" };
+const { env, ledgerStub, ctx } = nodeEnv({ ORG_ID: pv.org_id, AUDIENCES: `${ccsVectors.audience},https://second-party.example` });
+const app = createApp({ now: () => ccsVectors.now, verifier: nobleVerifier, ledgerStub });
+let doc: any;
+
+/** The document's schema for one operation's request body or one response, as a standalone JSON Schema. */
+function schemaAt(ref: string): Validator {
+  const defs = JSON.parse(JSON.stringify(doc.components.schemas).replaceAll("#/components/schemas/", "#/$defs/"));
+  return new Validator({ $defs: defs, $ref: ref.replace("#/components/schemas/", "#/$defs/") } as Schema, "2020-12", false);
+}
+
+const honoPath = (openApiPath: string) => openApiPath.replace(/\{(\w+)\}/g, ":$1");
+
+async function exercise(method: string, path: string, headers: Record<string, string>, body?: string) {
+  const res = await app.request(path, { method: method.toUpperCase(), headers, body }, env, ctx);
+  const text = await res.text();
+  return { status: res.status, text, json: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : null };
+}
+
+/** Validates a call and its answer against the operation the route belongs to. */
+function conforms(opPath: string, method: string, request: unknown, answer: { status: number; json: unknown }) {
+  const op = doc.paths[opPath]?.[method];
+  expect(op, `${method} ${opPath} is documented`).toBeDefined();
+  if (request !== undefined && op.requestBody) {
+    const check = schemaAt(op.requestBody.content["application/json"].schema.$ref).validate(request);
+    expect(check.errors.map((e) => e.error), `${method} ${opPath} request`).toEqual([]);
+  }
+  const response = op.responses[String(answer.status)];
+  expect(response, `${method} ${opPath} documents status ${answer.status}`).toBeDefined();
+  const check = schemaAt(response.content["application/json"].schema.$ref).validate(answer.json);
+  expect(check.errors.map((e) => `${e.instanceLocation} ${e.error}`), `${method} ${opPath} ${answer.status} answer`).toEqual([]);
+}
+
+beforeAll(async () => {
+  doc = (await exercise("get", "/openapi.json", {})).json;
+  await exercise("post", "/v1/admin/relying-parties", ADMIN, JSON.stringify({ name: "openapi", audiences: [ccsVectors.audience], token: RP_TOKEN }));
+  for (const anchor of [...ccsVectors.anchors, ...pv.anchors]) await exercise("put", "/v1/admin/anchors", ADMIN, JSON.stringify(anchor));
+});
+
+describe("the OpenAPI document", () => {
+  it("is OpenAPI 3.1 and lists every failure and call-error code", () => {
+    expect(doc.openapi).toBe("3.1.0");
+    expect(doc.components.schemas.FailureCode.enum).toEqual([...FAILURE_CODES]);
+    expect(doc.components.schemas.CallErrorCode.enum).toEqual([...CALL_ERROR_CODES]);
+  });
+
+  it("documents every route the app serves, and nothing it does not", () => {
+    const served = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${r.path.replace(/\{[^}]*\}/g, "")}`);
+    const documented = OPERATIONS.map((op) => `${op.method} ${honoPath(op.path)}`);
+    expect([...new Set(served)].sort()).toEqual([...new Set(documented)].sort());
+  });
+
+  it("documents the receipt with exactly the fields the hand-written check knows", () => {
+    expect(Object.keys(Receipt.shape).sort()).toEqual([...DOCUMENTED_RECEIPT_FIELDS].sort());
+    for (const v of ccsVectors.vectors) for (const c of v.calls as { body?: { receipt: unknown }; expect: { valid: boolean } }[]) if (c.body && c.expect.valid) expect(Receipt.safeParse(c.body.receipt).success).toBe(true);
+  });
+});
+
+describe("calls and answers conform to the document", () => {
+  it("every receipt vector call (valid, invalid and malformed) and its answer", async () => {
+    for (const v of ccsVectors.vectors) {
+      for (const c of v.calls) {
+        const answer = await exercise("post", "/v1/receipts/verify", RP, rawBodyOf(c));
+        conforms("/v1/receipts/verify", "post", "body" in c && c.expect.valid ? c.body : undefined, answer);
+      }
+    }
+  });
+
+  it("every envelope and chain vector and its answer", async () => {
+    for (const v of pv.envelopes) for (const c of v.calls) conforms("/v1/envelopes/verify", "post", c.expect.valid ? c.body : undefined, await exercise("post", "/v1/envelopes/verify", RP, JSON.stringify(c.body)));
+    for (const v of pv.chains) conforms("/v1/chains/verify", "post", v.expect.chain_valid ? v.body : undefined, await exercise("post", "/v1/chains/verify", RP, JSON.stringify(v.body)));
+  });
+
+  it("error answers: 401, 403, 404, 400, 413 in their documented shapes", async () => {
+    const body = (ccsVectors.vectors[0].calls[0] as { body: Record<string, unknown> }).body;
+    conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", { "content-type": "application/json" }, JSON.stringify(body)));
+    conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, audience: "https://second-party.example" })));
+    conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, extra: 1 })));
+    conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, request: { blob: "x".repeat(300_000) } })));
+    conforms("/v1/issuers/{issuer}", "get", undefined, await exercise("get", `/v1/issuers/${encodeURIComponent("https://nobody.example")}`, {}));
+    conforms("/v1/admin/relying-parties", "post", undefined, await exercise("post", "/v1/admin/relying-parties", { "content-type": "application/json" }, "{}"));
+  });
+
+  it("the admin and identity routes", async () => {
+    const issuer = ccsVectors.anchors[0].issuer;
+    conforms("/v1/issuers/{issuer}", "get", undefined, await exercise("get", `/v1/issuers/${encodeURIComponent(issuer)}`, {}));
+    const pin = ccsVectors.anchors[0];
+    conforms("/v1/admin/anchors", "put", pin, await exercise("put", "/v1/admin/anchors", ADMIN, JSON.stringify(pin)));
+    const registration = { name: "sample-party", audiences: [ccsVectors.audience] };
+    conforms("/v1/admin/relying-parties", "post", registration, await exercise("post", "/v1/admin/relying-parties", ADMIN, JSON.stringify(registration)));
+    conforms("/v1/admin/relying-parties", "get", undefined, await exercise("get", "/v1/admin/relying-parties", ADMIN));
+    conforms("/v1/admin/relying-parties/{name}", "delete", undefined, await exercise("delete", "/v1/admin/relying-parties/sample-party", ADMIN));
+    const revoke = { issuer: ccsVectors.anchors[0].issuer, kid: ccsVectors.anchors[0].keys[0].kid };
+    conforms("/v1/admin/anchors/revoke", "post", revoke, await exercise("post", "/v1/admin/anchors/revoke", ADMIN, JSON.stringify(revoke)));
+    conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
+  });
+});
