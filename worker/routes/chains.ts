@@ -3,6 +3,7 @@ import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
 import type { AppendResult, ChainState } from "../../durable-objects/evidence-chain.js";
 import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
+import { countChainStarted } from "../observability.js";
 import { CHAIN_ID, checkKeptReceipt, entryProblem, parseChain, receiptDigest, receiptHashOf, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
 
 const VERIFY_FIELDS = new Set(["chain", "spot", "check_freshness", "at"]);
@@ -71,6 +72,7 @@ chainRoutes.post("/:chain_id/hops", async (c) => {
   const appending = stub.append(chainId, entry.hop_count, entry.previous_receipt_hash ?? null, receiptHash) as Promise<AppendResult>;
   const result = await withTimeout(appending, dependencyTimeout(c.env), "evidence chain");
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state }, 409);
+  if (entry.hop_count === 0) countChainStarted(c);
   return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: receiptHash, ...result.state });
 });
 
