@@ -1,6 +1,6 @@
 /** The status page renderer under plain Node: escaping, the chart's scale, sections that did not answer. */
 import { describe, expect, it } from "vitest";
-import { lineChart, niceCeiling } from "../../worker/status-page/chart.js";
+import { niceCeiling, stackedBarChart } from "../../worker/status-page/chart.js";
 import { renderStatusPage, type StatusView } from "../../worker/status-page/render.js";
 
 const view = (over: Partial<StatusView> = {}): StatusView => ({
@@ -41,10 +41,14 @@ describe("the status page renderer", () => {
     expect(renderStatusPage(view({ issuers: [{ issuer: "https://a.example", org_id: null, ledger_shards: 1, nonces: null, keys: [] }], moreIssuers: true }))).toContain("more are pinned and not shown");
   });
 
-  it("scales the chart to a round ceiling and draws one polyline per series", () => {
+  it("scales the chart to a round ceiling of the stacked totals and draws a segment per non-zero count", () => {
     expect([0, 1, 2, 3, 7, 10, 11, 240].map(niceCeiling)).toEqual([1, 1, 2, 5, 10, 10, 20, 500]);
-    const svg = lineChart({ title: "t", from: 0, series: [{ name: "A", points: [0, 3, 1] }, { name: "B", points: [0, 0, 0] }] });
-    expect(svg.match(/<polyline/g)).toHaveLength(2);
+    const svg = stackedBarChart({ title: "t", from: 0, series: [{ name: "A", points: [0, 3, 1] }, { name: "B", points: [0, 2, 0] }] });
+    expect(svg.match(/<g data-series/g)).toHaveLength(2);
     expect(svg).toContain('data-series="A" data-total="4"');
+    expect(svg.match(/<rect/g)).toHaveLength(3);
+    // The busiest minute stacks to 5, the axis ceiling: its top segment reaches the top of the plot.
+    expect(svg).toContain('>5</text>');
+    expect(svg).toMatch(/<rect x="[\d.]+" y="12.0"/);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * The status page as one self-contained HTML document: inline CSS (one <style> block, allowed
- * by its hash in the Content-Security-Policy), inline SVG charts, no script, no remote load.
+ * by its hash in the Content-Security-Policy), inline SVG charts (stacked bars per minute), no script, no remote load.
  * It shows only public or aggregated figures: pinned issuers and their public keys, decision
  * counts by code and by pinned issuer, nonce-cache sizes, the number of live chains. Every
  * string is escaped, whoever chose it.
  */
-import { lineChart, PALETTE, type Series } from "./chart.js";
+import { PALETTE, stackedBarChart, type Series } from "./chart.js";
 import { escapeHtml as esc } from "./escape.js";
 
 export interface StatusKey {
@@ -63,7 +63,7 @@ h1{font-size:22px;margin:8px 0 2px}h2{font-size:17px;margin:28px 0 8px;border-bo
 p.meta,p.note{color:#555;margin:4px 0}table{border-collapse:collapse;width:100%;background:#fff}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e4e4;vertical-align:top}th{background:#f0f0f0;font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
-.figure{background:#fff;border:1px solid #e4e4e4;padding:8px;margin:8px 0;overflow-x:auto}
+.figure{background:#fff;border:1px solid #e4e4e4;padding:8px;margin:8px 0}.figure svg{display:block;width:100%;height:auto}
 ul.legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 16px}
 .sw{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:-1px;border-radius:2px}
 .revoked{color:#c62828;font-weight:600}.big{font-size:28px;font-weight:600}
@@ -93,7 +93,7 @@ function issuersSection(v: StatusView): string {
 
 function figure(title: string, from: number, series: Series[]): string {
   const legend = series.map((s, i) => `<li><span class="sw c${i % PALETTE.length}"></span><code>${esc(s.name)}</code> ${total(s.points)}</li>`).join("");
-  return `<div class="figure">${lineChart({ title, from, series })}<ul class="legend">${legend}</ul></div>`;
+  return `<div class="figure">${stackedBarChart({ title, from, series })}<ul class="legend">${legend}</ul></div>`;
 }
 
 function decisionsSection(v: StatusView): string {
