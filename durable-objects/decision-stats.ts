@@ -3,11 +3,12 @@
  * adds a batch at most every few seconds (worker/metrics.ts); a batch lands in the bucket of the
  * minute it arrives in. Buckets older than RETENTION_MINUTES are purged by an alarm, so the table
  * holds at most RETENTION_MINUTES × labels × codes rows, labels being the pinned issuers plus
- * "unpinned".
+ * "unpinned". Decisions per label (each decision once, however many codes it carries) are kept
+ * the same way; the live chains started are one lifetime counter.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
-import type { DecisionCount } from "../worker/metrics.js";
+import type { MetricsBatch } from "../worker/metrics.js";
 
 export const RETENTION_MINUTES = 24 * 60;
 const PURGE_EVERY_MS = 60 * 60_000;
@@ -23,6 +24,22 @@ export interface DecisionStatsView {
   per_minute: { minute: number; counts: Record<string, number> }[];
 }
 
+/** Per-minute series of the last minutes, for the status page's chart. */
+export interface DecisionSeries {
+  /** Unix seconds of the first and last minute; every series has one count per minute in between. */
+  from: number;
+  to: number;
+  /** Code (failure code or outcome label) → counts per minute, oldest first. */
+  byCode: Record<string, number[]>;
+  /** Decisions per minute of the busiest labels, the rest summed under OTHER_LABELS. */
+  byLabel: Record<string, number[]>;
+  /** Labels summed under OTHER_LABELS. */
+  labelsFolded: number;
+}
+
+/** The series key of the labels past the busiest; an issuer is an https:// URI, so it never collides. */
+export const OTHER_LABELS = "other issuers";
+
 const minuteOf = (ms: number): number => Math.floor(ms / 60_000);
 
 export class DecisionStats extends DurableObject<Env> {
@@ -32,17 +49,26 @@ export class DecisionStats extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.sql.exec(
-      "CREATE TABLE IF NOT EXISTS buckets (minute INTEGER NOT NULL, label TEXT NOT NULL, code TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (minute, label, code)) WITHOUT ROWID",
+      `CREATE TABLE IF NOT EXISTS buckets (minute INTEGER NOT NULL, label TEXT NOT NULL, code TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (minute, label, code)) WITHOUT ROWID;
+       CREATE TABLE IF NOT EXISTS decisions (minute INTEGER NOT NULL, label TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (minute, label)) WITHOUT ROWID;
+       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;`,
     );
   }
 
-  async add(batch: DecisionCount[]): Promise<void> {
+  async add(batch: MetricsBatch): Promise<void> {
     const minute = minuteOf(Date.now());
     this.ctx.storage.transactionSync(() => {
-      for (const { label, code, n } of batch) {
+      for (const { label, code, n } of batch.codes) {
         this.sql.exec("INSERT INTO buckets (minute, label, code, n) VALUES (?, ?, ?, ?) ON CONFLICT (minute, label, code) DO UPDATE SET n = n + excluded.n", minute, label, code, n);
       }
+      for (const { label, n } of batch.decisions) {
+        this.sql.exec("INSERT INTO decisions (minute, label, n) VALUES (?, ?, ?) ON CONFLICT (minute, label) DO UPDATE SET n = n + excluded.n", minute, label, n);
+      }
+      if (batch.chainsStarted > 0) {
+        this.sql.exec("INSERT INTO counters (name, n) VALUES ('chains_started', ?) ON CONFLICT (name) DO UPDATE SET n = n + excluded.n", batch.chainsStarted);
+      }
     });
+    if (batch.codes.length === 0 && batch.decisions.length === 0) return;
     if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + PURGE_EVERY_MS);
   }
 
@@ -69,14 +95,43 @@ export class DecisionStats extends DurableObject<Env> {
     };
   }
 
+  /**
+   * The last `minutes` (at most the retention) as one count per minute: per code, and decisions
+   * per label for the `labels` busiest labels of the period (the rest folded into OTHER_LABELS).
+   */
+  series(minutes: number, labels: number): DecisionSeries {
+    const to = minuteOf(Date.now());
+    const from = to - Math.min(Math.max(1, minutes), RETENTION_MINUTES) + 1;
+    const empty = () => new Array<number>(to - from + 1).fill(0);
+    const byCode: Record<string, number[]> = {};
+    for (const { minute, code, n } of this.sql.exec<{ minute: number; code: string; n: number }>("SELECT minute, code, SUM(n) AS n FROM buckets WHERE minute >= ? GROUP BY minute, code", from)) {
+      (byCode[code] ??= empty())[minute - from] += n;
+    }
+    const busiest = this.sql.exec<{ label: string }>("SELECT label FROM decisions WHERE minute >= ? GROUP BY label ORDER BY SUM(n) DESC, label LIMIT ?", from, Math.max(0, labels)).toArray().map((r) => r.label);
+    const shown = new Set(busiest);
+    const byLabel: Record<string, number[]> = Object.fromEntries(busiest.map((l) => [l, empty()]));
+    const folded = new Set<string>();
+    for (const { minute, label, n } of this.sql.exec<{ minute: number; label: string; n: number }>("SELECT minute, label, n FROM decisions WHERE minute >= ?", from)) {
+      if (!shown.has(label)) folded.add(label);
+      (byLabel[shown.has(label) ? label : OTHER_LABELS] ??= empty())[minute - from] += n;
+    }
+    return { from: from * 60, to: to * 60, byCode, byLabel, labelsFolded: folded.size };
+  }
+
+  /** Live chains that took their hop 0, ever (a chain is never deleted). */
+  chainsStarted(): number {
+    return this.sql.exec<{ n: number }>("SELECT n FROM counters WHERE name = 'chains_started'").toArray()[0]?.n ?? 0;
+  }
+
   /** Deletes buckets past the retention; keeps purging while any remain. */
   async alarm(): Promise<void> {
     this.purge(Date.now());
-    const left = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM buckets").one().n;
+    const left = this.sql.exec<{ n: number }>("SELECT (SELECT COUNT(*) FROM buckets) + (SELECT COUNT(*) FROM decisions) AS n").one().n;
     if (left > 0) await this.ctx.storage.setAlarm(Date.now() + PURGE_EVERY_MS);
   }
 
   purge(nowMs: number): number {
-    return this.sql.exec("DELETE FROM buckets WHERE minute <= ?", minuteOf(nowMs) - RETENTION_MINUTES).rowsWritten;
+    const before = minuteOf(nowMs) - RETENTION_MINUTES;
+    return this.sql.exec("DELETE FROM buckets WHERE minute <= ?", before).rowsWritten + this.sql.exec("DELETE FROM decisions WHERE minute <= ?", before).rowsWritten;
   }
 }

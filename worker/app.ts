@@ -7,8 +7,9 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
-import { dependencyTimeout, ledgerShardKey } from "./config.js";
-import { DecisionCounter, DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
+import { decisionFlush, dependencyTimeout, ledgerShardKey } from "./config.js";
+import { DecisionCounter, type FlushPolicy } from "./metrics.js";
+import { requestContext } from "./observability.js";
 import {
   durableLedgerStub, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
   type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore,
@@ -23,6 +24,7 @@ import { chainRoutes } from "./routes/chains.js";
 import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
+import { statusRoutes, type StatusPageCache } from "./routes/status.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -30,7 +32,7 @@ export interface AppOptions {
   verifier?: SignatureVerifier;
   /** Replaces the IssuerLedger stubs (fault injection in tests). */
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
-  /** When decision counts are flushed to DecisionStats. */
+  /** When decision counts are flushed to DecisionStats (else DECISION_FLUSH_MS, else the default). */
   decisionFlush?: FlushPolicy;
 }
 
@@ -42,20 +44,27 @@ export interface Services {
   relyingParties: RelyingPartyStore;
   /** This isolate's batched decision counts. */
   decisions: DecisionCounter;
+  /** This isolate's last rendered status page. */
+  statusPage: StatusPageCache;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
 /** `mode` is set once a decision call's mode is known, so an error answer can carry the right decision. */
-export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty; mode: Mode } };
+/** `requestId` and `startedAt` are set for every call (worker/observability.ts). */
+export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty; mode: Mode; requestId: string; startedAt: number } };
 
 export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const now = options.now ?? (() => Date.now() / 1000);
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
   const partyCache: RelyingPartyCache = new Map();
-  const decisions = new DecisionCounter(options.decisionFlush ?? DEFAULT_FLUSH);
+  // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
+  let decisions: DecisionCounter | undefined;
+  const statusPage: StatusPageCache = { entry: null };
   const app = new Hono<AppEnv>();
+  app.use(requestContext);
   app.use(async (c, next) => {
+    decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
     const timeout = dependencyTimeout(c.env);
     const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
     c.set("services", {
@@ -65,11 +74,13 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
       decisions,
+      statusPage,
     });
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  app.route("/", statusRoutes);
   app.route("/.well-known", wellKnownRoutes);
   for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
   app.route("/v1/receipts", receiptRoutes);

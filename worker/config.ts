@@ -4,6 +4,7 @@ import type { Env } from "./env.js";
 import { parseSigningIdentity, type SigningIdentity } from "./protocol/issuing/identity.js";
 import { utf8 } from "./protocol/encoding.js";
 import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
+import { DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -27,6 +28,9 @@ export function freshnessPolicy(env: Env): FreshnessPolicy {
 }
 
 export const dependencyTimeout = (env: Env): number => positive(env.DEPENDENCY_TIMEOUT_MS, DEFAULT_DEPENDENCY_TIMEOUT_MS);
+
+/** When an isolate flushes its batched counts: DECISION_FLUSH_MS (0 flushes every decision, for a test instance) or the default 10 s. */
+export const decisionFlush = (env: Env): FlushPolicy => ({ ...DEFAULT_FLUSH, everyMs: positive(env.DECISION_FLUSH_MS, DEFAULT_FLUSH.everyMs) });
 
 /** A deployment whose configuration is broken: a 500 that names what to fix, never a secret. */
 export class ConfigurationError extends Error {}

@@ -35,4 +35,6 @@ export interface Env {
   MAX_CLOCK_SKEW?: string;
   /** Milliseconds a KV read or a ledger RPC may take before the verifier fails closed. */
   DEPENDENCY_TIMEOUT_MS?: string;
+  /** Milliseconds an isolate holds decision counts before flushing them (default 10000; 0 flushes every decision, for tests). */
+  DECISION_FLUSH_MS?: string;
 }

@@ -45,7 +45,7 @@ export function errorResponse(c: Context, err: unknown): Response {
   else if (err instanceof VerifierUnavailable) e = new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`);
   else if (err instanceof ConfigurationError) e = new ApiError(500, "SERVICE_MISCONFIGURED", err.message);
   else e = new ApiError(500, "INTERNAL_ERROR", "internal error; nothing was decided");
-  if (!(err instanceof ApiError)) console.error(JSON.stringify({ event: "request_failed", path: new URL(c.req.url).pathname, error: String(err) }));
+  if (!(err instanceof ApiError)) console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);

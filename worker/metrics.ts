@@ -1,23 +1,39 @@
 /**
  * Decision counts, batched in isolate memory and flushed to the one DecisionStats Durable
- * Object at most every FLUSH_EVERY_MS (or every FLUSH_EVERY_DECISIONS decisions), so counting
- * costs no write on any issuer's ledger and at most one small write per isolate per interval.
+ * Object once the oldest unflushed count is `everyMs` old (or `everyDecisions` are held), so
+ * counting costs no write on any issuer's ledger and at most one small write per isolate per
+ * interval. Live chains started are batched the same way.
  *
  * Labels are admin-bounded: a pinned issuer counts under its own name, anything else under
  * UNPINNED, so no string an unauthenticated caller chose becomes a map key or a row. Codes come
- * from the closed list (plus ACCEPTED). Counts an isolate holds when it is evicted are lost:
- * these are operational figures, not evidence.
+ * from the closed list plus the three outcome labels (ACCEPTED, DENIED, DEFERRED). Counts an
+ * isolate holds when it is evicted are lost: these are operational figures, not evidence.
  */
 import type { Decision } from "./protocol/verify.js";
 
 export const UNPINNED = "unpinned";
+/** A valid receipt answered `decision: "accept"` (enforce mode, verdict allow). */
 export const ACCEPTED = "ACCEPTED";
+/** A valid receipt answered `decision: "reject"`: a genuine deny. */
+export const DENIED = "DENIED";
+/** A valid receipt answered `decision: "defer"`: a genuine escalate, or an allow reported indeterminate or unknown. */
+export const DEFERRED = "DEFERRED";
+
+const OUTCOME_LABELS: Partial<Record<Decision["decision"], string>> = { accept: ACCEPTED, reject: DENIED, defer: DEFERRED };
 
 /** One (label, code) count of a batch. */
 export interface DecisionCount {
   label: string;
   code: string;
   n: number;
+}
+
+/** What one flush carries: counts by label and code, decisions by label, live chains started. */
+export interface MetricsBatch {
+  codes: DecisionCount[];
+  /** Decisions per label (a decision with several codes counts once here). */
+  decisions: { label: string; n: number }[];
+  chainsStarted: number;
 }
 
 export interface FlushPolicy {
@@ -29,15 +45,21 @@ export interface FlushPolicy {
 
 export const DEFAULT_FLUSH: FlushPolicy = { everyMs: 10_000, everyDecisions: 1_000 };
 
-/** The codes a decision is counted under: ACCEPTED and its warnings, or each distinct failure. */
+/**
+ * The codes a decision is counted under: for a valid receipt its outcome label (ACCEPTED,
+ * DENIED or DEFERRED, by the decision answered) and its warnings; otherwise each distinct failure.
+ */
 export function decisionCodes(d: Decision): string[] {
-  const codes = d.valid ? [ACCEPTED] : [];
+  const outcome = d.valid ? OUTCOME_LABELS[d.decision] : undefined;
+  const codes = outcome ? [outcome] : [];
   for (const f of d.failures) if (!codes.includes(f.code)) codes.push(f.code);
   return codes;
 }
 
 export class DecisionCounter {
   private counts = new Map<string, Map<string, number>>();
+  private perLabel = new Map<string, number>();
+  private chainsStarted = 0;
   private pending = 0;
   private oldest: number | null = null;
 
@@ -47,10 +69,21 @@ export class DecisionCounter {
   ) {}
 
   /** Counts one decision under `label`; answers the batch to flush now, or null. */
-  count(label: string, codes: string[]): DecisionCount[] | null {
+  count(label: string, codes: string[]): MetricsBatch | null {
     let byCode = this.counts.get(label);
     if (!byCode) this.counts.set(label, (byCode = new Map()));
     for (const code of codes) byCode.set(code, (byCode.get(code) ?? 0) + 1);
+    this.perLabel.set(label, (this.perLabel.get(label) ?? 0) + 1);
+    return this.held();
+  }
+
+  /** Counts a live chain that just took its hop 0; answers the batch to flush now, or null. */
+  chainStarted(): MetricsBatch | null {
+    this.chainsStarted++;
+    return this.held();
+  }
+
+  private held(): MetricsBatch | null {
     this.pending++;
     const now = this.clock();
     this.oldest ??= now;
@@ -59,10 +92,13 @@ export class DecisionCounter {
   }
 
   /** Everything held, emptied. */
-  drain(): DecisionCount[] {
-    const batch: DecisionCount[] = [];
-    for (const [label, byCode] of this.counts) for (const [code, n] of byCode) batch.push({ label, code, n });
+  drain(): MetricsBatch {
+    const codes: DecisionCount[] = [];
+    for (const [label, byCode] of this.counts) for (const [code, n] of byCode) codes.push({ label, code, n });
+    const batch = { codes, decisions: [...this.perLabel].map(([label, n]) => ({ label, n })), chainsStarted: this.chainsStarted };
     this.counts.clear();
+    this.perLabel.clear();
+    this.chainsStarted = 0;
     this.pending = 0;
     this.oldest = null;
     return batch;

@@ -18,8 +18,8 @@ import {
   type SequenceResetAudit,
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
-import type { DecisionCount } from "./metrics.js";
-import type { DecisionStatsView } from "../durable-objects/decision-stats.js";
+import type { MetricsBatch } from "./metrics.js";
+import type { DecisionSeries, DecisionStatsView } from "../durable-objects/decision-stats.js";
 
 /** The one DecisionStats object every isolate flushes into. */
 const DECISION_STATS_NAME = "decisions";
@@ -48,6 +48,8 @@ export interface AnchorStore {
   /** Entries in this isolate's anchor cache. */
   cacheSize(): number;
   put(record: AnchorRecord): Promise<void>;
+  /** The first `limit` pinned issuers in key order, and whether that is all of them. */
+  listPinned(limit: number): Promise<{ issuers: string[]; complete: boolean }>;
   /** The global revoked-key record; eventually consistent, so never read on the verify path. */
   revokedKey(fingerprint: string): Promise<RevokedKeyRecord | null>;
   putRevokedKey(record: RevokedKeyRecord): Promise<void>;
@@ -76,6 +78,11 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     async put(record) {
       await withTimeout(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)), timeoutMs, "anchor store");
       remember(record);
+    },
+    async listPinned(limit) {
+      const prefix = anchorKvKey("");
+      const page = await withTimeout(env.ANCHORS.list({ prefix, limit }), timeoutMs, "anchor store");
+      return { issuers: page.keys.map((k) => k.name.slice(prefix.length)), complete: page.list_complete };
     },
     revokedKey: (fingerprint) => withTimeout(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json"), timeoutMs, "anchor store"),
     putRevokedKey: (record) => withTimeout(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record)), timeoutMs, "anchor store"),
@@ -225,12 +232,21 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
   };
 }
 
-/** Adds a batch of decision counts to the deployment's DecisionStats object. */
-export async function flushDecisions(env: Env, batch: DecisionCount[]): Promise<void> {
-  await env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME)).add(batch);
+const decisionStats = (env: Env) => env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME));
+
+/** Adds a batch of counts to the deployment's DecisionStats object. */
+export async function flushDecisions(env: Env, batch: MetricsBatch): Promise<void> {
+  await decisionStats(env).add(batch);
 }
 
 /** The deployment's aggregate of decision counts over the last `minutes`. */
 export function readDecisionStats(env: Env, minutes: number, timeoutMs: number): Promise<DecisionStatsView> {
-  return withTimeout(env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME)).read(minutes), timeoutMs, "decision stats");
+  return withTimeout(decisionStats(env).read(minutes), timeoutMs, "decision stats");
+}
+
+/** Per-minute series of the last `minutes` (the `labels` busiest labels) and the live chains started. */
+export async function readStatusFigures(env: Env, minutes: number, labels: number, timeoutMs: number): Promise<{ series: DecisionSeries; chainsStarted: number }> {
+  const stub = decisionStats(env);
+  const [series, chainsStarted] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted()]), timeoutMs, "decision stats");
+  return { series, chainsStarted };
 }

@@ -21,7 +21,7 @@ const RELYING_PARTY_ROUTES = /^\/v1\/(receipts\/verify|envelopes\/verify|chains\
 
 export interface Harness {
   /** A call as the test relying party on the routes that need one; `authorization: ""` sends none. */
-  call(path: string, init?: RequestInit): Promise<{ status: number; body: any; text: string }>;
+  call(path: string, init?: RequestInit): Promise<{ status: number; body: any; text: string; headers: Headers }>;
   verify(body: unknown): Promise<{ status: number; body: any; text: string }>;
   pin(anchor: unknown): Promise<{ status: number; body: any; text: string }>;
   revoke(issuer: string, kid: string): Promise<{ status: number; body: any; text: string }>;
@@ -55,7 +55,7 @@ export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {
     } catch {
       /* not JSON; the test looks at text */
     }
-    return { status: res.status, body, text };
+    return { status: res.status, body, text, headers: res.headers };
   };
   const json = (method: string, body: unknown, admin = false): RequestInit => ({
     method,

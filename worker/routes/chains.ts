@@ -9,6 +9,7 @@ import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifyDeps } from "./decision-call.js";
+import { countChainStarted } from "../observability.js";
 
 export const chainRoutes = new Hono<AppEnv>();
 
@@ -113,6 +114,7 @@ chainRoutes.post("/:chain_id/hops", async (c) => {
   const result = await withTimeout(stub.append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
   if (result.kind === "not-owned") throw notOwned(chainId);
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
+  if (entry.hop_count === 0) countChainStarted(c);
   return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
 });
 

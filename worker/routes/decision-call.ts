@@ -7,8 +7,7 @@ import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
 import { ApiError } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
-import { decisionCodes, UNPINNED } from "../metrics.js";
-import { flushDecisions } from "../stores.js";
+import { observeDecision } from "../observability.js";
 
 export interface DecisionCall {
   audience: string;
@@ -55,18 +54,13 @@ export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 
 /**
- * Answers a decision: 400 when what was presented is malformed, else 200. An enforce decision
- * is counted in this isolate's batch (under its issuer only when that issuer is pinned), which
- * reaches DecisionStats after the answer: counting writes nothing on an issuer's ledger.
+ * Answers a decision: 400 when what was presented is malformed, else 200. Every decision is
+ * logged once; an enforce decision is counted in this isolate's batch, which reaches
+ * DecisionStats after the answer: counting writes nothing on an issuer's ledger.
  */
 export function answerDecision(c: Context<AppEnv>, decision: Decision): Response {
-  if (decision.mode === "enforce") {
-    const { anchors, decisions } = c.get("services");
-    const label = decision.issuer !== null && anchors.cachedPinned(decision.issuer) ? decision.issuer : UNPINNED;
-    const batch = decisions.count(label, decisionCodes(decision));
-    if (batch) c.executionCtx.waitUntil(flushDecisions(c.env, batch).catch((err) => console.error("decision counts lost", err)));
-  }
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
+  observeDecision(c, decision, malformed ? 400 : 200);
   // A malformed subject is a 400, in the one error shape every 4xx shares.
   if (malformed) return c.json({ ...decision, error: { code: malformed.code, detail: malformed.detail } }, 400);
   if (decision.idempotent_replay) c.header("Idempotent-Replayed", "true");

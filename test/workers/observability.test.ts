@@ -1,0 +1,77 @@
+/**
+ * Logs and request ids: one JSON line per decision with the route, issuer, decision, codes,
+ * latency and request id, and nothing of the receipt, the token or the keys; every answer
+ * carries X-Request-Id (the cf-ray when there is a well-formed one).
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { harness, issuerFor, RP_TOKEN } from "../support/app-harness.js";
+
+afterEach(() => vi.restoreAllMocks());
+
+const decisionLines = (spy: { mock: { calls: unknown[][] } }) =>
+  spy.mock.calls
+    .map((args) => String(args[0]))
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .filter((entry) => entry.event === "decision");
+
+describe("a decision's log line", () => {
+  it("is exactly one JSON line with route, issuer, decision, codes, latency and request id, and no receipt, signature or token", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("log-line");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    const log = vi.spyOn(console, "log");
+    const res = await h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", "cf-ray": "8f1e2d3c4b5a6978-AMS" }, body: JSON.stringify(body) });
+    expect(res.body.decision).toBe("accept");
+    const lines = decisionLines(log);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toEqual({
+      event: "decision",
+      request_id: "8f1e2d3c4b5a6978-AMS",
+      route: "/v1/receipts/verify",
+      mode: "enforce",
+      issuer: issuer.id.issuer,
+      issuer_pinned: true,
+      decision: "accept",
+      valid: true,
+      codes: ["ACCEPTED"],
+      status: 200,
+      latency_ms: expect.any(Number),
+    });
+    expect(res.headers.get("x-request-id")).toBe("8f1e2d3c4b5a6978-AMS");
+    const everything = log.mock.calls.map((args) => args.map(String).join(" ")).join("\n");
+    for (const secret of [body.receipt.signature, body.receipt.nonce, RP_TOKEN, issuer.anchor.keys[0].public_key, "acct-7731"]) expect(everything).not.toContain(secret);
+  });
+
+  it("names a refused decision's codes, an audit and a malformed receipt too, one line each", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("log-line-refused");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    await h.verify(body);
+    const log = vi.spyOn(console, "log");
+    await h.verify(body);
+    await h.verify({ ...body, mode: "audit", request: undefined });
+    const malformed = await h.verify({ ...body, receipt: { ...body.receipt, surprise: 1 } });
+    expect(malformed.status).toBe(400);
+    const lines = decisionLines(log);
+    expect(lines.map(({ mode, decision, codes, status }) => ({ mode, decision, codes, status }))).toEqual([
+      { mode: "enforce", decision: "reject", codes: ["REPLAY_DETECTED"], status: 200 },
+      { mode: "audit", decision: "audit", codes: ["REPLAY_DETECTED"], status: 200 },
+      { mode: "enforce", decision: "reject", codes: ["MALFORMED_RECEIPT"], status: 400 },
+    ]);
+    expect(new Set(lines.map((l) => l.request_id)).size).toBe(3);
+  });
+
+  it("every answer carries a request id; a cf-ray that is not of its form is replaced by a random one", async () => {
+    const h = harness(env, createExecutionContext());
+    const health = await h.call("/healthz", { headers: { "cf-ray": "<script>" } });
+    expect(health.headers.get("x-request-id")).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
+    const refused = await h.call("/v1/admin/stats", { headers: { "cf-ray": "abc-LHR" } });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("x-request-id")).toBe("abc-LHR");
+  });
+});

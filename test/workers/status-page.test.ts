@@ -1,0 +1,98 @@
+/**
+ * GET / in workerd with real KV and Durable Objects: a self-contained page (nothing loads from
+ * anywhere, no script), public figures only, every string escaped, the decision chart drawn
+ * from DecisionStats, nonces held per issuer and live chains counted.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { sha256 } from "../../worker/protocol/digest.js";
+import { identity } from "../../vectors/ccs/factory.js";
+import { AUDIENCE, harness, issuerFor, RP_NAME, RP_TOKEN } from "../support/app-harness.js";
+
+const EVIL_ISSUER = `https://evil.example/"><script>alert(1)</script>`;
+const EVIL_ORG = `https://org.example/<img/src=x/onerror=alert(2)>&'`;
+
+async function setUp() {
+  const ctx = createExecutionContext();
+  const h = harness(env, ctx, { decisionFlush: { everyMs: 0, everyDecisions: 1 } });
+  const issuer = await issuerFor("status-page");
+  await h.pin(issuer.anchor);
+  const accepted = await issuer.body();
+  expect((await h.verify(accepted)).body.decision).toBe("accept");
+  expect((await h.verify(accepted)).body.failures[0].code).toBe("REPLAY_DETECTED");
+  expect((await h.verify(await issuer.body({ verdict: "deny" }))).body).toMatchObject({ valid: true, decision: "reject" });
+  const evil = await identity("status-page/evil", EVIL_ISSUER, "evil-1");
+  expect((await h.pin({ issuer: EVIL_ISSUER, org_id: EVIL_ORG, keys: [{ kid: evil.kid, alg: "Ed25519", public_key: evil.publicKey }] })).status).toBe(200);
+  const { receipt } = await issuer.receipt();
+  const hop = await h.call("/v1/chains/status-chain/hops", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entry: { hop_count: 0, receipt } }) });
+  expect(hop.status, hop.text).toBe(200);
+  await waitOnExecutionContext(ctx);
+  const page = await h.call("/");
+  return { page, issuer };
+}
+
+describe("GET /, the status page", () => {
+  let fixture: Awaited<ReturnType<typeof setUp>>;
+  beforeAll(async () => {
+    fixture = await setUp();
+  });
+
+  it("is self-contained: a strict CSP, no script, nothing loaded from elsewhere, the one style block allowed by its hash", async () => {
+    const { page } = fixture;
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    const csp = page.headers.get("content-security-policy")!;
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).not.toContain("unsafe-inline");
+    expect(page.text).not.toMatch(/<script|<link|<img|<iframe|@import|url\(/i);
+    expect(page.text).not.toMatch(/\s(src|href|xlink:href)\s*=/i);
+    const styles = [...page.text.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]);
+    expect(styles).toHaveLength(1);
+    const hash = btoa(String.fromCharCode(...(await sha256(styles[0]))));
+    expect(csp).toContain(`style-src 'sha256-${hash}'`);
+    expect(page.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("escapes every string it renders: an admin-pinned issuer and org shaped as markup stay text", async () => {
+    const { page } = fixture;
+    expect(page.text).not.toContain("<script>alert(1)");
+    expect(page.text).not.toContain("<img/src");
+    expect(page.text).toContain("https://evil.example/&#34;&#62;&#60;script&#62;alert(1)&#60;/script&#62;");
+    expect(page.text).toContain("https://org.example/&#60;img/src=x/onerror=alert(2)&#62;&#38;&#39;");
+  });
+
+  it("shows pinned issuers with their keys and nonces held, decisions per code and per issuer as an SVG chart, and live chains", async () => {
+    const { page, issuer } = fixture;
+    const key = issuer.anchor.keys[0];
+    expect(page.text).toContain(issuer.id.issuer);
+    expect(page.text).toContain(`<code>${key.kid}</code>`);
+    const fingerprint = [...(await sha256(Uint8Array.from(atob(key.public_key.replace(/-/g, "+").replace(/_/g, "/")), (ch) => ch.charCodeAt(0))))]
+      .map((b) => b.toString(16).padStart(2, "0")).join("").slice(0, 16);
+    expect(page.text).toContain(fingerprint);
+    // Two nonces consumed: the accept and the deny; the replay consumed nothing.
+    expect(page.text).toMatch(new RegExp(`${issuer.id.issuer}[\\s\\S]*?<td class="num" rowspan="1">2</td>`));
+    const svgs = page.text.match(/<svg[\s\S]*?<\/svg>/g)!;
+    expect(svgs).toHaveLength(2);
+    expect(svgs[0]).toContain('data-series="ACCEPTED" data-total="1"');
+    expect(svgs[0]).toContain('data-series="DENIED" data-total="1"');
+    expect(svgs[0]).toContain('data-series="REPLAY_DETECTED" data-total="1"');
+    expect(svgs[1]).toContain(`data-series="${issuer.id.issuer}" data-total="3"`);
+    expect(page.text).toMatch(/<span class="big">1<\/span> live chains/);
+    expect(page.text).toContain("Not published yet");
+    expect(page.text).toContain("first 50 pinned issuers");
+  });
+
+  it("shows nothing private: no relying-party name, token or audience, no receipt content", async () => {
+    const { page, issuer } = fixture;
+    const { receipt } = await issuer.receipt();
+    for (const secret of [RP_NAME, RP_TOKEN, AUDIENCE, "test-admin-token", receipt.signature.slice(0, 32), "payments.transfer"]) expect(page.text).not.toContain(secret);
+  });
+
+  it("needs no token, and answers the same page from this isolate for a few seconds", async () => {
+    const h = harness(env, createExecutionContext());
+    const first = await h.call("/", { headers: { authorization: "" } });
+    expect(first.status).toBe(200);
+    expect((await h.call("/")).text).toBe(first.text);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * What an operator sees of each call: a request id on every answer (`X-Request-Id`), one JSON
+ * log line per decision, and the batched counts behind the status page and `/v1/admin/stats`.
+ * A log line carries the route, the issuer, the decision, its codes, the latency and the request
+ * id; never a receipt body, a token, a key or a relying party's name.
+ */
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv } from "./app.js";
+import { decisionCodes, UNPINNED, type MetricsBatch } from "./metrics.js";
+import type { Decision } from "./protocol/verify.js";
+import { flushDecisions } from "./stores.js";
+
+/** A `cf-ray` worth echoing: Cloudflare's form is hex, a dash and a colo; anything else gets a fresh id. */
+const RAY = /^[0-9A-Za-z-]{1,64}$/;
+
+/** Sets `requestId` (the `cf-ray` header when present, else a random UUID) and `startedAt`; answers it as `X-Request-Id`. */
+export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const ray = c.req.header("cf-ray");
+  c.set("requestId", ray !== undefined && RAY.test(ray) ? ray : crypto.randomUUID());
+  c.set("startedAt", Date.now());
+  await next();
+  c.res.headers.set("X-Request-Id", c.get("requestId"));
+};
+
+/** Hands a due batch to DecisionStats after the answer; a lost batch is logged, never an error of the call. */
+function flush(c: Context<AppEnv>, batch: MetricsBatch | null): void {
+  if (batch) c.executionCtx.waitUntil(flushDecisions(c.env, batch).catch((err) => console.error(JSON.stringify({ event: "counts_lost", error: String(err) }))));
+}
+
+/**
+ * Logs one decision as a JSON line and, in enforce mode, counts it in this isolate's batch
+ * (under its issuer only when that issuer is pinned). The latency is wall time as the Workers
+ * clock sees it: it advances on I/O (KV, Durable Objects), not during pure computation.
+ */
+export function observeDecision(c: Context<AppEnv>, decision: Decision, status: number): void {
+  const { anchors, decisions } = c.get("services");
+  const pinned = decision.issuer !== null && anchors.cachedPinned(decision.issuer);
+  const codes = decisionCodes(decision);
+  console.log(JSON.stringify({
+    event: "decision",
+    request_id: c.get("requestId"),
+    route: new URL(c.req.url).pathname,
+    mode: decision.mode,
+    issuer: decision.issuer,
+    issuer_pinned: pinned,
+    decision: decision.decision,
+    valid: decision.valid,
+    codes,
+    status,
+    latency_ms: Date.now() - c.get("startedAt"),
+  }));
+  if (decision.mode === "enforce") flush(c, decisions.count(pinned ? decision.issuer! : UNPINNED, codes));
+}
+
+/** Counts a live chain that just took its hop 0 (batched like decisions). */
+export function countChainStarted(c: Context<AppEnv>): void {
+  flush(c, c.get("services").decisions.chainStarted());
+}

@@ -1,0 +1,99 @@
+/**
+ * `GET /`: the status page. Public on purpose: it shows only what is public already (pinned
+ * issuers and their public keys, as `GET /v1/issuers/...` does) and aggregated counts whose rows
+ * are bounded by what an admin pinned (decision counts by code and pinned issuer, nonces held,
+ * live chains started). No token, relying-party name, audience or receipt content is read.
+ * The work per view is bounded (STATUS_ISSUER_LIMIT issuers, STATUS_SHARD_BUDGET ledger shards)
+ * and an isolate reuses a rendered page for STATUS_REUSE_SECONDS, so calling it often costs little.
+ */
+import { Hono, type Context } from "hono";
+import type { AppEnv } from "../app.js";
+import { dependencyTimeout } from "../config.js";
+import { sha256 } from "../protocol/digest.js";
+import { readStatusFigures } from "../stores.js";
+import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusView } from "../status-page/render.js";
+
+export const STATUS_ISSUER_LIMIT = 50;
+export const STATUS_SHARD_BUDGET = 200;
+export const STATUS_MINUTES = 60;
+export const STATUS_LABELS = 8;
+export const STATUS_REUSE_SECONDS = 10;
+
+/** An isolate's last rendered page. */
+export interface StatusPageCache {
+  entry: { at: number; html: string } | null;
+}
+
+export const statusRoutes = new Hono<AppEnv>();
+
+let styleHash: Promise<string> | undefined;
+
+/** Nothing may load from anywhere; the one style block is allowed by its hash; no script at all. */
+async function contentSecurityPolicy(): Promise<string> {
+  styleHash ??= sha256(STATUS_STYLE).then((digest) => btoa(String.fromCharCode(...digest)));
+  return `default-src 'none'; style-src 'sha256-${await styleHash}'; img-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+}
+
+const partial = (section: string) => (err: unknown) => {
+  console.error(JSON.stringify({ event: "status_page_partial", section, error: String(err) }));
+  return null;
+};
+
+/** The first issuers with their keys, revocations and nonces held, within the shard budget. */
+async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssuer[]; complete: boolean }> {
+  const { anchors, ledgers } = c.get("services");
+  const listed = await anchors.listPinned(STATUS_ISSUER_LIMIT);
+  const records = await Promise.all(listed.issuers.map((issuer) => anchors.get(issuer).catch(partial(`anchor ${issuer}`))));
+  let budget = STATUS_SHARD_BUDGET;
+  const issuers = await Promise.all(
+    listed.issuers.map(async (issuer, i): Promise<StatusIssuer> => {
+      const record = records[i];
+      if (!record) return { issuer, org_id: null, ledger_shards: 1, keys: [], nonces: null };
+      const shards = record.ledger_shards ?? 1;
+      const counted = shards <= budget;
+      if (counted) budget -= shards;
+      const state = counted
+        ? await ledgers.stats(issuer, shards).catch(partial(`ledger ${issuer}`))
+        : await ledgers.revocations(issuer, shards).then((revoked) => ({ revoked, nonces: null })).catch(partial(`ledger ${issuer}`));
+      const revoked = state ? new Set(state.revoked.map((r) => r.fingerprint)) : null;
+      return {
+        issuer,
+        org_id: record.org_id,
+        ledger_shards: shards,
+        keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint, not_before: k.not_before, not_after: k.not_after, revoked: revoked ? revoked.has(k.fingerprint) : null })),
+        nonces: state?.nonces ?? null,
+      };
+    }),
+  );
+  return { issuers, complete: listed.complete };
+}
+
+async function statusView(c: Context<AppEnv>): Promise<StatusView> {
+  const [listed, figures] = await Promise.all([
+    pinnedIssuers(c).catch(partial("anchors")),
+    readStatusFigures(c.env, STATUS_MINUTES, STATUS_LABELS, dependencyTimeout(c.env)).catch(partial("decision stats")),
+  ]);
+  return {
+    generatedAt: Math.floor(Date.now() / 1000),
+    self: c.env.ISSUER || null,
+    issuers: listed?.issuers ?? null,
+    issuerLimit: STATUS_ISSUER_LIMIT,
+    moreIssuers: listed ? !listed.complete : false,
+    shardBudget: STATUS_SHARD_BUDGET,
+    series: figures ? { ...figures.series, minutes: STATUS_MINUTES } : null,
+    liveChains: figures?.chainsStarted ?? null,
+    labelLimit: STATUS_LABELS,
+    refreshSeconds: STATUS_REUSE_SECONDS,
+  };
+}
+
+statusRoutes.get("/", async (c) => {
+  const cache = c.get("services").statusPage;
+  const now = Date.now();
+  if (!cache.entry || now - cache.entry.at >= STATUS_REUSE_SECONDS * 1000) cache.entry = { at: now, html: renderStatusPage(await statusView(c)) };
+  c.header("Content-Security-Policy", await contentSecurityPolicy());
+  c.header("X-Content-Type-Options", "nosniff");
+  c.header("Referrer-Policy", "no-referrer");
+  c.header("Cache-Control", `public, max-age=${STATUS_REUSE_SECONDS}`);
+  return c.html(cache.entry.html);
+});

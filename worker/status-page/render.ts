@@ -1,0 +1,134 @@
+/**
+ * The status page as one self-contained HTML document: inline CSS (one <style> block, allowed
+ * by its hash in the Content-Security-Policy), inline SVG charts (stacked bars per minute), no script, no remote load.
+ * It shows only public or aggregated figures: pinned issuers and their public keys, decision
+ * counts by code and by pinned issuer, nonce-cache sizes, the number of live chains. Every
+ * string is escaped, whoever chose it.
+ */
+import { PALETTE, stackedBarChart, type Series } from "./chart.js";
+import { escapeHtml as esc } from "./escape.js";
+
+export interface StatusKey {
+  kid: string;
+  fingerprint: string;
+  not_before: number | null;
+  not_after: number | null;
+  /** Null when the issuer's ledger could not be asked. */
+  revoked: boolean | null;
+}
+
+export interface StatusIssuer {
+  issuer: string;
+  org_id: string | null;
+  ledger_shards: number;
+  keys: StatusKey[];
+  /** Nonces held, summed over the shards; null when not counted (unavailable or past the shard budget). */
+  nonces: number | null;
+}
+
+export interface StatusView {
+  /** Unix seconds the page was made at. */
+  generatedAt: number;
+  /** This deployment's own issuer URI, when configured. */
+  self: string | null;
+  /** The pinned issuers listed, or null when the anchor store did not answer. */
+  issuers: StatusIssuer[] | null;
+  /** At most this many issuers are listed and asked for their nonces. */
+  issuerLimit: number;
+  /** More issuers are pinned than listed. */
+  moreIssuers: boolean;
+  /** At most this many ledger shards are asked per page. */
+  shardBudget: number;
+  /** Minute series of decisions, or null when DecisionStats did not answer. */
+  series: { from: number; minutes: number; byCode: Record<string, number[]>; byLabel: Record<string, number[]>; labelsFolded: number } | null;
+  /** Live chains started, or null when unknown. */
+  liveChains: number | null;
+  /** How many issuers the per-issuer chart draws before folding the rest. */
+  labelLimit: number;
+  /** How long an isolate reuses a rendered page, seconds. */
+  refreshSeconds: number;
+}
+
+/** What each counted label means; failure codes are documented in the README's code table. */
+export const OUTCOME_LABELS: [string, string][] = [
+  ["ACCEPTED", 'a valid receipt answered decision "accept" (verdict allow, enforce mode)'],
+  ["DENIED", 'a valid receipt answered decision "reject": a genuine deny'],
+  ["DEFERRED", 'a valid receipt answered decision "defer": a genuine escalate, or an allow whose outcome was reported indeterminate or unknown'],
+];
+
+/** The page's one style block; its SHA-256 is what the Content-Security-Policy allows. */
+export const STATUS_STYLE = `
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:980px;padding:16px 24px;color:#1b1b1b;background:#fafafa}
+h1{font-size:22px;margin:8px 0 2px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
+p.meta,p.note{color:#555;margin:4px 0}table{border-collapse:collapse;width:100%;background:#fff}
+th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e4e4e4;vertical-align:top}th{background:#f0f0f0;font-weight:600}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}
+.figure{background:#fff;border:1px solid #e4e4e4;padding:8px;margin:8px 0}.figure svg{display:block;width:100%;height:auto}
+ul.legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap:4px 16px}
+.sw{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:-1px;border-radius:2px}
+.revoked{color:#c62828;font-weight:600}.big{font-size:28px;font-weight:600}
+${PALETTE.map((c, i) => `.c${i}{background:${c}}`).join("")}
+`;
+
+const when = (t: number | null) => (t === null ? "—" : new Date(t * 1000).toISOString().replace(".000Z", "Z"));
+const count = (n: number | null) => (n === null ? "unavailable" : String(n));
+const total = (points: number[]) => points.reduce((a, b) => a + b, 0);
+
+function issuersSection(v: StatusView): string {
+  if (v.issuers === null) return `<p class="note">The anchor store did not answer; pinned issuers are unavailable.</p>`;
+  if (v.issuers.length === 0) return `<p class="note">No issuer is pinned yet (<code>PUT /v1/admin/anchors</code>).</p>`;
+  const rows = v.issuers.flatMap((i) =>
+    i.keys.length === 0 ? [`<tr><td><code>${esc(i.issuer)}</code></td><td colspan="6">anchor record unavailable</td></tr>`] : i.keys.map((k, n) => {
+      const issuerCells = n === 0
+        ? `<td rowspan="${i.keys.length}"><code>${esc(i.issuer)}</code>${i.issuer === v.self ? " (this deployment)" : ""}${i.org_id ? `<br><small>org ${esc(i.org_id)}</small>` : ""}</td>`
+        : "";
+      const nonceCell = n === 0 ? `<td class="num" rowspan="${i.keys.length}">${count(i.nonces)}${i.ledger_shards > 1 ? `<br><small>${i.ledger_shards} shards</small>` : ""}</td>` : "";
+      const revoked = k.revoked === null ? "unknown" : k.revoked ? `<span class="revoked">revoked</span>` : "no";
+      return `<tr>${issuerCells}<td><code>${esc(k.kid)}</code></td><td><code>${esc(k.fingerprint.slice(0, 16))}</code></td><td>${when(k.not_before)}</td><td>${when(k.not_after)}</td><td>${revoked}</td>${nonceCell}</tr>`;
+    }),
+  );
+  const limits = `Listed: the first ${v.issuerLimit} pinned issuers (in key order)${v.moreIssuers ? " — more are pinned and not shown" : ""}. Nonces held are summed over each issuer's ledger shards, at most ${v.shardBudget} shards per page.`;
+  return `<table><thead><tr><th>issuer</th><th>kid</th><th>fingerprint (short)</th><th>not before</th><th>not after</th><th>revoked</th><th class="num">nonces held</th></tr></thead><tbody>${rows.join("")}</tbody></table><p class="note">${limits}</p>`;
+}
+
+function figure(title: string, from: number, series: Series[]): string {
+  const legend = series.map((s, i) => `<li><span class="sw c${i % PALETTE.length}"></span><code>${esc(s.name)}</code> ${total(s.points)}</li>`).join("");
+  return `<div class="figure">${stackedBarChart({ title, from, series })}<ul class="legend">${legend}</ul></div>`;
+}
+
+function decisionsSection(v: StatusView): string {
+  const s = v.series;
+  if (s === null) return `<p class="note">DecisionStats did not answer; decision counts are unavailable.</p>`;
+  const codes = Object.entries(s.byCode).sort(([a], [b]) => (a < b ? -1 : 1));
+  const labels = Object.entries(s.byLabel);
+  const window = `the last ${s.minutes} minutes (enforce-mode decisions; counts reach this page within the flush interval, 10 s by default)`;
+  if (codes.length === 0) return `<p class="note">No decision counted in ${window}.</p>`;
+  const byCode = figure("Decisions by code", s.from, codes.map(([name, points]) => ({ name, points })));
+  const byLabel = figure("Decisions by issuer", s.from, labels.map(([name, points]) => ({ name, points })));
+  const folded = s.labelsFolded > 0 ? ` ${s.labelsFolded} less busy issuers are summed as one line.` : "";
+  const legend = OUTCOME_LABELS.map(([label, meaning]) => `<tr><td><code>${label}</code></td><td>${esc(meaning)}</td></tr>`).join("");
+  return `<p class="meta">Over ${window}.</p>
+<h3>By code</h3>${byCode}
+<table><thead><tr><th>label</th><th>meaning</th></tr></thead><tbody>${legend}<tr><td>any other</td><td>a failure code (a decision with several failures counts once under each)</td></tr></tbody></table>
+<h3>By issuer</h3>${byLabel}
+<p class="note">One decision counts once per issuer. Issuers are pinned ones; anything else counts as <code>unpinned</code>. At most ${v.labelLimit} issuers are drawn.${folded}</p>`;
+}
+
+export function renderStatusPage(v: StatusView): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
+<meta http-equiv="refresh" content="60"><title>countersign status</title><style>${STATUS_STYLE}</style></head>
+<body>
+<h1>countersign status</h1>
+<p class="meta">Generated ${when(v.generatedAt)}${v.self ? ` by <code>${esc(v.self)}</code>` : ""}; reused for up to ${v.refreshSeconds} s. Public: aggregated counts and public keys only.</p>
+<h2>Decisions</h2>
+${decisionsSection(v)}
+<h2>Pinned issuers and keys</h2>
+${issuersSection(v)}
+<h2>Live chains</h2>
+<p><span class="big">${count(v.liveChains)}</span> live chains started (a chain counts once it holds hop 0).</p>
+<h2>Capability manifest</h2>
+<p class="note">Not published yet: <code>GET /.well-known/ccs-manifest</code> is not served by this version.</p>
+</body></html>
+`;
+}
