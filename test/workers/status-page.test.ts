@@ -70,8 +70,8 @@ describe("GET /, the status page", () => {
     const fingerprint = [...(await sha256(Uint8Array.from(atob(key.public_key.replace(/-/g, "+").replace(/_/g, "/")), (ch) => ch.charCodeAt(0))))]
       .map((b) => b.toString(16).padStart(2, "0")).join("").slice(0, 16);
     expect(page.text).toContain(fingerprint);
-    // Two nonces consumed: the accept and the deny; the replay consumed nothing.
-    expect(page.text).toMatch(new RegExp(`${issuer.id.issuer}[\\s\\S]*?<td class="num" rowspan="1">2</td>`));
+    // Three nonces consumed: the accept, the deny and the chain's hop 0; the replay consumed nothing.
+    expect(page.text).toMatch(new RegExp(`${issuer.id.issuer}[\\s\\S]*?<td class="num" rowspan="1">3</td>`));
     const svgs = page.text.match(/<svg[\s\S]*?<\/svg>/g)!;
     expect(svgs).toHaveLength(2);
     expect(svgs[0]).toContain('data-series="ACCEPTED" data-total="1"');

@@ -40,6 +40,7 @@ const ERROR_TEXT: Record<number, string> = {
 const pathParam = (name: string, description: string) => ({ name, in: "path" as const, description, required: true });
 
 export const OPERATIONS: Operation[] = [
+  { method: "get", path: "/", summary: "status page: pinned issuers and keys, decisions over time, nonces held, live chains (self-contained HTML)", tag: "service", auth: "none", responses: { 200: { description: "the page", html: true } } },
   { method: "get", path: "/healthz", summary: "liveness", tag: "service", auth: "none", responses: { 200: { description: "serving", schema: S.Health } } },
   { method: "get", path: "/openapi.json", summary: "this document", tag: "service", auth: "none", responses: { 200: { description: "OpenAPI 3.1", schema: S.OpenApiDocument } } },
   {
@@ -184,7 +185,7 @@ export function openApiDocument(): object {
     info: {
       title: "countersign",
       version: "1",
-      description: "Verification of AI-agent action evidence (CCS v1.3 receipts, envelopes, chains; EC-Agent receipts). Gate on `decision`; branch on failure codes only.",
+      description: "Verification of AI-agent action evidence (CCS v1.3 receipts, envelopes, chains; EC-Agent receipts). Gate on `decision`; branch on failure codes only. Every answer carries an X-Request-Id header, also in the service's one JSON log line per decision.",
     },
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     paths,
