@@ -20,6 +20,7 @@ export default defineConfig({
           SIGNING_KEY: "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
           SIGNING_KID: "test-signing-1",
           LEGACY_HMAC_KEY: "0101010101010101010101010101010101010101010101010101010101010101",
+          INTAKE_TOKEN: "test-intake-token",
         },
       },
     }),

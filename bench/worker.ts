@@ -28,6 +28,7 @@ import { verifyReceipt } from "../worker/protocol/verify.js";
 
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 
 export class BenchEcho extends DurableObject {
   ping(): number {

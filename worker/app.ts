@@ -8,10 +8,12 @@ import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js
 import { errorResponse } from "./http.js";
 import { dependencyTimeout } from "./config.js";
 import {
-  durableLedgerStub, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
-  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore,
+  durableLedgerStub, durableSequences, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
+  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore, type SequenceSource,
 } from "./stores.js";
-import { requireRelyingParty } from "./auth.js";
+import type { InputRule } from "./protocol/issuing/rules/index.js";
+import type { ReceiptSigner } from "./protocol/issuing/signer.js";
+import { requireIntakeToken, requireRelyingParty } from "./auth.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { wellKnownRoutes } from "./routes/well-known.js";
 import { adminRoutes } from "./routes/admin.js";
@@ -20,6 +22,8 @@ import { chainRoutes } from "./routes/chains.js";
 import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
+import { intakeRoutes } from "./routes/intake.js";
+import { configRoutes } from "./routes/config.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -27,6 +31,16 @@ export interface AppOptions {
   verifier?: SignatureVerifier;
   /** Replaces the IssuerLedger stubs (fault injection in tests). */
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
+  /** Replaces parts of the issuing path (fault injection in tests). */
+  intake?: IntakeOverrides;
+}
+
+/** What a test may swap on the issuing path: the clock it signs with, the signer, the sequence source, the input rules. */
+export interface IntakeOverrides {
+  now?: () => number;
+  signer?: ReceiptSigner;
+  nextSequence?: () => Promise<number>;
+  inputRules?: readonly InputRule[];
 }
 
 export interface Services {
@@ -35,6 +49,8 @@ export interface Services {
   anchors: AnchorStore;
   ledgers: LedgerClient;
   relyingParties: RelyingPartyStore;
+  sequences: SequenceSource;
+  intake: IntakeOverrides;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -55,12 +71,17 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       anchors: kvAnchorStore(c.env, timeout, anchorCache),
       ledgers: ledgerClient(stubFor, timeout),
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
+      sequences: durableSequences(c.env, timeout),
+      intake: options.intake ?? {},
     });
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/.well-known", wellKnownRoutes);
   for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
+  app.use("/v1/intake", requireIntakeToken);
+  app.route("/v1/intake", intakeRoutes);
+  app.route("/v1/config", configRoutes);
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);

@@ -3,5 +3,6 @@ import { createApp } from "./app.js";
 
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 
 export default createApp();

@@ -159,3 +159,14 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
     },
   };
 }
+
+/** Sequence numbers of the issuing keys, one IssuingSequence object per key fingerprint. */
+export interface SequenceSource {
+  next(keyFingerprint: string): Promise<number>;
+}
+
+export function durableSequences(env: Env, timeoutMs: number): SequenceSource {
+  return {
+    next: (fingerprint) => withTimeout(env.ISSUING_SEQUENCE.get(env.ISSUING_SEQUENCE.idFromName(fingerprint)).next(), timeoutMs, "issuing sequence"),
+  };
+}

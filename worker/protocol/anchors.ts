@@ -23,6 +23,8 @@ export interface AnchorRecord {
   pinned_at: number;
   /** IssuerLedger shards of this issuer (1 when absent); fixed once pinned. */
   ledger_shards?: number;
+  /** SEC-008: the config hashes this issuer's receipts may carry; any, when absent. */
+  config_hashes?: string[];
 }
 
 /** What verification needs of a pinned issuer. */
@@ -31,6 +33,8 @@ export interface PinnedIssuer {
   orgId: string | null;
   keys: TrustedKey[];
   ledgerShards: number;
+  /** Pinned config hashes (SEC-008), or null when none are pinned. */
+  configHashes: string[] | null;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -48,7 +52,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; config_hashes?: string[]; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
@@ -75,7 +79,7 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     const keyRejected = errors.some((e) => /public_key|public key/.test(e));
     return { kind: "invalid", code: keyRejected ? "ANCHOR_KEY_REJECTED" : "ANCHOR_INVALID", errors };
   }
-  return { kind: "built", record: { issuer: pin.issuer, org_id: pin.org_id ?? null, keys, pinned_at: now, ledger_shards: pin.ledger_shards ?? 1 } };
+  return { kind: "built", record: { issuer: pin.issuer, org_id: pin.org_id ?? null, keys, pinned_at: now, ledger_shards: pin.ledger_shards ?? 1, ...(pin.config_hashes ? { config_hashes: pin.config_hashes } : {}) } };
 }
 
 /** Reads a stored record back, refusing anything that does not match the stored schema. */
@@ -86,7 +90,7 @@ export function readAnchorRecord(value: unknown): AnchorRecord {
 }
 
 export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
-  return { orgId: record.org_id, keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1 };
+  return { orgId: record.org_id, keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })), ledgerShards: record.ledger_shards ?? 1, configHashes: record.config_hashes ?? null };
 }
 
 /** The keys whose validity window contains `issuedAt`. */
