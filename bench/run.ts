@@ -33,7 +33,21 @@ const CPU_N: Record<string, number> = {
   "chain-16-full": quick ? 60 : 200,
   "chain-16-spot": quick ? 300 : 1000,
   "bundle-replay": quick ? 20 : 60,
+  "intake:raw-sign": quick ? 1000 : 3000,
+  "intake:issue": quick ? 1000 : 3000,
 };
+/** The bench Worker's own signing identity (public demo values) and intake token. */
+const INTAKE_TOKEN = "bench-intake-token";
+const IDENTITY_VARS = {
+  ISSUER: "https://bench-countersign.example",
+  ORG_ID: "https://relying-org.example",
+  SIGNING_KEY: "fb477c555263404d1ed11ab838d941774da0329b7907d835537dc0740400237f",
+  SIGNING_KID: "bench-1",
+  LEGACY_HMAC_KEY: "e6307a4f04e9a1f101d089e205df97b874f972de6734d565eb128af532b594b5",
+  INTAKE_TOKEN,
+};
+const intakeBody = (i: number, now: number) =>
+  JSON.stringify({ intake_version: "1.3", agent_id: "bench-agent", tool: "search_web", params: { query: `weather in Tokyo #${i}` }, timestamp: now, trace_id: i.toString(16).padStart(16, "0") });
 const STAGE_N = quick ? 1000 : 3000;
 const HTTP_REQUESTS = quick ? 1500 : 5000;
 const HTTP_ROUNDS = quick ? 3 : 5;
@@ -112,6 +126,7 @@ async function cpuInputs() {
     jwtIssuer: issuer,
     audience: AUDIENCE,
     now: now + 1,
+    intakeText: intakeBody(1, now),
   };
   return { inputs, pin: anchorFor(id) };
 }
@@ -128,7 +143,7 @@ interface HttpResult {
 }
 
 /** Fires `bodies` (each used once) at `path` with autocannon; counts accepted decisions. */
-async function load(server: LocalServer, label: string, path: string, bodies: string[]): Promise<HttpResult> {
+async function load(server: LocalServer, label: string, path: string, bodies: string[], authorization?: string): Promise<HttpResult> {
   let next = 0;
   let accepted = 0;
   // Timed from the first request out to the last response in: autocannon itself only stops on a 1 s tick.
@@ -142,7 +157,7 @@ async function load(server: LocalServer, label: string, path: string, bodies: st
       {
         method: "POST",
         path,
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) },
         setupRequest: (req) => {
           if (next === 0) first = process.hrtime.bigint();
           return { ...req, body: bodies[next++ % bodies.length] };
@@ -151,6 +166,7 @@ async function load(server: LocalServer, label: string, path: string, bodies: st
           last = process.hrtime.bigint();
           if (status === 200 && body.includes('"decision":"accept"')) accepted++;
           if (path === "/bench/baseline" && status === 200) accepted++;
+          if (path === "/v1/intake" && status === 200 && body.includes('"verdict":"allow"')) accepted++;
         },
       },
     ],
@@ -198,7 +214,7 @@ function machine() {
 async function main() {
   const started = Date.now();
   const persistTo = mkdtempSync(join(tmpdir(), "countersign-bench-"));
-  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN } });
+  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN, ...IDENTITY_VARS } });
   try {
     log("CPU: setting up inputs");
     const cpuSetup = await cpuInputs();
@@ -252,6 +268,19 @@ async function main() {
       pairRatios[label] = round(median(ratios));
     }
 
+    // Intake: every request judged, sequenced by the key's IssuingSequence object and signed.
+    log("HTTP: intake, 1 signing key");
+    const intakeRatios: number[] = [];
+    for (let round = 0; round < HTTP_ROUNDS; round++) {
+      const now = Math.floor(Date.now() / 1000);
+      const bodies = Array.from({ length: HTTP_REQUESTS }, (_, i) => intakeBody(round * HTTP_REQUESTS + i + 1, now));
+      const baseline = await load(server, "baseline: one DO round trip", "/bench/baseline", bodies);
+      const intake = await load(server, "intake, 1 signing key", "/v1/intake", bodies, `Bearer ${INTAKE_TOKEN}`);
+      http.push(baseline, intake);
+      intakeRatios.push(intake.rps / baseline.rps);
+    }
+    pairRatios["intake, 1 signing key"] = round(median(intakeRatios));
+
     // Nonce storage: short-lived and long-lived receipts of one issuer, then its purge alarm
     // (which first fires PURGE_INTERVAL after the first claim), then its row count.
     log("ledger: loading the purge issuer, then waiting for its alarm");
@@ -304,6 +333,8 @@ async function main() {
         http_8_issuers_over_baseline: pairRatios["enforce, 8 issuers"],
         http_64_issuers_over_baseline: pairRatios["enforce, 64 issuers"],
         hot_issuer_4_shards_over_baseline: pairRatios["enforce, 1 hot issuer, 4 shards"],
+        intake_issue_over_raw_sign: round(cpu["intake:issue"] / cpu["intake:raw-sign"]),
+        intake_http_over_baseline: pairRatios["intake, 1 signing key"],
         hot_issuer_4_shards_over_1_shard: round(medianRps("enforce, 1 hot issuer, 4 shards") / medianRps("enforce, 1 issuer")),
       },
       duration_s: round((Date.now() - started) / 1000, 0),

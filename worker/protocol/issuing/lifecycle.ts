@@ -5,10 +5,10 @@
  * admission receipt has response_hash "" until it is finalised. The journal persists what these
  * return; the intake route calls the first.
  */
-import { jcs, prefixedDigest } from "../digest.js";
+import { jcs, prefixedDigest, sha256Hex } from "../digest.js";
 import { toHex, utf8 } from "../encoding.js";
-import { unsignedReceipt } from "../issue.js";
-import { canonicalReceipt, type Receipt, type UnsignedReceipt } from "../receipt.js";
+import { canonicalRequest } from "../checks/binding.js";
+import { ACTION_PREFIX, canonicalReceipt, type Receipt, type UnsignedReceipt } from "../receipt.js";
 import type { TrustedKey } from "../anchors.js";
 import type { SignatureVerifier } from "../ed25519.js";
 import type { CanonicalConfig } from "./config.js";
@@ -68,7 +68,9 @@ const enabled = <R extends { name: string }>(rules: readonly R[], config: Canoni
 export async function issueAdmission(intake: Intake, audience: string, ctx: IssuingContext, deps: IssuingDeps): Promise<Admission> {
   const { command } = intake;
   const request = { agent_id: command.agent_id, tool: command.tool, params: command.params, timestamp: command.timestamp, trace_id: command.trace_id };
-  const requestHash = await prefixedDigest(jcs(request));
+  // The params' canonical text is built once and digested both alone and inside the request.
+  const paramsText = jcs(command.params);
+  const [paramsDigest, requestHash] = await Promise.all([sha256Hex(paramsText), prefixedDigest(canonicalRequest(request, paramsText))]);
   const rules = deps.inputRules ?? enabled(INPUT_RULES, ctx.config);
   const results = await judge(rules, { command: command as unknown as Record<string, unknown>, requestHash, humanApproval: intake.humanApproval, configHash: ctx.configHash, pinnedConfigHashes: ctx.pinnedConfigHashes });
   const floor = checkPolicyFloor(intake.serverProfile, ctx.config.policy_floor);
@@ -92,26 +94,36 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
   };
   const context = command.runtime_context || Object.keys(added).length > 0 ? { ...command.runtime_context, ...added } : null;
 
+  const contextHash = context ? await prefixedDigest(jcs(context)) : "";
   const sequence = await deps.nextSequence();
   const nonce = toHex(deps.randomBytes(16));
   const issuedAt = millis(deps.now());
-  const { receipt: _, ...unsigned } = await unsignedReceipt({
-    request,
-    issuer: ctx.issuer,
-    audience,
-    verdict: combined.verdict,
-    block_reason: blockReason,
-    issued_at: issuedAt,
-    lifetime: ctx.ttl,
-    nonce,
-    sequence,
-    max_clock_skew: ctx.maxClockSkew,
-    rule_summary: ruleSummary(results),
-    config_hash: ctx.configHash,
-    legacy_receipt: "",
-    runtime_context: context ?? undefined,
-  });
-  const receipt = await sealReceipt({ ...unsigned, expires_at: millis(issuedAt + ctx.ttl) }, deps.signer);
+  const receipt = await sealReceipt(
+    {
+      action: `${ACTION_PREFIX}${command.tool}:${paramsDigest}`,
+      audience,
+      block_reason: combined.verdict === "allow" ? "" : blockReason,
+      config_hash: ctx.configHash,
+      expires_at: millis(issuedAt + ctx.ttl),
+      issued_at: issuedAt,
+      issuer: ctx.issuer,
+      max_clock_skew: ctx.maxClockSkew,
+      nonce,
+      params_hash: paramsDigest.slice(0, 16),
+      request_hash: requestHash,
+      response_hash: "",
+      rule_summary: ruleSummary(results),
+      runtime_context_hash: contextHash,
+      sequence,
+      // One clock: the verdict time is the issue time is the verification time.
+      timestamp: issuedAt,
+      tool: command.tool,
+      trace_id: command.trace_id,
+      verdict: combined.verdict,
+      verified_at: issuedAt,
+    },
+    deps.signer,
+  );
   return { receipt, runtime_context: context, results };
 }
 
