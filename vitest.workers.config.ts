@@ -21,6 +21,7 @@ export default defineConfig({
           SIGNING_KID: "test-signing-1",
           LEGACY_HMAC_KEY: "0101010101010101010101010101010101010101010101010101010101010101",
           LEDGER_SHARD_KEY: "test-ledger-shard-key-0123456789abcdef",
+          INTAKE_TOKEN: "test-intake-token",
         },
       },
     }),

@@ -33,13 +33,28 @@ const CPU_N: Record<string, number> = {
   "chain-16-full": quick ? 60 : 200,
   "chain-16-spot": quick ? 300 : 1000,
   "bundle-replay": quick ? 20 : 60,
+  "intake:raw-sign": quick ? 1000 : 3000,
+  "intake:issue": quick ? 1000 : 3000,
 };
+/** The bench Worker's own signing identity (public demo values) and intake token. */
+const INTAKE_TOKEN = "bench-intake-token";
+const IDENTITY_VARS = {
+  ISSUER: "https://bench-countersign.example",
+  ORG_ID: "https://relying-org.example",
+  SIGNING_KEY: "fb477c555263404d1ed11ab838d941774da0329b7907d835537dc0740400237f",
+  SIGNING_KID: "bench-1",
+  LEGACY_HMAC_KEY: "e6307a4f04e9a1f101d089e205df97b874f972de6734d565eb128af532b594b5",
+  INTAKE_TOKEN,
+};
+const intakeBody = (i: number, now: number) =>
+  JSON.stringify({ intake_version: "1.3", agent_id: "bench-agent", tool: "search_web", params: { query: `weather in Tokyo #${i}` }, timestamp: now, trace_id: i.toString(16).padStart(16, "0") });
 const STAGE_N = quick ? 1000 : 3000;
 const HTTP_REQUESTS = quick ? 1500 : 5000;
 const HTTP_ROUNDS = quick ? 3 : 5;
 const CONNECTIONS = 16;
 /** The relying party every benchmarked verification call authenticates as. */
 const RP_TOKEN = "bench-relying-party-token-0123456789abcdef";
+const RP_AUTH = `Bearer ${RP_TOKEN}`;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
@@ -114,6 +129,7 @@ async function cpuInputs() {
     audience: AUDIENCE,
     rpToken: RP_TOKEN,
     now: now + 1,
+    intakeText: intakeBody(1, now),
   };
   return { inputs, pin: anchorFor(id) };
 }
@@ -130,7 +146,7 @@ interface HttpResult {
 }
 
 /** Fires `bodies` (each used once) at `path` with autocannon; counts accepted decisions. */
-async function load(server: LocalServer, label: string, path: string, bodies: string[]): Promise<HttpResult> {
+async function load(server: LocalServer, label: string, path: string, bodies: string[], authorization?: string): Promise<HttpResult> {
   let next = 0;
   let accepted = 0;
   // Timed from the first request out to the last response in: autocannon itself only stops on a 1 s tick.
@@ -144,7 +160,7 @@ async function load(server: LocalServer, label: string, path: string, bodies: st
       {
         method: "POST",
         path,
-        headers: { "content-type": "application/json", authorization: `Bearer ${RP_TOKEN}` },
+        headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) },
         setupRequest: (req) => {
           if (next === 0) first = process.hrtime.bigint();
           return { ...req, body: bodies[next++ % bodies.length] };
@@ -153,6 +169,7 @@ async function load(server: LocalServer, label: string, path: string, bodies: st
           last = process.hrtime.bigint();
           if (status === 200 && body.includes('"decision":"accept"')) accepted++;
           if (path === "/bench/baseline" && status === 200) accepted++;
+          if (path === "/v1/intake" && status === 200 && body.includes('"verdict":"allow"')) accepted++;
         },
       },
     ],
@@ -200,7 +217,7 @@ function machine() {
 async function main() {
   const started = Date.now();
   const persistTo = mkdtempSync(join(tmpdir(), "countersign-bench-"));
-  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN } });
+  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN, ...IDENTITY_VARS } });
   try {
     log("CPU: setting up inputs");
     const cpuSetup = await cpuInputs();
@@ -228,7 +245,7 @@ async function main() {
     await post(server, "/v1/admin/anchors", anchorFor(purge), TOKEN);
 
     const warm = await signedBodies(ids.slice(0, 8), 500, 120, "warm");
-    await load(server, "warm-up", "/v1/receipts/verify", warm);
+    await load(server, "warm-up", "/v1/receipts/verify", warm, RP_AUTH);
     await load(server, "warm-up baseline", "/bench/baseline", warm);
 
     // Each configuration runs ROUNDS interleaved pairs (baseline, then enforce) on fresh
@@ -246,14 +263,27 @@ async function main() {
         const baseline = await load(server, "baseline: one DO round trip", "/bench/baseline", bodies);
         if (label === "enforce, 1 issuer") {
           http.push(await load(server, "ledger claim only", "/bench/claim?run=1", bodies));
-          http.push(await load(server, "enforce route without its ledger", "/bench/stateless/v1/receipts/verify", bodies));
+          http.push(await load(server, "enforce route without its ledger", "/bench/stateless/v1/receipts/verify", bodies, RP_AUTH));
         }
-        const enforce = await load(server, label, "/v1/receipts/verify", bodies);
+        const enforce = await load(server, label, "/v1/receipts/verify", bodies, RP_AUTH);
         http.push(baseline, enforce);
         ratios.push(enforce.rps / baseline.rps);
       }
       pairRatios[label] = round(median(ratios));
     }
+
+    // Intake: every request judged, sequenced by the key's IssuingSequence object and signed.
+    log("HTTP: intake, 1 signing key");
+    const intakeRatios: number[] = [];
+    for (let round = 0; round < HTTP_ROUNDS; round++) {
+      const now = Math.floor(Date.now() / 1000);
+      const bodies = Array.from({ length: HTTP_REQUESTS }, (_, i) => intakeBody(round * HTTP_REQUESTS + i + 1, now));
+      const baseline = await load(server, "baseline: one DO round trip", "/bench/baseline", bodies);
+      const intake = await load(server, "intake, 1 signing key", "/v1/intake", bodies, `Bearer ${INTAKE_TOKEN}`);
+      http.push(baseline, intake);
+      intakeRatios.push(intake.rps / baseline.rps);
+    }
+    pairRatios["intake, 1 signing key"] = round(median(intakeRatios));
 
     // Nonce storage: short-lived and long-lived receipts of one issuer, then its purge alarm
     // (which first fires PURGE_INTERVAL after the first claim), then its row count.
@@ -261,7 +291,7 @@ async function main() {
     const purgeStart = Date.now();
     const shortLived = await signedBodies([purge], quick ? 300 : 1000, 5, "purge-short");
     const longLived = await signedBodies([purge], 50, 300, "purge-long");
-    const purgeLoad = await load(server, "purge issuer", "/v1/receipts/verify", [...shortLived, ...longLived]);
+    const purgeLoad = await load(server, "purge issuer", "/v1/receipts/verify", [...shortLived, ...longLived], RP_AUTH);
     const ledgerRows = async () => ((await (await fetch(`${server.url}/bench/ledger?name=${encodeURIComponent(purge.issuer)}`)).json()) as { nonces: number }).nonces;
     const rowsAfterLoad = await ledgerRows();
     await new Promise((r) => setTimeout(r, Math.max(0, purgeStart + 40_000 - Date.now())));
@@ -307,6 +337,8 @@ async function main() {
         http_8_issuers_over_baseline: pairRatios["enforce, 8 issuers"],
         http_64_issuers_over_baseline: pairRatios["enforce, 64 issuers"],
         hot_issuer_4_shards_over_baseline: pairRatios["enforce, 1 hot issuer, 4 shards"],
+        intake_issue_over_raw_sign: round(cpu["intake:issue"] / cpu["intake:raw-sign"]),
+        intake_http_over_baseline: pairRatios["intake, 1 signing key"],
         hot_issuer_4_shards_over_1_shard: round(medianRps("enforce, 1 hot issuer, 4 shards") / medianRps("enforce, 1 issuer")),
       },
       duration_s: round((Date.now() - started) / 1000, 0),

@@ -20,15 +20,19 @@ import { checkFreshness, DEFAULT_FRESHNESS } from "../worker/protocol/checks/fre
 import { checkSignature } from "../worker/protocol/checks/signature.js";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { nobleVerifier, webCryptoVerifier, type SignatureVerifier } from "../worker/protocol/ed25519.js";
-import { fromHex } from "../worker/protocol/encoding.js";
+import { fromHex, toBase64Url } from "../worker/protocol/encoding.js";
 import type { ReplayLedger } from "../worker/protocol/ledger.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "../worker/protocol/receipt.js";
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
 import { verifyReceipt } from "../worker/protocol/verify.js";
+import { parseIntake } from "../worker/protocol/issuing/command.js";
+import { issueAdmission } from "../worker/protocol/issuing/lifecycle.js";
+import { issuing } from "../worker/config.js";
 
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 
 export class BenchEcho extends DurableObject {
   ping(): number {
@@ -53,9 +57,20 @@ interface Inputs {
   /** The bench relying party's token, registered by the runner before setup. */
   rpToken: string;
   now: number;
+  /** A Command as an agent runtime sends it to POST /v1/intake. */
+  intakeText: string;
 }
 
 let inputs: Inputs;
+let signKey: CryptoKey;
+let intakeSequence = 0;
+
+/** One admission receipt issued by the pure path, from the body text, with an in-memory sequence. */
+async function issueOne(): Promise<unknown> {
+  const { signer, context } = await issuing(benchEnv);
+  const intake = parseIntake(parseStrictJson(inputs.intakeText));
+  return issueAdmission(intake, inputs.audience, context, { now: () => inputs.now, randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)), nextSequence: async () => ++intakeSequence, signer });
+}
 let pinned: PinnedIssuer;
 let rawKey: CryptoKey;
 let receipt: Receipt;
@@ -86,6 +101,8 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "chain-16-full": () => verifyChain(inputs.chain, { now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
   "chain-16-spot": () => verifyChain(inputs.chain, { spot: 7, now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
   "bundle-replay": () => replayBundle(inputs.bundle),
+  "intake:raw-sign": () => crypto.subtle.sign({ name: "Ed25519" }, signKey, signedBytes),
+  "intake:issue": () => issueOne(),
   "stage:parse": () => parseStrictJson(inputs.bodyText),
   "stage:schema": () => parseReceipt(receipt),
   "stage:canonical": () => canonicalReceipt(receipt),
@@ -127,6 +144,8 @@ app.post("/bench/setup", async (c) => {
   benchCtx = c.executionCtx;
   pinned = pinnedIssuer(inputs.anchor);
   rawKey = await crypto.subtle.importKey("raw", pinned.keys[0].raw, { name: "Ed25519" }, false, ["verify"]);
+  const { identity } = await issuing(c.env);
+  signKey = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", d: toBase64Url(identity.seed), x: toBase64Url(identity.publicKey) }, { name: "Ed25519" }, false, ["sign"]);
   const body = JSON.parse(inputs.bodyText);
   receipt = body.receipt;
   request = body.request;
@@ -136,7 +155,8 @@ app.post("/bench/setup", async (c) => {
   for (const [name, run] of Object.entries(CASES)) checks[name] = await run();
   const chainOk = (checks["chain-16-full"] as { chain_valid: boolean }).chain_valid && (checks["chain-16-spot"] as { chain_valid: boolean }).chain_valid;
   const bundleOk = (checks["bundle-replay"] as { decision: string }).decision === "match";
-  if (checks.raw !== true || checks.full !== true || checks.noble !== true || !chainOk || !bundleOk) return c.json({ ok: false, checks }, 500);
+  const issued = (checks["intake:issue"] as { receipt: { verdict: string } }).receipt.verdict === "allow";
+  if (!issued || checks.raw !== true || checks.full !== true || checks.noble !== true || !chainOk || !bundleOk) return c.json({ ok: false, checks }, 500);
   return c.json({ ok: true, cases: Object.keys(CASES) });
 });
 

@@ -11,10 +11,12 @@ import { decisionFlush, dependencyTimeout, ledgerShardKey } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
 import {
-  durableLedgerStub, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
-  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore,
+  durableLedgerStub, durableSequences, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
+  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore, type SequenceSource,
 } from "./stores.js";
-import { requireRelyingParty } from "./auth.js";
+import type { InputRule } from "./protocol/issuing/rules/index.js";
+import type { ReceiptSigner } from "./protocol/issuing/signer.js";
+import { requireIntakeToken, requireRelyingParty } from "./auth.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { wellKnownRoutes } from "./routes/well-known.js";
 import { openApiDocument } from "./contract/openapi.js";
@@ -25,6 +27,8 @@ import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
 import { statusRoutes, type StatusPageCache } from "./routes/status.js";
+import { intakeRoutes } from "./routes/intake.js";
+import { configRoutes } from "./routes/config.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -34,6 +38,16 @@ export interface AppOptions {
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
   /** When decision counts are flushed to DecisionStats (else DECISION_FLUSH_MS, else the default). */
   decisionFlush?: FlushPolicy;
+  /** Replaces parts of the issuing path (fault injection in tests). */
+  intake?: IntakeOverrides;
+}
+
+/** What a test may swap on the issuing path: the clock it signs with, the signer, the sequence source, the input rules. */
+export interface IntakeOverrides {
+  now?: () => number;
+  signer?: ReceiptSigner;
+  nextSequence?: () => Promise<number>;
+  inputRules?: readonly InputRule[];
 }
 
 export interface Services {
@@ -46,6 +60,8 @@ export interface Services {
   decisions: DecisionCounter;
   /** This isolate's last rendered status page. */
   statusPage: StatusPageCache;
+  sequences: SequenceSource;
+  intake: IntakeOverrides;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -75,6 +91,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
       decisions,
       statusPage,
+      sequences: durableSequences(c.env, timeout),
+      intake: options.intake ?? {},
     });
     await next();
   });
@@ -83,6 +101,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/", statusRoutes);
   app.route("/.well-known", wellKnownRoutes);
   for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
+  app.use("/v1/intake", requireIntakeToken);
+  app.route("/v1/intake", intakeRoutes);
+  app.route("/v1/config", configRoutes);
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);

@@ -1,6 +1,6 @@
 /**
  * Who is calling. Admin routes take ADMIN_TOKEN; verification, envelope and chain routes take a
- * relying party's token. Both answer 401 with `WWW-Authenticate` and nothing else.
+ * relying party's token; intake takes INTAKE_TOKEN. All answer 401 with `WWW-Authenticate` and nothing else.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
@@ -10,6 +10,7 @@ import { RELYING_PARTY_TOKEN } from "./protocol/relying-parties.js";
 
 export const ADMIN_REALM = 'Bearer realm="countersign-admin"';
 export const RELYING_PARTY_REALM = 'Bearer realm="countersign"';
+export const INTAKE_REALM = 'Bearer realm="countersign-intake"';
 
 export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!(await bearerMatches(c.req.header("authorization"), c.env.ADMIN_TOKEN))) {
@@ -25,5 +26,16 @@ export const requireRelyingParty: MiddlewareHandler<AppEnv> = async (c, next) =>
   const party = token && RELYING_PARTY_TOKEN.test(token) ? await c.get("services").relyingParties.byTokenHash(await sha256Hex(token)) : null;
   if (!party) throw new ApiError(401, "UNAUTHORIZED", "a valid relying-party bearer token is required", RELYING_PARTY_REALM);
   c.set("relyingParty", party);
+  await next();
+};
+
+/**
+ * Intake signs in this deployment's name, so only agent runtimes holding INTAKE_TOKEN may ask
+ * for a receipt; without a configured token intake is closed. Checked before the body is read.
+ */
+export const requireIntakeToken: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!(await bearerMatches(c.req.header("authorization"), c.env.INTAKE_TOKEN))) {
+    throw new ApiError(401, "UNAUTHORIZED", "a valid intake bearer token is required", INTAKE_REALM);
+  }
   await next();
 };

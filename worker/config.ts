@@ -5,6 +5,11 @@ import { parseSigningIdentity, type SigningIdentity } from "./protocol/issuing/i
 import { utf8 } from "./protocol/encoding.js";
 import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
 import { DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
+import { canonicalConfig, configHash } from "./protocol/issuing/config.js";
+import type { IssuingContext } from "./protocol/issuing/lifecycle.js";
+import { DEFAULT_POLICY_FLOOR, isSecurityProfile } from "./protocol/issuing/policy-floor.js";
+import { webCryptoSigner, type ReceiptSigner } from "./protocol/issuing/signer.js";
+import { SHA256_REF } from "./protocol/encoding.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -61,4 +66,59 @@ export function ledgerShardKey(env: Env): Uint8Array | null {
     shardKeyBytes = text !== undefined && text.length >= MIN_SHARD_KEY_LENGTH ? utf8(text) : null;
   }
   return shardKeyBytes;
+}
+
+export const DEFAULT_RECEIPT_TTL = 60;
+export const DEFAULT_INTAKE_TIMEOUT_MS = 5_000;
+/** Largest intake body read: twice the 128 KB canonical limit, so whitespace never decides; the canonical limit is checked after parsing. */
+export const MAX_INTAKE_BODY = 256 * 1024;
+
+export const intakeTimeout = (env: Env): number => positive(env.INTAKE_TIMEOUT_MS, DEFAULT_INTAKE_TIMEOUT_MS);
+
+const list = (text: string | undefined): string[] => (text ?? "").split(",").map((a) => a.trim()).filter(Boolean);
+
+/** What this deployment issues with: its identity and signer, and the issuing context (canonical configuration and its hash). */
+export interface Issuing {
+  identity: SigningIdentity;
+  signer: ReceiptSigner;
+  context: IssuingContext;
+}
+
+const issuings = new WeakMap<Env, Promise<Issuing>>();
+
+/** Built once per environment; a broken configuration is a ConfigurationError (500), never a receipt. */
+export function issuing(env: Env): Promise<Issuing> {
+  let known = issuings.get(env);
+  if (!known) {
+    known = buildIssuing(env);
+    issuings.set(env, known);
+    known.catch(() => issuings.delete(env));
+  }
+  return known;
+}
+
+async function buildIssuing(env: Env): Promise<Issuing> {
+  const identity = signingIdentity(env);
+  const floor = env.POLICY_FLOOR || DEFAULT_POLICY_FLOOR;
+  if (!isSecurityProfile(floor)) throw new ConfigurationError("POLICY_FLOOR must be one of none, tls, authenticated, mutual-tls, attested");
+  const pinned = list(env.PINNED_CONFIG_HASHES);
+  if (pinned.some((h) => !SHA256_REF.test(h))) throw new ConfigurationError('PINNED_CONFIG_HASHES must list "sha256:" + 64 hex values');
+  let config;
+  try {
+    config = await canonicalConfig({ signingKeyId: identity.kid, rules: env.RULES ? list(env.RULES) : undefined, policyFloor: floor });
+  } catch (err) {
+    throw new ConfigurationError(`RULES: ${(err as Error).message}`);
+  }
+  return {
+    identity,
+    signer: webCryptoSigner(identity),
+    context: {
+      issuer: identity.issuer,
+      config,
+      configHash: await configHash(config),
+      ttl: positive(env.RECEIPT_TTL, DEFAULT_RECEIPT_TTL),
+      maxClockSkew: freshnessPolicy(env).skewCap,
+      pinnedConfigHashes: pinned.length > 0 ? pinned : null,
+    },
+  };
 }

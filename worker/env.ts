@@ -1,6 +1,7 @@
 import type { EvidenceChain } from "../durable-objects/evidence-chain.js";
 import type { DecisionStats } from "../durable-objects/decision-stats.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+import type { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
 export interface Env {
@@ -8,6 +9,8 @@ export interface Env {
   ISSUER_LEDGER: DurableObjectNamespace<IssuerLedger>;
   EVIDENCE_CHAIN: DurableObjectNamespace<EvidenceChain>;
   DECISION_STATS: DurableObjectNamespace<DecisionStats>;
+  /** The sequence counter of each issuing key, by key fingerprint. */
+  ISSUING_SEQUENCE: DurableObjectNamespace<IssuingSequence>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
   /** This deployment's organisation (an https:// URI): cross-org envelopes must name it as receiver_org_id. */
@@ -21,6 +24,18 @@ export interface Env {
   LEGACY_HMAC_KEY?: string;
   /** Optional JSON array of `{kid, public_key}`: retired keys still published at /.well-known/ccs-issuer. */
   PUBLISHED_KEYS?: string;
+  /** Secret: bearer token agent runtimes present to POST /v1/intake. Intake is closed without it. */
+  INTAKE_TOKEN?: string;
+  /** Seconds from issued_at to expires_at of issued receipts (default 60). */
+  RECEIPT_TTL?: string;
+  /** Milliseconds intake may take before it fails closed with INTAKE_TIMEOUT (default 5000). */
+  INTAKE_TIMEOUT_MS?: string;
+  /** The verifier policy floor: none, tls, authenticated, mutual-tls or attested (default tls). */
+  POLICY_FLOOR?: string;
+  /** Optional comma-separated subset of the sixteen rules to enable (default: all). */
+  RULES?: string;
+  /** Optional comma-separated config hashes this deployment may issue under (SEC-008). */
+  PINNED_CONFIG_HASHES?: string;
   /** Bearer token of the admin routes. */
   ADMIN_TOKEN?: string;
   /**

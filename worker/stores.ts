@@ -250,3 +250,14 @@ export async function readStatusFigures(env: Env, minutes: number, labels: numbe
   const [series, chainsStarted] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted()]), timeoutMs, "decision stats");
   return { series, chainsStarted };
 }
+
+/** Sequence numbers of the issuing keys, one IssuingSequence object per key fingerprint. */
+export interface SequenceSource {
+  next(keyFingerprint: string): Promise<number>;
+}
+
+export function durableSequences(env: Env, timeoutMs: number): SequenceSource {
+  return {
+    next: (fingerprint) => withTimeout(env.ISSUING_SEQUENCE.get(env.ISSUING_SEQUENCE.idFromName(fingerprint)).next(), timeoutMs, "issuing sequence"),
+  };
+}

@@ -14,7 +14,14 @@ const TOKEN = "e2e-admin-token";
 const RP_TOKEN = "e2e-relying-party-token-0123456789abcdef";
 const AUDIENCE = "https://relying-party.example";
 const persistTo = mkdtempSync(join(tmpdir(), "countersign-e2e-"));
-const start = () => startLocalServer({ persistTo, vars: { ADMIN_TOKEN: TOKEN } });
+const INTAKE_TOKEN = "e2e-intake-token";
+const IDENTITY = {
+  SIGNING_KEY: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+  SIGNING_KID: "e2e-own-1",
+  LEGACY_HMAC_KEY: "03".repeat(32),
+  INTAKE_TOKEN,
+};
+const start = () => startLocalServer({ persistTo, vars: { ADMIN_TOKEN: TOKEN, ...IDENTITY } });
 let server: LocalServer;
 
 const post = async (path: string, body: unknown, method = "POST", token?: string) => {
@@ -60,6 +67,20 @@ describe("a locally started instance", () => {
     expect(replay.body.failures.map((f: { code: string }) => f.code)).toEqual(["REPLAY_DETECTED"]);
   });
 
+  const intake = (traceId: string) =>
+    post("/v1/intake", { intake_version: "1.3", agent_id: "e2e-agent", tool: "search_web", params: { query: "weather in Tokyo" }, timestamp: Math.floor(Date.now() / 1000), trace_id: traceId }, "POST", INTAKE_TOKEN);
+  let lastSequence = 0;
+
+  it("issues through intake, and the receipt verifies once this instance's own key is pinned", async () => {
+    const issued = await intake("e2e0000000000001");
+    expect(issued.status).toBe(200);
+    lastSequence = issued.body.receipt.sequence;
+    const doc = await (await fetch(`${server.url}/.well-known/ccs-issuer`)).json();
+    expect((await post("/v1/admin/anchors", doc, "PUT", TOKEN)).status).toBe(200);
+    const audit = await post("/v1/receipts/verify", { receipt: issued.body.receipt, audience: AUDIENCE, mode: "audit" }, "POST", RP_TOKEN);
+    expect(audit.body).toMatchObject({ valid: true, decision: "audit" });
+  });
+
   it("still rejects the replay after a restart on the same persisted state", async () => {
     await server.stop();
     server = await start();
@@ -67,5 +88,11 @@ describe("a locally started instance", () => {
     expect(replay.status).toBe(200);
     expect(replay.body).toMatchObject({ valid: false, nonce_consumed: false });
     expect(replay.body.failures.map((f: { code: string }) => f.code)).toEqual(["REPLAY_DETECTED"]);
+  });
+
+  it("continues the issuing sequence after the restart, never repeating it", async () => {
+    const issued = await intake("e2e0000000000002");
+    expect(issued.status).toBe(200);
+    expect(issued.body.receipt.sequence).toBe(lastSequence + 1);
   });
 });

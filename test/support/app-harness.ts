@@ -15,6 +15,8 @@ export const TEST_NOW = 1_900_000_000;
 /** The relying party every harness registers (idempotently) and calls the protected routes as. */
 export const RP_NAME = "test-relying-party";
 export const RP_TOKEN = "test-relying-party-token-0123456789abcdef";
+/** INTAKE_TOKEN of the workers-pool bindings; the harness presents it on POST /v1/intake. */
+export const INTAKE_TOKEN = "test-intake-token";
 
 /** Routes that take a relying-party token: the harness presents RP_TOKEN unless the call sets its own authorization. */
 const RELYING_PARTY_ROUTES = /^\/v1\/(receipts\/verify|envelopes\/verify|chains\/)/;
@@ -23,6 +25,8 @@ export interface Harness {
   /** A call as the test relying party on the routes that need one; `authorization: ""` sends none. */
   call(path: string, init?: RequestInit): Promise<{ status: number; body: any; text: string; headers: Headers }>;
   verify(body: unknown): Promise<{ status: number; body: any; text: string }>;
+  /** POST /v1/intake with the intake token; a string body is sent as it is. */
+  intake(body: unknown): Promise<{ status: number; body: any; text: string }>;
   pin(anchor: unknown): Promise<{ status: number; body: any; text: string }>;
   revoke(issuer: string, kid: string): Promise<{ status: number; body: any; text: string }>;
   /** An admin call with a JSON body (or none). */
@@ -46,6 +50,7 @@ export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {
       await register();
       headers.set("authorization", `Bearer ${RP_TOKEN}`);
     }
+    if (path === "/v1/intake" && !headers.has("authorization")) headers.set("authorization", `Bearer ${INTAKE_TOKEN}`);
     if (headers.get("authorization") === "") headers.delete("authorization");
     const res = await app.request(path, { ...init, headers }, env, ctx);
     const text = await res.text();
@@ -65,6 +70,7 @@ export function harness(env: Env, ctx: ExecutionContext, options: AppOptions = {
   return {
     call,
     verify: (body) => call("/v1/receipts/verify", json("POST", body)),
+    intake: (body) => call("/v1/intake", json("POST", body)),
     pin: (anchor) => call("/v1/admin/anchors", json("PUT", anchor, true)),
     revoke: (issuer, kid) => call("/v1/admin/anchors/revoke", json("POST", { issuer, kid }, true)),
     admin: (method, path, body) =>

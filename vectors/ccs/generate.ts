@@ -5,8 +5,9 @@
  */
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { anchorFor, identity, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
+import { anchorFor, identity, labelHex, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
 import { generatePropagation } from "./propagation.js";
+import { generateIntake } from "./intake.js";
 
 /** 2100-01-01T00:00:00Z: the vectors' clock, far enough ahead that no purge alarm fires during a test run. */
 export const VECTOR_NOW = 4102444800;
@@ -45,6 +46,7 @@ export async function generate() {
   const s1 = await identity("issuer-seq/s1", "https://issuer-seq.example", "s1");
   const attacker = await identity("attacker", "https://attacker.example", "x1");
   const unknown = await identity("issuer-unknown/u1", "https://issuer-unknown.example", "u1");
+  const pinnedConfig = await identity("issuer-config/c1", "https://issuer-config.example", "c1");
 
   let sequence = 1000;
   const spec = (label: string, extra: Partial<ReceiptSpec> = {}): ReceiptSpec => ({
@@ -174,12 +176,16 @@ export async function generate() {
   malformed("MAL-unsafe-integer", "an integer beyond 2^53-1 inside the receipt", { raw_body: raw.replace(/"sequence":\d+/, `"sequence":9007199254740993`) });
   malformed("MAL-nan-token", "a bare NaN token inside the receipt", { raw_body: raw.replace(/"expires_at":\d+/, `"expires_at":NaN`) });
 
+  add("NEG-config-not-pinned", "SEC-008: the issuer is pinned with config_hashes and the receipt's config_hash is not among them", [
+    { body: await call(pinnedConfig, spec("neg-config")), expect: reject(["CONFIG_NOT_PINNED"]) },
+  ]);
+
   return {
     description: "countersign CCS v1.3 conformance vectors. Pin `anchors`, apply each vector's setup, judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
     generator: "vectors/ccs/generate.ts",
     now: VECTOR_NOW,
     audience: AUDIENCE,
-    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }].map((anchor) => ({
+    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }, { ...anchorFor(pinnedConfig), config_hashes: ["sha256:" + (await labelHex("another-config", 64))] }].map((anchor) => ({
       ...anchor,
       keys: anchor.keys.map((k) => (k.kid === aOld.kid ? { ...k, not_after: VECTOR_NOW - 86400 } : k)),
     })),
@@ -189,6 +195,7 @@ export async function generate() {
 
 export const VECTORS_PATH = fileURLToPath(new URL("./receipts.json", import.meta.url));
 export const PROPAGATION_PATH = fileURLToPath(new URL("./propagation.json", import.meta.url));
+export const INTAKE_PATH = fileURLToPath(new URL("./intake.json", import.meta.url));
 export const render = (doc: unknown): string => JSON.stringify(doc, null, 2) + "\n";
 
 export async function generateAll(): Promise<{ path: string; text: string }[]> {
@@ -203,6 +210,7 @@ export async function generateAll(): Promise<{ path: string; text: string }[]> {
   return [
     { path: VECTORS_PATH, text: render(receipts) },
     { path: PROPAGATION_PATH, text: render(propagation) },
+    { path: INTAKE_PATH, text: render(await generateIntake(VECTOR_NOW)) },
   ];
 }
 

@@ -36,6 +36,8 @@ export interface AnchorRecord {
   sequence_policy?: SequencePolicy;
   /** Keys pinned before and no longer in `keys`, newest last, at most MAX_PREVIOUS_KEYS. */
   previous_keys?: PreviousKey[];
+  /** SEC-008: the config hashes this issuer's receipts may carry; any, when absent. */
+  config_hashes?: string[];
 }
 
 /** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
@@ -48,6 +50,8 @@ export interface PinnedIssuer {
   keys: TrustedKey[];
   ledgerShards: number;
   sequencePolicy: SequencePolicy;
+  /** Pinned config hashes (SEC-008), or null when none are pinned. */
+  configHashes: string[] | null;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -74,7 +78,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; config_hashes?: string[]; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
   const tooLong = issuerProblem(pin.issuer);
   if (tooLong) errors.push(tooLong);
@@ -146,6 +150,7 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
     keys: record.keys.map((k) => ({ ...k, raw: fromBase64Url(k.public_key)! })),
     ledgerShards: record.ledger_shards ?? 1,
     sequencePolicy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+    configHashes: record.config_hashes ?? null,
   };
 }
 

@@ -22,6 +22,7 @@ export const FAILURE_CODES = [
   "RECEIPT_REPEATED",
   "SEAL_INVALID",
   "SEAL_MISMATCH",
+  "CONFIG_NOT_PINNED",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -43,6 +44,41 @@ export const CALL_ERROR_CODES = [
   "SERVICE_MISCONFIGURED",
 ] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
+
+/**
+ * Intake errors (CCS §3.4, Figure 3), each with the retry hint the caller must follow, plus
+ * INTAKE_FAILED for any exception on the intake path (the draft's own fail-closed wrapper).
+ * An intake error is never a receipt: the caller treats it as a denial.
+ */
+export const INTAKE_ERROR_CODES = [
+  "INTAKE_MALFORMED",
+  "INTAKE_MISSING_FIELD",
+  "INTAKE_OVERFLOW",
+  "INTAKE_TIMEOUT",
+  "INTAKE_VERSION_UNSUPPORTED",
+  "INTAKE_FAILED",
+] as const;
+export type IntakeErrorCode = (typeof INTAKE_ERROR_CODES)[number];
+export type RetryHint = "MAY" | "MUST NOT";
+
+export const INTAKE_RETRY: Record<IntakeErrorCode, RetryHint> = {
+  INTAKE_MALFORMED: "MAY",
+  INTAKE_MISSING_FIELD: "MAY",
+  INTAKE_OVERFLOW: "MUST NOT",
+  INTAKE_TIMEOUT: "MAY",
+  INTAKE_VERSION_UNSUPPORTED: "MUST NOT",
+  INTAKE_FAILED: "MAY",
+};
+
+/** HTTP status of each intake error: bad input is 4xx, a timeout 503, an internal failure 500. */
+export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 413 | 500 | 503> = {
+  INTAKE_MALFORMED: 400,
+  INTAKE_MISSING_FIELD: 400,
+  INTAKE_OVERFLOW: 413,
+  INTAKE_TIMEOUT: 503,
+  INTAKE_VERSION_UNSUPPORTED: 400,
+  INTAKE_FAILED: 500,
+};
 
 export type Severity = "CRITICAL" | "WARNING";
 
@@ -67,6 +103,7 @@ export const STEP_OF: Record<FailureCode, number> = {
   RECEIPT_REPEATED: 7,
   SEAL_INVALID: 3,
   SEAL_MISMATCH: 7,
+  CONFIG_NOT_PINNED: 3,
 };
 
 export interface Failure {

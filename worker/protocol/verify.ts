@@ -14,6 +14,7 @@ import { checkBinding, type Presented } from "./checks/binding.js";
 import { checkFreshness, grantedSkew, type FreshnessPolicy } from "./checks/freshness.js";
 import { mapOutcome, type Enforcement, type EnforcementAction, type ReportedOutcome } from "./checks/outcome.js";
 import { checkSignature } from "./checks/signature.js";
+import { configHashPinned } from "./issuing/rules/sec-008.js";
 
 export type Mode = "enforce" | "audit";
 
@@ -141,6 +142,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
   const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier, opts.now);
   stateless.push(...signature.failures, ...(await binding));
+  if (pinned && !configHashPinned(r.config_hash, pinned.configHashes)) stateless.push(failure("CONFIG_NOT_PINNED", `config_hash ${r.config_hash} is not pinned for ${r.issuer} (SEC-008)`));
   if (opts.contextChecks) stateless.push(...opts.contextChecks(r, await receiptHash));
 
   const query: LedgerQuery = {

@@ -36,7 +36,7 @@ export function requestProblem(value: unknown): string | null {
  * The canonical request `{agent_id, params, timestamp, tool, trace_id}` built around the
  * params' canonical text, which is computed once and also digested on its own.
  */
-function canonicalRequest(q: PresentedRequest, paramsText: string): string {
+export function canonicalRequest(q: PresentedRequest, paramsText: string): string {
   return `{"agent_id":${jcs(q.agent_id)},"params":${paramsText},"timestamp":${jcs(q.timestamp)},"tool":${jcs(q.tool)},"trace_id":${jcs(q.trace_id)}}`;
 }
 

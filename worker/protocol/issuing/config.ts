@@ -1,0 +1,54 @@
+/**
+ * The canonical configuration (CCS §5, Figure 5) and its hash. It commits to the rule set by
+ * name, to the rules' substance through `policy_version` (derived from a digest of every scope
+ * set, pattern and threshold), to the signing key, and to the policy floor.
+ */
+import { jcs, prefixedDigest, sha256Hex } from "../digest.js";
+import { RULE_NAMES } from "./rules/index.js";
+import { SCOPE_DATA } from "./scopes.js";
+import { DEFAULT_POLICY_FLOOR, type SecurityProfile } from "./policy-floor.js";
+
+export const VERIFIER_VERSION = "countersign/0.1.0";
+export const SCHEMA_VERSION = "1.3";
+
+export interface CanonicalConfig {
+  rules: string[];
+  policy_version: string;
+  signing_key_id: string;
+  verifier_version: string;
+  schema_version: "1.3";
+  deployment_mode: "out-of-process";
+  /** SHA-256 of the capability manifest; absent until this deployment publishes one. */
+  manifest_hash?: string;
+  policy_floor: SecurityProfile;
+}
+
+export interface ConfigInput {
+  signingKeyId: string;
+  /** Enabled rule names, a subset of the registered ones; all of them by default. Kept in registered order. */
+  rules?: readonly string[];
+  policyFloor?: SecurityProfile;
+}
+
+/** `countersign-policy/1+` and the first 16 hex of the digest of the scope data. */
+export async function policyVersion(): Promise<string> {
+  return `countersign-policy/1+${(await sha256Hex(jcs(SCOPE_DATA))).slice(0, 16)}`;
+}
+
+export async function canonicalConfig(i: ConfigInput): Promise<CanonicalConfig> {
+  const enabled = i.rules ?? RULE_NAMES;
+  const unknown = enabled.filter((r) => !RULE_NAMES.includes(r));
+  if (unknown.length > 0) throw new TypeError(`unknown rules: ${unknown.join(", ")}`);
+  return {
+    rules: RULE_NAMES.filter((r) => enabled.includes(r)),
+    policy_version: await policyVersion(),
+    signing_key_id: i.signingKeyId,
+    verifier_version: VERIFIER_VERSION,
+    schema_version: SCHEMA_VERSION,
+    deployment_mode: "out-of-process",
+    policy_floor: i.policyFloor ?? DEFAULT_POLICY_FLOOR,
+  };
+}
+
+/** `sha256:` + SHA-256 of the configuration's RFC 8785 form. */
+export const configHash = (config: CanonicalConfig): Promise<string> => prefixedDigest(jcs(config));

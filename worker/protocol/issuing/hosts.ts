@@ -1,0 +1,121 @@
+/**
+ * SEC-001's structural host test: from the literal text of an absolute URL, without DNS,
+ * decide whether its host is a loopback, private or link-local address. IPv4 is read the way
+ * URL parsers and `inet_aton` read it (1 to 4 parts, each decimal, 0x-hex or 0-octal, the last
+ * filling the remaining bytes), so `2130706433`, `0x7f.1` and `0177.0.0.1` are all 127.0.0.1.
+ * IPv6 literals are expanded; IPv4-mapped, IPv4-compatible and NAT64 forms are judged by the
+ * IPv4 address they carry.
+ */
+
+export type HostClass = "loopback" | "private" | "link-local" | "unspecified";
+
+/** `scheme://` then an authority: the form of an absolute URL argument. */
+const ABSOLUTE_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/;
+
+/** The host of an absolute URL (userinfo and port removed, percent-decoding applied), or null when `text` is not one. */
+export function urlHost(text: string): string | null {
+  const m = ABSOLUTE_URL.exec(text.trim());
+  if (!m) return null;
+  let authority = m[1];
+  const at = authority.lastIndexOf("@");
+  if (at >= 0) authority = authority.slice(at + 1);
+  let host: string;
+  if (authority.startsWith("[")) {
+    const end = authority.indexOf("]");
+    host = end < 0 ? authority.slice(1) : authority.slice(1, end);
+  } else {
+    const colon = authority.lastIndexOf(":");
+    host = colon >= 0 ? authority.slice(0, colon) : authority;
+  }
+  try {
+    host = decodeURIComponent(host);
+  } catch {
+    /* not valid percent-encoding: judged as written */
+  }
+  return host.toLowerCase().replace(/\.$/, "");
+}
+
+/** How an IPv4 address (as a 32-bit unsigned number) is classified, or null for a public one. */
+function classifyV4(a: number): HostClass | null {
+  const o = [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
+  if (o[0] === 127) return "loopback";
+  if (o[0] === 0) return "unspecified";
+  if (o[0] === 10 || (o[0] === 172 && o[1] >= 16 && o[1] <= 31) || (o[0] === 192 && o[1] === 168)) return "private";
+  if (o[0] === 169 && o[1] === 254) return "link-local";
+  return null;
+}
+
+function parseV4Part(part: string): number | null {
+  if (part === "") return null;
+  if (/^0x[0-9a-f]*$/i.test(part)) return part.length === 2 ? 0 : parseInt(part.slice(2), 16);
+  if (/^0[0-7]+$/.test(part)) return parseInt(part, 8);
+  if (/^(0|[1-9][0-9]*)$/.test(part)) return Number(part);
+  return null;
+}
+
+/** A host read as IPv4 in any of the forms URL parsers accept, or null when it is not one. */
+export function parseIPv4(host: string): number | null {
+  const parts = host.split(".");
+  if (parts.length > 4) return null;
+  const nums: number[] = [];
+  for (const p of parts) {
+    const n = parseV4Part(p);
+    if (n === null || !Number.isFinite(n)) return null;
+    nums.push(n);
+  }
+  const last = nums.pop()!;
+  if (nums.some((n) => n > 255) || last >= 256 ** (4 - nums.length)) return null;
+  let value = last;
+  nums.forEach((n, i) => (value += n * 256 ** (3 - i)));
+  return value >>> 0;
+}
+
+/** The eight 16-bit groups of an IPv6 literal (zone id dropped), or null. */
+export function parseIPv6(host: string): number[] | null {
+  let text = host.split("%")[0];
+  const groups: number[] = [];
+  const dotted = /(?:^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  let tail: number[] = [];
+  if (dotted) {
+    const v4 = parseIPv4(dotted[1]);
+    if (v4 === null || !/^\d+\.\d+\.\d+\.\d+$/.test(dotted[1])) return null;
+    tail = [v4 >>> 16, v4 & 0xffff];
+    text = text.slice(0, text.length - dotted[1].length);
+    if (text.endsWith(":") && !text.endsWith("::")) text = text.slice(0, -1);
+  }
+  const halves = text.split("::");
+  if (halves.length > 2) return null;
+  const read = (s: string) => (s === "" ? [] : s.split(":").map((g) => (/^[0-9a-f]{1,4}$/i.test(g) ? parseInt(g, 16) : NaN)));
+  const head = read(halves[0]);
+  const rest = halves.length === 2 ? read(halves[1]) : [];
+  if ([...head, ...rest].some(Number.isNaN)) return null;
+  const missing = 8 - head.length - rest.length - tail.length;
+  if (halves.length === 1 ? missing !== 0 : missing < 1) return null;
+  groups.push(...head, ...Array(halves.length === 2 ? missing : 0).fill(0), ...rest, ...tail);
+  return groups.length === 8 ? groups : null;
+}
+
+function classifyV6(g: number[]): HostClass | null {
+  const zeroFirst = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeroFirst(7) && g[7] === 1) return "loopback";
+  if (zeroFirst(8)) return "unspecified";
+  const embedded = ((g[6] << 16) | g[7]) >>> 0;
+  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible, deprecated), 64:ff9b::a.b.c.d (NAT64).
+  if (zeroFirst(5) && g[5] === 0xffff) return classifyV4(embedded);
+  if (zeroFirst(6)) return classifyV4(embedded);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyV4(embedded);
+  if ((g[0] & 0xffc0) === 0xfe80) return "link-local";
+  if ((g[0] & 0xfe00) === 0xfc00 || (g[0] & 0xffc0) === 0xfec0) return "private";
+  return null;
+}
+
+/** The class of a host that must not be reached, or null. `localhost` and `*.localhost` are loopback by definition (RFC 6761). */
+export function classifyHost(host: string): HostClass | null {
+  if (host === "localhost" || host.endsWith(".localhost")) return "loopback";
+  if (host.includes(":")) {
+    const groups = parseIPv6(host);
+    return groups ? classifyV6(groups) : null;
+  }
+  const v4 = parseIPv4(host);
+  return v4 === null ? null : classifyV4(v4);
+}

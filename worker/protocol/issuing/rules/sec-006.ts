@@ -1,0 +1,36 @@
+import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
+import { parseShell, programOf, type ParsedShell } from "../shell.js";
+import { allow, argumentStrings, deny, type InputRule } from "./types.js";
+
+export const FETCH_PRIMITIVE = new Set(["curl", "wget", "fetch", "aria2c", "lwp-download", "lwp-request", "tftp", "ftp", "invoke-webrequest", "iwr", "invoke-restmethod", "irm", "certutil", "bitsadmin"]);
+export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python2", "python3", "perl", "ruby", "node", "php", "eval", "source", ".", "iex", "invoke-expression", "powershell", "pwsh", "cmd", "cmd.exe"]);
+
+const programName = (c: ParsedShell["commands"][number]) => programOf(c)?.name.toLowerCase() ?? "";
+const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMITIVE.has(programName(c)) || c.substitutions.some(fetches));
+
+/**
+ * A fetch primitive followed by an execution primitive in the same parsed command line
+ * (heredoc bodies excluded): `curl … | sh`, `wget … && bash x`, or an execution primitive
+ * whose arguments substitute a fetch, `bash -c "$(curl …)"`.
+ */
+export function downloadExecutes(p: ParsedShell): boolean {
+  let fetched = false;
+  for (const c of p.commands) {
+    const name = programName(c);
+    if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches))) return true;
+    if (FETCH_PRIMITIVE.has(name)) fetched = true;
+    if (c.substitutions.some(downloadExecutes)) return true;
+  }
+  return false;
+}
+
+export const SEC_006: InputRule = {
+  name: "SEC-006",
+  trigger: "an argument, parsed as a shell command line outside heredoc bodies, has a fetch primitive followed by an execution primitive",
+  scope: "string arguments of tools in COMMAND_EXECUTION_TOOL",
+  judge({ command }) {
+    if (!COMMAND_EXECUTION_TOOL.includes(command.tool as string)) return allow("not a command-execution tool");
+    for (const s of argumentStrings(command.params)) if (downloadExecutes(parseShell(s))) return deny("SEC-006: download-to-execute chain");
+    return allow();
+  },
+};

@@ -1,0 +1,120 @@
+/**
+ * What a rule is: a structural test with a trigger and a closed scope (CCS §4.8), judging
+ * either the Command at intake (SEC) or the tool's output at finalisation (OUT).
+ */
+import type { TrustedKey } from "../../anchors.js";
+import type { SignatureVerifier } from "../../ed25519.js";
+
+export type RuleVerdict = "allow" | "deny" | "escalate";
+
+export interface RuleResult {
+  name: string;
+  verdict: RuleVerdict;
+  /** Why, in a sentence; "" is never used for deny or escalate. */
+  reason: string;
+}
+
+export type RuleOutcome = Omit<RuleResult, "name">;
+
+/** The normalised Command as the rules see it (CCS §3.1). */
+export interface Command {
+  intake_version: "1.3";
+  agent_id: string;
+  tool: string;
+  params: Record<string, unknown>;
+  /** Unix seconds, UTC. */
+  timestamp: number;
+  trace_id: string;
+  runtime_context?: Record<string, unknown>;
+  delegation_chain?: Record<string, unknown>;
+}
+
+/** An explicit human approval of one exact request (SEC-005). */
+export interface HumanApproval {
+  approver: string;
+  /** The request_hash of the request approved: an approval of another request approves nothing here. */
+  request_hash: string;
+}
+
+export interface InputContext {
+  /** A record rather than a Command: SEC-007 judges what is present. */
+  command: Record<string, unknown>;
+  requestHash: string;
+  humanApproval: HumanApproval | null;
+  configHash: string;
+  /** The config hashes this deployment is pinned to, or null when it pins none. */
+  pinnedConfigHashes: readonly string[] | null;
+}
+
+/** What a tool returned, with the metadata OUT-004/005/007 judge. */
+export interface ToolOutput {
+  /** The response: a string is judged as its text, anything else as its canonical JSON. */
+  content: unknown;
+  content_type?: string;
+  outcome_status?: string;
+  /** What the tool declares of its output. */
+  declared?: { max_size?: number; content_type?: string };
+}
+
+export interface OutputContext {
+  tool: string;
+  output: ToolOutput;
+  /** receipt_hash of the admission receipt being finalised: what a chain link in the output must name. */
+  admissionReceiptHash: string;
+  /** Pinned keys of an issuer, for receipts carried in the output (OUT-008). */
+  issuerKeys(issuer: string): Promise<TrustedKey[] | null>;
+  verifier: SignatureVerifier;
+}
+
+export interface Rule<C> {
+  name: string;
+  /** The literal predicate, as documented in docs/rules.md. */
+  trigger: string;
+  scope: string;
+  judge(c: C): RuleOutcome | Promise<RuleOutcome>;
+}
+
+export type InputRule = Rule<InputContext>;
+export type OutputRule = Rule<OutputContext>;
+
+export const allow = (reason = ""): RuleOutcome => ({ verdict: "allow", reason });
+export const deny = (reason: string): RuleOutcome => ({ verdict: "deny", reason });
+export const escalate = (reason: string): RuleOutcome => ({ verdict: "escalate", reason });
+
+/** Every string value inside `value`, with the object key it sits under (null in arrays and at the top). */
+export function walkStrings(value: unknown, visit: (s: string, key: string | null) => void, key: string | null = null, depth = 0): void {
+  if (typeof value === "string") visit(value, key);
+  else if (Array.isArray(value)) for (const v of value) walkStrings(v, visit, key, depth + 1);
+  else if (value !== null && typeof value === "object" && depth < 64) {
+    for (const [k, v] of Object.entries(value)) walkStrings(v, visit, k, depth + 1);
+  }
+}
+
+/** Every string value of the arguments, as a list. */
+export function argumentStrings(params: unknown): string[] {
+  const out: string[] = [];
+  walkStrings(params, (s) => out.push(s));
+  return out;
+}
+
+/** The text an output rule scans: a string as it is; otherwise every key and string value, one a line. */
+export function outputText(content: unknown): string {
+  if (typeof content === "string") return content;
+  const out: string[] = [];
+  const walk = (v: unknown, depth: number) => {
+    if (typeof v === "string") out.push(v);
+    else if (Array.isArray(v)) v.forEach((x) => walk(x, depth + 1));
+    else if (v !== null && typeof v === "object" && depth < 64) for (const [k, x] of Object.entries(v)) (out.push(k), walk(x, depth + 1));
+  };
+  walk(content, 0);
+  return out.join("\n");
+}
+
+const compiled = new Map<string, RegExp>();
+/** A scope pattern compiled once (case-insensitive when asked). */
+export function regex(pattern: string, flags = ""): RegExp {
+  const key = flags + "/" + pattern;
+  let re = compiled.get(key);
+  if (!re) compiled.set(key, (re = new RegExp(pattern, flags)));
+  return re;
+}
