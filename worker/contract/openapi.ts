@@ -6,7 +6,7 @@ import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
 import * as S from "./schemas.js";
 
-type Auth = "admin" | "relying-party" | "none";
+type Auth = "admin" | "relying-party" | "intake" | "none";
 
 export interface Operation {
   method: "get" | "post" | "put" | "delete";
@@ -91,6 +91,19 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "both predicates with every intermediate field", schema: S.EcAnswer }, ...errors(400, 413, 500) },
   },
   {
+    method: "post", path: "/v1/intake", summary: "an agent runtime's Command, judged by the sixteen rules: a signed admission receipt", tag: "issuing", auth: "intake", body: S.IntakeCall,
+    responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT or INTAKE_FAILED (a dependency)", schema: S.IntakeError } },
+  },
+  {
+    method: "get", path: "/v1/config", summary: "this deployment's canonical configuration and its config_hash", tag: "issuing", auth: "none",
+    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(500) },
+  },
+  {
+    method: "get", path: "/v1/config/{hash}", summary: "a configuration by its hash", tag: "issuing", auth: "none",
+    parameters: [pathParam("hash", "sha256:<64 hex>, percent-encoded or not")],
+    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500) },
+  },
+  {
     method: "get", path: "/v1/issuers/{issuer}", summary: "a pinned issuer's public anchor", tag: "anchors", auth: "none",
     parameters: [pathParam("issuer", "the issuer URI, percent-encoded")],
     responses: { 200: { description: "the anchor", schema: S.IssuerView }, ...errors(400, 404, 500, 503) },
@@ -143,6 +156,7 @@ const ref = (schema: z.ZodType): { $ref: string } => {
 const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   admin: [{ admin: [] }],
   "relying-party": [{ relyingParty: [] }],
+  intake: [{ intake: [] }],
   none: [],
 };
 
@@ -194,6 +208,7 @@ export function openApiDocument(): object {
       securitySchemes: {
         admin: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
         relyingParty: { type: "http", scheme: "bearer", description: "a relying party's token (POST /v1/admin/relying-parties)" },
+        intake: { type: "http", scheme: "bearer", description: "INTAKE_TOKEN, held by the agent runtimes that submit Commands" },
       },
     },
     "x-failure-codes": FAILURE_CODES,

@@ -230,6 +230,13 @@ export const SupportCall = z
   .meta({ id: "SupportCall" });
 export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", description: "see docs/ec-receipts.md for the fields" });
 
+export const IntakeCall = z.unknown().meta({ id: "IntakeCall", description: "a CCS §3 Command: {intake_version: \"1.3\", agent_id, tool, params, timestamp, trace_id, runtime_context?, delegation_chain?} plus the optional audience, human_approval and server_profile (README, Intake); checked by the intake parser itself, whose failures are the Figure 3 codes" });
+export const IntakeAnswer = z.object({ receipt: Receipt }).passthrough().meta({ id: "IntakeAnswer" });
+export const IntakeError = z
+  .object({ error: z.object({ code: z.string(), retry: z.enum(["MAY", "MUST NOT"]).optional(), detail: z.string(), trace_id: z.string().optional() }).passthrough() })
+  .meta({ id: "IntakeError", description: "never carries a receipt" });
+export const ConfigAnswer = z.object({ config: z.object({}).passthrough(), config_hash: sha256Ref }).meta({ id: "ConfigAnswer" });
+
 export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 export const OpenApiDocument = z.object({ openapi: z.string() }).passthrough().meta({ id: "OpenApiDocument" });

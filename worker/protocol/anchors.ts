@@ -114,6 +114,7 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     pinned_at: now,
     ledger_shards: pin.ledger_shards ?? 1,
     sequence_policy: pin.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+    ...(pin.config_hashes ? { config_hashes: pin.config_hashes } : {}),
   };
   return { kind: "built", record };
 }
