@@ -29,6 +29,7 @@ import { verifyReceipt } from "../worker/protocol/verify.js";
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { UsageLedger } from "../durable-objects/usage-ledger.js";
 
 export class BenchEcho extends DurableObject {
   ping(): number {

@@ -22,6 +22,8 @@ import { chainRoutes } from "./routes/chains.js";
 import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
+import { usageRoutes } from "./routes/usage.js";
+import { logLineExporter, type Exporter } from "./observability.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -31,6 +33,8 @@ export interface AppOptions {
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
   /** When decision counts are flushed to DecisionStats. */
   decisionFlush?: FlushPolicy;
+  /** Where observability projections go (default: one JSON log line), best-effort after the answer. */
+  exporter?: Exporter;
 }
 
 export interface Services {
@@ -41,6 +45,7 @@ export interface Services {
   relyingParties: RelyingPartyStore;
   /** This isolate's batched decision counts. */
   decisions: DecisionCounter;
+  exporter: Exporter;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -64,16 +69,18 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
       decisions,
+      exporter: options.exporter ?? logLineExporter,
     });
     await next();
   });
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.route("/.well-known", wellKnownRoutes);
-  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
+  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*", "/v1/usage", "/v1/usage/*", "/v1/costs/*"]) app.use(path, requireRelyingParty);
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);
   app.route("/v1", ecRoutes);
+  app.route("/v1", usageRoutes);
   app.route("/v1/issuers", issuerRoutes);
   app.route("/v1/admin", adminRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));

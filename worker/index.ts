@@ -4,5 +4,6 @@ import { createApp } from "./app.js";
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { UsageLedger } from "../durable-objects/usage-ledger.js";
 
 export default createApp();
