@@ -29,6 +29,8 @@ import { receiptRoutes } from "./routes/receipts.js";
 import { statusRoutes, type StatusPageCache } from "./routes/status.js";
 import { intakeRoutes } from "./routes/intake.js";
 import { configRoutes } from "./routes/config.js";
+import { usageRoutes } from "./routes/usage.js";
+import { logLineExporter, type Exporter } from "./observability.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -38,6 +40,8 @@ export interface AppOptions {
   ledgerStub?: (env: Env) => (name: string) => LedgerStub;
   /** When decision counts are flushed to DecisionStats (else DECISION_FLUSH_MS, else the default). */
   decisionFlush?: FlushPolicy;
+  /** Where observability projections go (default: one JSON log line), best-effort after the answer. */
+  exporter?: Exporter;
   /** Replaces parts of the issuing path (fault injection in tests). */
   intake?: IntakeOverrides;
 }
@@ -62,6 +66,7 @@ export interface Services {
   statusPage: StatusPageCache;
   sequences: SequenceSource;
   intake: IntakeOverrides;
+  exporter: Exporter;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -93,6 +98,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
       statusPage,
       sequences: durableSequences(c.env, timeout),
       intake: options.intake ?? {},
+      exporter: options.exporter ?? logLineExporter,
     });
     await next();
   });
@@ -100,7 +106,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
   app.route("/", statusRoutes);
   app.route("/.well-known", wellKnownRoutes);
-  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*"]) app.use(path, requireRelyingParty);
+  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*", "/v1/usage", "/v1/usage/*", "/v1/costs/*"]) app.use(path, requireRelyingParty);
   app.use("/v1/intake", requireIntakeToken);
   app.route("/v1/intake", intakeRoutes);
   app.route("/v1/config", configRoutes);
@@ -108,6 +114,7 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/v1/envelopes", envelopeRoutes);
   app.route("/v1/chains", chainRoutes);
   app.route("/v1", ecRoutes);
+  app.route("/v1", usageRoutes);
   app.route("/v1/issuers", issuerRoutes);
   app.route("/v1/admin", adminRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));

@@ -14,6 +14,8 @@ import { SHA256_REF } from "./protocol/encoding.js";
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
 export const MAX_ADMIN_BODY = 64 * 1024;
+/** Largest accepted body of a usage or cost call: a receipt, a price source or an estimate and what rides on it. */
+export const MAX_USAGE_BODY = 64 * 1024;
 export const DEFAULT_DEPENDENCY_TIMEOUT_MS = 2_000;
 
 const positive = (text: string | undefined, fallback: number): number => {

@@ -2,6 +2,7 @@ import type { EvidenceChain } from "../durable-objects/evidence-chain.js";
 import type { DecisionStats } from "../durable-objects/decision-stats.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 import type { IssuingSequence } from "../durable-objects/issuing-sequence.js";
+import type { UsageLedger } from "../durable-objects/usage-ledger.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
 export interface Env {
@@ -11,6 +12,8 @@ export interface Env {
   DECISION_STATS: DurableObjectNamespace<DecisionStats>;
   /** The sequence counter of each issuing key, by key fingerprint. */
   ISSUING_SEQUENCE: DurableObjectNamespace<IssuingSequence>;
+  /** One UsageLedger per relying party: the usage, cost and reconciliation evidence it stored. */
+  USAGE_LEDGER: DurableObjectNamespace<UsageLedger>;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
   /** This deployment's organisation (an https:// URI): cross-org envelopes must name it as receiver_org_id. */

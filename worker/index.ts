@@ -5,5 +5,6 @@ export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
+export { UsageLedger } from "../durable-objects/usage-ledger.js";
 
 export default createApp();

@@ -3,10 +3,15 @@
  * log line per decision, and the batched counts behind the status page and `/v1/admin/stats`.
  * A log line carries the route, the issuer, the decision, its codes, the latency and the request
  * id; never a receipt body, a token, a key or a relying party's name.
+ *
+ * Observability projections are exported once with `waitUntil` after the answer is built, so they
+ * can neither delay nor change it. An exporter that throws or rejects is ignored, and nothing is
+ * retried: the projection is a convenience, never evidence.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
 import { decisionCodes, UNPINNED, type MetricsBatch } from "./metrics.js";
+import type { ProjectedAttributes } from "./protocol/observability.js";
 import type { Decision } from "./protocol/verify.js";
 import { flushDecisions } from "./stores.js";
 
@@ -55,4 +60,24 @@ export function observeDecision(c: Context<AppEnv>, decision: Decision, status: 
 /** Counts a live chain that just took its hop 0 (batched like decisions). */
 export function countChainStarted(c: Context<AppEnv>): void {
   flush(c, c.get("services").decisions.chainStarted());
+}
+
+export type Exporter = (attributes: ProjectedAttributes) => void | Promise<void>;
+
+/** The default exporter: one JSON log line (Workers Logs keeps and indexes it). */
+export const logLineExporter: Exporter = (attributes) => console.log(JSON.stringify(attributes));
+
+/** Schedules one best-effort export of `attributes`; a request without an execution context exports nothing. */
+export function exportBestEffort(c: Context, exporter: Exporter, attributes: ProjectedAttributes): void {
+  let ctx: ExecutionContext;
+  try {
+    ctx = c.executionCtx;
+  } catch {
+    return;
+  }
+  ctx.waitUntil(
+    Promise.resolve()
+      .then(() => exporter(attributes))
+      .catch(() => undefined),
+  );
 }

@@ -104,6 +104,23 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500) },
   },
   {
+    method: "post", path: "/v1/usage/receipts", summary: "store a usage receipt (or build one from an observed model response), with cache and budget evidence", tag: "usage", auth: "relying-party", body: S.UsageCall,
+    responses: { 200: { description: "already stored, identical (stored: false)", schema: S.UsageRecord }, 201: { description: "stored", schema: S.UsageRecord }, ...errors(400, 401, 409, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/costs/estimate", summary: "a cost estimate derived from a usage receipt and a price source", tag: "usage", auth: "relying-party", body: S.UsageCall,
+    responses: { 200: { description: "{estimate, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/costs/reconcile", summary: "reconciliation of an estimate with the provider's authoritative record", tag: "usage", auth: "relying-party", body: S.UsageCall,
+    responses: { 200: { description: "{reconciliation, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/usage", summary: "the stored usage record of one invocation", tag: "usage", auth: "relying-party",
+    parameters: [{ name: "invocation_id", in: "query", description: "the invocation", required: true }],
+    responses: { 200: { description: "the record", schema: S.UsageRecord }, ...errors(400, 401, 404, 500, 503) },
+  },
+  {
     method: "get", path: "/v1/issuers/{issuer}", summary: "a pinned issuer's public anchor", tag: "anchors", auth: "none",
     parameters: [pathParam("issuer", "the issuer URI, percent-encoded")],
     responses: { 200: { description: "the anchor", schema: S.IssuerView }, ...errors(400, 404, 500, 503) },

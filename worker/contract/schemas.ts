@@ -237,6 +237,9 @@ export const IntakeError = z
   .meta({ id: "IntakeError", description: "never carries a receipt" });
 export const ConfigAnswer = z.object({ config: z.object({}).passthrough(), config_hash: sha256Ref }).meta({ id: "ConfigAnswer" });
 
+export const UsageCall = z.unknown().meta({ id: "UsageCall", description: "docs/usage-evidence.md: each body is checked by the usage evidence factories through the strict boundary (USAGE_EVIDENCE_INVALID, EVIDENCE_IDENTITY_MISMATCH)" });
+export const UsageRecord = z.object({}).passthrough().meta({ id: "UsageRecord", description: "docs/usage-evidence.md" });
+
 export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 export const OpenApiDocument = z.object({ openapi: z.string() }).passthrough().meta({ id: "OpenApiDocument" });

@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest";
+import { BoundaryError, fromJsonText, snapshotJson, type BoundaryReason } from "../../worker/protocol/boundary.js";
+
+const refusal = (input: unknown): { reason: BoundaryReason; path: (string | number)[] } => {
+  try {
+    snapshotJson(input);
+  } catch (err) {
+    if (err instanceof BoundaryError) return { reason: err.reason, path: err.path };
+    throw err;
+  }
+  throw new Error("the boundary accepted it");
+};
+
+class Usage {
+  input_tokens = 5;
+}
+
+describe("the strict JSON boundary", () => {
+  it("copies plain JSON data into a deep frozen value", () => {
+    const input = { a: [1, { b: "x" }], c: null, d: true };
+    const out = snapshotJson(input) as any;
+    expect(out).toEqual(input);
+    expect(out).not.toBe(input);
+    expect(Object.isFrozen(out) && Object.isFrozen(out.a) && Object.isFrozen(out.a[1])).toBe(true);
+    input.a.push(2);
+    expect(out.a).toHaveLength(2);
+  });
+
+  it("admits null-prototype objects and normalises -0", () => {
+    const o = Object.assign(Object.create(null), { n: -0 });
+    expect(Object.is((snapshotJson(o) as any).n, 0)).toBe(true);
+  });
+
+  it("refuses a getter, whose value could change between validation and use", () => {
+    let n = 0;
+    expect(refusal({ usage: { get input_tokens() { return n++; } } })).toEqual({ reason: "accessor", path: ["usage", "input_tokens"] });
+  });
+
+  it("refuses a setter-only member and an accessor array element", () => {
+    expect(refusal({ set x(_v: number) {} }).reason).toBe("accessor");
+    const a = [1, 2];
+    Object.defineProperty(a, 1, { get: () => 3, enumerable: true });
+    expect(refusal(a).reason).toBe("accessor");
+  });
+
+  it("refuses a sparse array", () => {
+    // eslint-disable-next-line no-sparse-arrays
+    expect(refusal({ missing: ["input_tokens", , "total_tokens"] })).toEqual({ reason: "sparse_array", path: ["missing"] });
+    expect(refusal(new Array(3)).reason).toBe("sparse_array");
+  });
+
+  it("refuses an array subclass", () => {
+    class Metrics extends Array<string> {}
+    expect(refusal({ missing: Metrics.from(["input_tokens"]) }).reason).toBe("array_subclass");
+  });
+
+  it("refuses a __proto__ key, whether built in memory or parsed from text", () => {
+    const o = JSON.parse('{"__proto__": {"attributed": true}}');
+    expect(refusal(o)).toEqual({ reason: "prototype_key", path: ["__proto__"] });
+    expect(() => fromJsonText('{"a": {"__proto__": {}}}')).toThrow(expect.objectContaining({ reason: "prototype_key", path: ["a", "__proto__"] }));
+  });
+
+  it("refuses constructor and prototype keys", () => {
+    expect(refusal({ constructor: { name: "x" } }).reason).toBe("prototype_key");
+    expect(refusal({ a: { prototype: 1 } }).reason).toBe("prototype_key");
+  });
+
+  it("refuses a class instance (a native response object, a Date, a Map)", () => {
+    expect(refusal({ usage: new Usage() })).toEqual({ reason: "class_instance", path: ["usage"] });
+    expect(refusal(new Date(0)).reason).toBe("class_instance");
+    expect(refusal(new Map()).reason).toBe("class_instance");
+  });
+
+  it("refuses a lone surrogate in a value or a key", () => {
+    expect(refusal({ model: "gpt\ud800" })).toEqual({ reason: "lone_surrogate", path: ["model"] });
+    expect(refusal({ ["\udc00"]: 1 }).reason).toBe("lone_surrogate");
+    expect(snapshotJson({ ok: "😀" })).toEqual({ ok: "😀" });
+    expect(() => fromJsonText('{"a": "\\ud800"}')).toThrow(expect.objectContaining({ reason: "lone_surrogate" }));
+  });
+
+  it("refuses an unsafe integer and a non-finite number", () => {
+    expect(refusal({ input_tokens: 2 ** 53 })).toEqual({ reason: "unsafe_integer", path: ["input_tokens"] });
+    expect(refusal({ n: Number.NaN }).reason).toBe("non_finite");
+    expect(refusal({ n: Infinity }).reason).toBe("non_finite");
+    expect(() => fromJsonText('{"n": 9007199254740993}')).toThrow(expect.objectContaining({ reason: "unsafe_integer" }));
+  });
+
+  it("refuses an authority field at any depth, whatever its case or separators", () => {
+    expect(refusal({ response: { native: { provider: { Authorization: "Bearer x" } } } })).toEqual({ reason: "authority_field", path: ["response", "native", "provider", "Authorization"] });
+    expect(refusal({ a: [{ api_key: "k" }] }).reason).toBe("authority_field");
+    expect(refusal({ estimate: { invoice: "INV-1" } }).reason).toBe("authority_field");
+    expect(refusal({ record: { approved: true } }).reason).toBe("authority_field");
+    expect(refusal({ x: { "set-cookie": "s" } }).reason).toBe("authority_field");
+  });
+
+  it("refuses symbol keys, hidden members and values JSON cannot hold", () => {
+    expect(refusal({ [Symbol("s")]: 1 }).reason).toBe("symbol_key");
+    expect(refusal(Object.defineProperty({}, "h", { value: 1, enumerable: false })).reason).toBe("hidden_property");
+    const a: any = [1];
+    a.extra = 2;
+    expect(refusal(a).reason).toBe("hidden_property");
+    expect(refusal({ f: () => 1 }).reason).toBe("not_json");
+    expect(refusal([undefined]).reason).toBe("not_json");
+    expect(snapshotJson({ u: undefined, v: 1 })).toEqual({ v: 1 });
+    expect(refusal({ b: 1n }).reason).toBe("not_json");
+  });
+
+  it("refuses a cycle as nesting too deep instead of looping", () => {
+    const o: any = {};
+    o.self = o;
+    expect(refusal(o).reason).toBe("too_deep");
+  });
+
+  it("passes the strict parser's refusals through from text", () => {
+    expect(() => fromJsonText('{"a": 1, "a": 2}')).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+  });
+});

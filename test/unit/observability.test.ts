@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { PROJECTED_ATTRIBUTES, PROJECTION_POLICY, projectModelUsage, projectToolExecutionEvent, type ToolExecutionEvent } from "../../worker/protocol/observability.js";
+import { createUsageReceipt } from "../../worker/protocol/usage/receipt.js";
+
+/** Every value an event may hold that must never leave through the projection, each a unique marker. */
+const event = (): ToolExecutionEvent => ({
+  event_id: "evt-1",
+  tool: "payments.refund",
+  state: "succeeded",
+  effect: "applied",
+  occurred_at: 1_800_000_000,
+  trace_id: "0123456789abcdef",
+  idempotency_key: "SECRET-IDEMPOTENCY",
+  action_digest: "sha256:SECRET-ACTION-DIGEST",
+  evidence_refs: [{ id: "SECRET-EVIDENCE-REF", digest: "sha256:x" }],
+  extensions: { "com.example.provider": { requestId: "SECRET-EXTENSION" } },
+  provider: { request_id: "SECRET-PROVIDER-REQUEST", headers: { "x-ratelimit": "SECRET-HEADER" } },
+  credentials: { token: "SECRET-CREDENTIAL" },
+  authorization: "Bearer SECRET-BEARER",
+});
+
+describe("the observability projection", () => {
+  it("projects a fixed safe attribute set", () => {
+    expect(projectToolExecutionEvent(event())).toEqual({
+      "event.name": "tool_execution",
+      "event.id": "evt-1",
+      "tool.name": "payments.refund",
+      "tool.execution.state": "succeeded",
+      "tool.execution.effect": "applied",
+      trace_id: "0123456789abcdef",
+      time: 1_800_000_000,
+    });
+  });
+
+  it("never carries extensions, evidence refs, action digests, provider metadata or credentials", () => {
+    const text = JSON.stringify(projectToolExecutionEvent(event()));
+    expect(text).not.toMatch(/SECRET/);
+    for (const key of Object.keys(projectToolExecutionEvent(event()))) expect(PROJECTED_ATTRIBUTES).toContain(key);
+  });
+
+  it("leaves out a fact not in its expected form instead of copying it raw", () => {
+    const smuggled = projectToolExecutionEvent({ ...event(), tool: "refund Bearer SECRET", state: "SECRET" as never, trace_id: "SECRET", event_id: { id: "SECRET" } as never });
+    expect(JSON.stringify(smuggled)).not.toMatch(/SECRET/);
+    expect(smuggled["tool.name"]).toBeUndefined();
+  });
+
+  it("reads no accessor: a getter on the event is never called", () => {
+    let called = false;
+    const e = Object.defineProperty(event(), "tool", { get: () => ((called = true), "x"), enumerable: true });
+    expect(projectToolExecutionEvent(e)["tool.name"]).toBeUndefined();
+    expect(called).toBe(false);
+  });
+
+  it("a usage receipt projects its kinds and provider, never its request id or counts", () => {
+    const receipt = createUsageReceipt({ invocation_id: "inv-SECRET", observed_at: 1, model: { provider: "openai", model: "m" }, provider_request_id: "req_SECRET", usage: { input_tokens: 987654 }, attribution: { kind: "partial", missing: ["output_tokens", "total_tokens", "reasoning_tokens", "cached_input_tokens"] }, pricing: { kind: "unavailable", reason: "not-provided" } });
+    const projected = projectModelUsage(receipt);
+    expect(projected).toEqual({ "event.name": "model_usage", "model.provider": "openai", "usage.attribution": "partial", "usage.pricing": "unavailable", time: 1 });
+    expect(JSON.stringify(projected)).not.toMatch(/SECRET|987654/);
+  });
+
+  it("declares its sampling, redaction, delivery and retention", () => {
+    expect(PROJECTION_POLICY).toEqual({ sampling: "all", redaction: "allowlist", delivery: "best-effort-once", retention: "exporter" });
+  });
+});

@@ -1,0 +1,287 @@
+/**
+ * Usage, cost and reconciliation evidence end to end: the four routes inside workerd with a real
+ * UsageLedger per relying party.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { UsageLedger } from "../../durable-objects/usage-ledger.js";
+import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
+import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
+import { AUDIENCE, harness, RP_NAME } from "../support/app-harness.js";
+
+const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
+const MODEL = { provider: "openai", model: "gpt-4.1-2025-04-14", profile: "fast-chat" };
+const SOURCE = { id: "openai-list-prices", version: "2025-06", effective_at: 1_700_000_000, currency: "USD", verified: true, per_million_tokens: { input_tokens: "2.00", output_tokens: "8", cached_input_tokens: "0.50" } };
+const DIGEST = `sha256:${"b".repeat(64)}`;
+
+let n = 0;
+const receipt = (extra: Record<string, unknown> = {}) => ({
+  invocation_id: `inv-${++n}`,
+  observed_at: 1_800_000_000,
+  model: MODEL,
+  provider_request_id: `req_${n}`,
+  usage: FULL,
+  attribution: { kind: "attributed" },
+  pricing: { kind: "unavailable", reason: "not-provided" },
+  ...extra,
+});
+const record = (r: { provider_request_id: string }, extra: Record<string, unknown> = {}) => ({
+  provider: "openai", source: "openai-usage-api", source_version: "v1", evidence_ref: { id: "export-1", digest: DIGEST },
+  provider_request_id: r.provider_request_id, currency: "USD", amount: "0.00490", ...extra,
+});
+
+function setup(options: Parameters<typeof harness>[2] = {}) {
+  const ctx = createExecutionContext();
+  const h = harness(env, ctx, options);
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    h.call(path, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+  const get = (id: string, headers: Record<string, string> = {}) => h.call(`/v1/usage?invocation_id=${encodeURIComponent(id)}`, { headers });
+  return { ctx, h, post, get };
+}
+
+describe("POST /v1/usage/receipts", () => {
+  it("validates and stores a receipt once, with what rides on it; a retry is the stored answer; GET reads it back", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    const body = {
+      receipt: r,
+      journal_record: "journal:tenant-a:idem-42",
+      cache: { kind: "reuse", avoided: { kind: "declared-baseline", baseline_id: "prompt-v3", baseline: { input_tokens: 2000 }, avoided: { input_tokens: 800 } } },
+      budget_decisions: [{ invocation_id: r.invocation_id, decision: "warn", phase: "after-invocation", limit: { name: "daily", metric: "total_tokens", threshold: "1000" }, decided_at: 1_800_000_001 }],
+    };
+    const first = await post("/v1/usage/receipts", body);
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ stored: true, invocation_id: r.invocation_id, receipt: r, journal_record: "journal:tenant-a:idem-42", estimate: null, reconciliation: null });
+    expect(first.body.cache.kind).toBe("reuse");
+    expect(first.body.budget_decisions).toHaveLength(1);
+    const again = await post("/v1/usage/receipts", body);
+    expect(again.status).toBe(200);
+    expect(again.body.stored).toBe(false);
+    const read = await get(r.invocation_id);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual({ ...first.body, stored: undefined, stored_at: read.body.stored_at, updated_at: read.body.updated_at } as never);
+  });
+
+  it("another receipt for a stored invocation is a conflict; a receipt is never rewritten", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    expect((await post("/v1/usage/receipts", { receipt: r })).status).toBe(201);
+    const other = await post("/v1/usage/receipts", { receipt: { ...r, usage: { ...FULL, output_tokens: 301 } } });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe("USAGE_RECORD_CONFLICT");
+    expect((await get(r.invocation_id)).body.receipt.usage.output_tokens).toBe(300);
+  });
+
+  it("builds the receipt from an observed model response, dropping its content and metadata", async () => {
+    const { post } = setup();
+    const res = await post("/v1/usage/receipts", {
+      observed: {
+        invocation_id: "inv-observed",
+        observed_at: 1_800_000_000,
+        response: { status: "completed", model: { profile: MODEL }, request_id: "req_o", content: [{ text: "SECRET answer" }], warnings: [], errors: [], native: { fp: "SECRET" } },
+      },
+    });
+    expect(res.status).toBe(201);
+    expect(res.body.receipt.attribution).toEqual({ kind: "unavailable", reason: "not-reported" });
+    expect(res.body.receipt.usage).toBeUndefined();
+    expect(res.text).not.toMatch(/SECRET/);
+  });
+
+  it("refusals are 400 with their code and store nothing", async () => {
+    const { post, get } = setup();
+    const cases: [unknown, string][] = [
+      [{ receipt: receipt({ invocation_id: "inv-over", usage: { input_tokens: 5 } }) }, "USAGE_EVIDENCE_INVALID"],
+      [{ receipt: receipt({ invocation_id: "inv-zero", usage: { input_tokens: 0 }, attribution: { kind: "unavailable", reason: "not-reported" } }) }, "USAGE_EVIDENCE_INVALID"],
+      [{ receipt: receipt({ invocation_id: "inv-proto" }), cache: JSON.parse('{"kind": "miss", "__proto__": {"x": 1}}') }, "USAGE_EVIDENCE_INVALID"],
+      [{ receipt: receipt({ invocation_id: "inv-cred", model: { ...MODEL, authorization: "Bearer x" } }) }, "USAGE_EVIDENCE_INVALID"],
+      [{ receipt: receipt({ invocation_id: "inv-budget" }), budget_decisions: [{ invocation_id: "inv-else", decision: "allow", phase: "before-invocation", limit: { name: "d", metric: "total_tokens", threshold: "1" }, decided_at: 1 }] }, "EVIDENCE_IDENTITY_MISMATCH"],
+      [{ receipt: receipt({ invocation_id: "inv-journal" }), journal_record: "https://x/y" }, "MALFORMED_REQUEST"],
+      [{ receipt: receipt({ invocation_id: "inv-both" }), observed: {} }, "MALFORMED_REQUEST"],
+      [{ receipt: receipt({ invocation_id: "inv-extra" }), extra: 1 }, "MALFORMED_REQUEST"],
+    ];
+    for (const [body, code] of cases) {
+      const res = await post("/v1/usage/receipts", body);
+      expect(res.status, JSON.stringify(res.body)).toBe(400);
+      expect(res.body.error.code).toBe(code);
+    }
+    const dup = await post("/v1/usage/receipts", '{"receipt": {"invocation_id": "inv-dup", "invocation_id": "inv-dup"}}');
+    expect(dup.status).toBe(400);
+    expect(dup.body.error.code).toBe("MALFORMED_REQUEST");
+    for (const id of ["inv-over", "inv-zero", "inv-proto", "inv-cred", "inv-budget", "inv-journal"]) expect((await get(id)).status).toBe(404);
+  });
+
+  it("takes a relying-party token: without one it is 401 and nothing is stored", async () => {
+    const { post, h } = setup();
+    const r = receipt();
+    const res = await post("/v1/usage/receipts", { receipt: r }, { authorization: "" });
+    expect(res.status).toBe(401);
+    expect(res.body.error.code).toBe("UNAUTHORIZED");
+    for (const path of [`/v1/usage?invocation_id=${r.invocation_id}`]) expect((await h.call(path, { headers: { authorization: "" } })).status).toBe(401);
+    for (const path of ["/v1/costs/estimate", "/v1/costs/reconcile"]) expect((await post(path, {}, { authorization: "" })).status).toBe(401);
+    expect((await setup().get(r.invocation_id)).status).toBe(404);
+  });
+
+  it("records are the storing party's: another relying party reads and derives nothing from them", async () => {
+    const { post, get, h } = setup();
+    const token = "second-usage-party-token-0123456789abcdef";
+    const reg = await h.admin("POST", "/v1/admin/relying-parties", { name: "usage-second-party", audiences: [AUDIENCE], token });
+    expect([201, 409]).toContain(reg.status);
+    const r = receipt();
+    expect((await post("/v1/usage/receipts", { receipt: r })).status).toBe(201);
+    const other = { authorization: `Bearer ${token}` };
+    expect((await get(r.invocation_id, other)).status).toBe(404);
+    expect((await post("/v1/costs/estimate", { invocation_id: r.invocation_id, price_source: SOURCE }, other)).status).toBe(404);
+    // The same invocation id under the other party is that party's own record.
+    expect((await post("/v1/usage/receipts", { receipt: { ...r, usage: { ...FULL, input_tokens: 1 } } }, other)).status).toBe(201);
+    expect((await get(r.invocation_id)).body.receipt.usage.input_tokens).toBe(1200);
+  });
+
+  it("exports a best-effort projection after the answer; an exporter that throws changes nothing and is not retried", async () => {
+    const seen: ProjectedAttributes[] = [];
+    let calls = 0;
+    const { post, ctx } = setup({
+      exporter: (a) => {
+        calls++;
+        seen.push(a);
+        throw new Error("exporter down");
+      },
+    });
+    const r = receipt();
+    const res = await post("/v1/usage/receipts", { receipt: r });
+    expect(res.status).toBe(201);
+    await waitOnExecutionContext(ctx);
+    expect(calls).toBe(1);
+    expect(seen[0]).toEqual({ "event.name": "model_usage", "model.provider": "openai", "usage.attribution": "attributed", "usage.pricing": "unavailable", time: 1_800_000_000 });
+    expect(JSON.stringify(seen)).not.toContain(r.provider_request_id);
+    const rejecting = setup({ exporter: () => Promise.reject(new Error("down")) });
+    expect((await rejecting.post("/v1/usage/receipts", { receipt: receipt() })).status).toBe(201);
+    await waitOnExecutionContext(rejecting.ctx);
+  });
+});
+
+describe("POST /v1/costs/estimate", () => {
+  it("derives from a stored receipt and stores it as the latest estimate", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    await post("/v1/usage/receipts", { receipt: r });
+    const res = await post("/v1/costs/estimate", { invocation_id: r.invocation_id, price_source: SOURCE, assumptions: ["list prices"] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ stored: true, estimate: { kind: "estimated", amount: "0.0049", currency: "USD", units: { input_tokens: 1200, output_tokens: 300, cached_input_tokens: 200 }, assumptions: ["list prices"] } });
+    expect((await get(r.invocation_id)).body.estimate).toEqual(res.body.estimate);
+  });
+
+  it("derives from a supplied receipt without storing anything", async () => {
+    const { post, get } = setup();
+    const r = receipt({ usage: { input_tokens: 1200, output_tokens: 300 }, attribution: { kind: "partial", missing: ["total_tokens", "reasoning_tokens", "cached_input_tokens"] } });
+    const res = await post("/v1/costs/estimate", { receipt: r, price_source: SOURCE });
+    expect(res.body).toMatchObject({ stored: false, estimate: { kind: "partial", missing: ["total_tokens", "reasoning_tokens", "cached_input_tokens"], amount: "0.0048" } });
+    expect((await get(r.invocation_id)).status).toBe(404);
+  });
+
+  it("each unavailable reason, without money", async () => {
+    const { post } = setup();
+    const unreported = receipt({ usage: undefined, attribution: { kind: "unavailable", reason: "not-reported" } });
+    const cases: [unknown, string][] = [
+      [{ receipt: unreported, price_source: SOURCE }, "incomplete-usage"],
+      [{ receipt: receipt() }, "no-pricing"],
+      [{ receipt: receipt(), price_source: { ...SOURCE, verified: false } }, "unverified-source"],
+      [{ receipt: receipt(), price_source: { ...SOURCE, valid_until: 1_750_000_000 } }, "stale-pricing"],
+    ];
+    for (const [body, reason] of cases) {
+      const res = await post("/v1/costs/estimate", body);
+      expect(res.status).toBe(200);
+      expect(res.body.estimate).toMatchObject({ kind: "unavailable", reason });
+      expect(Object.keys(res.body.estimate).sort()).toEqual(["kind", "reason", "receipt"]);
+    }
+  });
+
+  it("a bad price source or receipt is 400, an unknown invocation 404", async () => {
+    const { post } = setup();
+    expect((await post("/v1/costs/estimate", { receipt: receipt(), price_source: { ...SOURCE, per_million_tokens: { input_tokens: 2.5 } } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+    expect((await post("/v1/costs/estimate", { receipt: receipt(), price_source: SOURCE, assumptions: "x" })).status).toBe(400);
+    expect((await post("/v1/costs/estimate", { invocation_id: "inv-never", price_source: SOURCE })).status).toBe(404);
+    expect((await post("/v1/costs/estimate", { price_source: SOURCE })).body.error.code).toBe("MALFORMED_REQUEST");
+  });
+});
+
+describe("POST /v1/costs/reconcile", () => {
+  it("reconciles the stored estimate and stores the reconciliation; GET shows both", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    await post("/v1/usage/receipts", { receipt: r });
+    await post("/v1/costs/estimate", { invocation_id: r.invocation_id, price_source: SOURCE });
+    const res = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, provider_record: record(r) });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ stored: true, reconciliation: { disposition: { kind: "reconciled" } } });
+    expect((await get(r.invocation_id)).body.reconciliation.disposition).toEqual({ kind: "reconciled" });
+  });
+
+  it("derives divergent, unreconcilable and unavailable from supplied estimates", async () => {
+    const { post } = setup();
+    const r = receipt();
+    const estimate = (await post("/v1/costs/estimate", { receipt: r, price_source: SOURCE })).body.estimate;
+    const unavailable = (await post("/v1/costs/estimate", { receipt: r })).body.estimate;
+    const disposition = async (body: unknown) => (await post("/v1/costs/reconcile", body)).body.reconciliation.disposition;
+    expect(await disposition({ estimate, provider_record: record(r, { amount: "0.005" }) })).toEqual({ kind: "divergent", reason: "amount-mismatch" });
+    expect(await disposition({ estimate, provider_record: record(r, { currency: "EUR" }) })).toEqual({ kind: "divergent", reason: "currency-mismatch" });
+    expect(await disposition({ estimate: unavailable, provider_record: record(r) })).toEqual({ kind: "unreconcilable", reason: "estimate-unavailable" });
+    expect(await disposition({ estimate })).toEqual({ kind: "unavailable", reason: "no-provider-record" });
+    expect(await disposition({ estimate, pending: true })).toEqual({ kind: "unavailable", reason: "pending" });
+  });
+
+  it("a contradicting provider identity is 400 EVIDENCE_IDENTITY_MISMATCH and stores nothing", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    await post("/v1/usage/receipts", { receipt: r });
+    await post("/v1/costs/estimate", { invocation_id: r.invocation_id, price_source: SOURCE });
+    for (const extra of [{ provider: "anthropic" }, { provider_request_id: "req_someone_else" }]) {
+      const res = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, provider_record: record(r, extra) });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("EVIDENCE_IDENTITY_MISMATCH");
+    }
+    expect((await get(r.invocation_id)).body.reconciliation).toBeNull();
+  });
+
+  it("refuses money on an unavailable estimate, an asserted estimate that lies, pending with a record, and a stored receipt without an estimate", async () => {
+    const { post } = setup();
+    const r = receipt();
+    const unavailable = (await post("/v1/costs/estimate", { receipt: r })).body.estimate;
+    expect((await post("/v1/costs/reconcile", { estimate: { ...unavailable, amount: "0", currency: "USD" } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+    const estimate = (await post("/v1/costs/estimate", { receipt: r, price_source: SOURCE })).body.estimate;
+    expect((await post("/v1/costs/reconcile", { estimate: { ...estimate, units: { ...estimate.units, input_tokens: 1 } } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+    expect((await post("/v1/costs/reconcile", { estimate, pending: true, provider_record: record(r) })).body.error.code).toBe("MALFORMED_REQUEST");
+    await post("/v1/usage/receipts", { receipt: r });
+    const none = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, provider_record: record(r) });
+    expect(none.status).toBe(404);
+  });
+});
+
+describe("GET /v1/usage and the status counts", () => {
+  it("needs exactly one well-formed invocation_id", async () => {
+    const { h } = setup();
+    for (const path of ["/v1/usage", "/v1/usage?invocation_id=a&invocation_id=b", "/v1/usage?invocation_id=has%20space", "/v1/usage?invocation_id=a&x=1"]) {
+      const res = await h.call(path);
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+  });
+
+  it("counts receipts by attribution, estimates by kind and reconciliations by disposition; an unknown party's object stays empty", async () => {
+    const { post } = setup();
+    const a = receipt();
+    const p = receipt({ usage: { input_tokens: 1 }, attribution: { kind: "partial", missing: ["output_tokens", "total_tokens", "reasoning_tokens", "cached_input_tokens"] } });
+    await post("/v1/usage/receipts", { receipt: a });
+    await post("/v1/usage/receipts", { receipt: p });
+    await post("/v1/costs/estimate", { invocation_id: a.invocation_id, price_source: SOURCE });
+    await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: record(a, { amount: "1" }) });
+    const counts = await readUsageCounts(env, [RP_NAME, "nobody-stored-anything"], 2000);
+    expect(counts.receipts).toBeGreaterThanOrEqual(2);
+    expect(counts.attribution.attributed).toBeGreaterThanOrEqual(1);
+    expect(counts.attribution.partial).toBeGreaterThanOrEqual(1);
+    expect(counts.estimates.estimated).toBeGreaterThanOrEqual(1);
+    expect(counts.reconciliation.divergent).toBeGreaterThanOrEqual(1);
+    const empty = await runInDurableObject(usageLedger(env, "nobody-stored-anything"), (_o: UsageLedger, state) => state.storage.sql.exec("SELECT COUNT(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'usage'").one().n);
+    expect(empty).toBe(0);
+  });
+});

@@ -1,0 +1,138 @@
+/**
+ * The strict JSON boundary of portable evidence records. Whatever a factory is handed — text off
+ * the wire or a value built in memory — crosses here once and comes out as a deep, frozen copy of
+ * plain JSON data, or not at all. Text goes through the strict parser (duplicate keys, lone
+ * surrogates, unsafe integers, non-finite numbers, depth); a value is snapshotted member by
+ * member, refusing what JSON cannot say or what could change between being validated and being
+ * read: accessors, sparse arrays, array subclasses, class instances, symbol or hidden keys,
+ * prototype keys (`__proto__`, `constructor`, `prototype`), and, at any depth, fields that confer
+ * authority (credentials, approvals, charges): portable facts never carry them. A member whose
+ * value is `undefined` is left out, as JSON text would leave it; an `undefined` element is refused.
+ */
+import { DEFAULT_MAX_DEPTH, parseStrictJson, StrictJsonError, type JsonPath, type StrictJsonReason } from "./strict-json.js";
+
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
+export type JsonObject = { readonly [key: string]: JsonValue };
+
+export type BoundaryReason =
+  | StrictJsonReason
+  | "accessor"
+  | "sparse_array"
+  | "array_subclass"
+  | "class_instance"
+  | "symbol_key"
+  | "hidden_property"
+  | "prototype_key"
+  | "authority_field"
+  | "not_json";
+
+export class BoundaryError extends Error {
+  constructor(
+    readonly reason: BoundaryReason,
+    readonly path: JsonPath,
+    message: string,
+  ) {
+    super(message);
+    this.name = "BoundaryError";
+  }
+}
+
+/** Keys that would reach or reshape a prototype if copied naively. */
+export const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * Field names, compared without case, `_` or `-`, that grant or prove authority: credentials and
+ * signed locators, approvals and acceptance, and financial instruments. No portable evidence
+ * record holds one, so one anywhere in the input is a smuggling attempt, not data.
+ */
+export const AUTHORITY_FIELDS: ReadonlySet<string> = new Set([
+  "authorization", "apikey", "accesstoken", "refreshtoken", "bearertoken", "credential", "credentials",
+  "secret", "clientsecret", "password", "cookie", "setcookie", "privatekey", "signedurl",
+  "approval", "approved", "accepted", "acceptance", "authority", "grant", "permission", "permissions",
+  "charge", "invoice", "billing", "payment", "settlement",
+]);
+
+const authorityName = (key: string): string => key.replace(/[_-]/g, "").toLowerCase();
+export const isAuthorityField = (key: string): boolean => AUTHORITY_FIELDS.has(authorityName(key));
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export interface BoundaryOptions {
+  maxDepth?: number;
+}
+
+/** Parses `text` strictly, then snapshots the result (which refuses the prototype and authority keys the parser admits). */
+export function fromJsonText(text: string, options: BoundaryOptions = {}): JsonValue {
+  let parsed: unknown;
+  try {
+    parsed = parseStrictJson(text, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  } catch (err) {
+    if (err instanceof StrictJsonError) throw new BoundaryError(err.reason, err.path, err.message);
+    throw err;
+  }
+  return snapshotJson(parsed, options);
+}
+
+/** A deep frozen copy of `value` as plain JSON data, or a BoundaryError naming the first shape refused and where. */
+export function snapshotJson(value: unknown, options: BoundaryOptions = {}): JsonValue {
+  return copy(value, [], 0, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+}
+
+function refuse(reason: BoundaryReason, path: JsonPath, message: string): never {
+  throw new BoundaryError(reason, path, message);
+}
+
+function checkString(s: string, path: JsonPath): string {
+  if (LONE_SURROGATE.test(s)) refuse("lone_surrogate", path, "lone surrogate in string");
+  return s;
+}
+
+function copy(value: unknown, path: JsonPath, depth: number, maxDepth: number): JsonValue {
+  if (value === null || typeof value === "boolean") return value;
+  if (typeof value === "string") return checkString(value, path);
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) refuse("non_finite", path, "number is not finite");
+    if (Number.isInteger(value) && !Number.isSafeInteger(value)) refuse("unsafe_integer", path, "integer outside the safe range ±(2^53−1)");
+    return Object.is(value, -0) ? 0 : value;
+  }
+  if (typeof value !== "object") return refuse("not_json", path, `a ${typeof value} is not JSON`);
+  if (depth >= maxDepth) refuse("too_deep", path, `nesting deeper than ${maxDepth}`);
+  const proto = Object.getPrototypeOf(value);
+  if (Array.isArray(value)) {
+    if (proto !== Array.prototype) refuse("array_subclass", path, "an array subclass is not a JSON array");
+    return copyArray(value, path, depth, maxDepth);
+  }
+  if (proto !== Object.prototype && proto !== null) refuse("class_instance", path, "a class instance is not a JSON object");
+  return copyObject(value as object, path, depth, maxDepth);
+}
+
+function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: number): JsonValue {
+  const keys = Reflect.ownKeys(value);
+  // An array's own keys are its indices then "length"; anything else is a hole or a hidden member.
+  if (keys.length !== value.length + 1) refuse(keys.length < value.length + 1 ? "sparse_array" : "hidden_property", path, "array is sparse or carries extra members");
+  const out: JsonValue[] = [];
+  for (let i = 0; i < value.length; i++) {
+    const d = Object.getOwnPropertyDescriptor(value, i);
+    if (!d) refuse("sparse_array", [...path, i], "sparse array");
+    if (!("value" in d)) refuse("accessor", [...path, i], "array element is an accessor");
+    out.push(copy(d.value, [...path, i], depth + 1, maxDepth));
+  }
+  return Object.freeze(out);
+}
+
+function copyObject(value: object, path: JsonPath, depth: number, maxDepth: number): JsonValue {
+  const out: Record<string, JsonValue> = {};
+  for (const key of Reflect.ownKeys(value)) {
+    if (typeof key === "symbol") refuse("symbol_key", path, "symbol-keyed member");
+    const at = [...path, key];
+    checkString(key, at);
+    if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
+    if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
+    const d = Object.getOwnPropertyDescriptor(value, key)!;
+    if (!("value" in d)) refuse("accessor", at, "member is an accessor");
+    if (!d.enumerable) refuse("hidden_property", at, "non-enumerable member");
+    // An undefined member is an absent one, as in JSON text; an undefined array element is refused below.
+    if (d.value !== undefined) out[key] = copy(d.value, at, depth + 1, maxDepth);
+  }
+  return Object.freeze(out);
+}

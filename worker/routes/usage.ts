@@ -1,0 +1,193 @@
+/**
+ * Usage, cost and reconciliation evidence over HTTP. Every record is built by the protocol
+ * factories (worker/protocol/usage/), so a route only chooses which record to build and where it
+ * is kept: the caller's own UsageLedger. All four routes take a relying-party token; records are
+ * the storing party's alone.
+ */
+import { Hono, type Context } from "hono";
+import type { AppEnv } from "../app.js";
+import { dependencyTimeout, MAX_USAGE_BODY } from "../config.js";
+import type { DeriveResult, StoredUsage, StoreResult } from "../../durable-objects/usage-ledger.js";
+import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
+import { exportBestEffort } from "../observability.js";
+import { jcs } from "../protocol/digest.js";
+import { projectModelUsage } from "../protocol/observability.js";
+import { createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
+import { createCacheAttributionRecord } from "../protocol/usage/cache.js";
+import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEstimate } from "../protocol/usage/cost.js";
+import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
+import { createProviderCostRecord, reconcileCost } from "../protocol/usage/reconcile.js";
+import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
+import { usageLedger } from "../usage-store.js";
+
+/** At most this many budget decisions ride on one receipt. */
+export const MAX_BUDGET_DECISIONS = 16;
+
+export const usageRoutes = new Hono<AppEnv>();
+
+/** Runs a factory; a refused record is a 400 with the rule it broke, never a 5xx. */
+function evidence<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (err) {
+    if (err instanceof EvidenceError) throw new ApiError(400, err.kind === "identity" ? "EVIDENCE_IDENTITY_MISMATCH" : "USAGE_EVIDENCE_INVALID", err.message);
+    throw err;
+  }
+}
+
+function fields(body: Record<string, unknown>, allowed: readonly string[]): void {
+  for (const key of Object.keys(body)) if (!allowed.includes(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
+}
+
+function exactlyOne(body: Record<string, unknown>, a: string, b: string): "a" | "b" {
+  const hasA = Object.hasOwn(body, a);
+  if (hasA === Object.hasOwn(body, b)) throw new ApiError(400, "MALFORMED_REQUEST", `exactly one of ${a} and ${b} is required`);
+  return hasA ? "a" : "b";
+}
+
+function invocationId(value: unknown): string {
+  if (typeof value !== "string" || !IDENTIFIER.test(value)) throw new ApiError(400, "MALFORMED_REQUEST", "invocation_id must be 1-128 of [A-Za-z0-9._:-]");
+  return value;
+}
+
+function ledger(c: Context<AppEnv>) {
+  const stub = usageLedger(c.env, c.get("relyingParty").name);
+  const timeout = dependencyTimeout(c.env);
+  const call = <T>(work: Promise<unknown>) => withTimeout(work as Promise<T>, timeout, "usage ledger");
+  return {
+    store: (...a: Parameters<typeof stub.store>) => call<StoreResult>(stub.store(...a)),
+    read: (id: string) => call<StoredUsage | null>(stub.read(id)),
+    recordEstimate: (...a: Parameters<typeof stub.recordEstimate>) => call<DeriveResult>(stub.recordEstimate(...a)),
+    recordReconciliation: (...a: Parameters<typeof stub.recordReconciliation>) => call<DeriveResult>(stub.recordReconciliation(...a)),
+  };
+}
+
+/** A stored row as the routes answer it: the records themselves, absent ones null. */
+function view(row: StoredUsage) {
+  const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+  return {
+    invocation_id: row.invocation_id,
+    receipt: JSON.parse(row.receipt),
+    journal_record: row.journal_record,
+    cache: parsed(row.cache),
+    budget_decisions: JSON.parse(row.budget_decisions),
+    estimate: parsed(row.estimate),
+    reconciliation: parsed(row.reconciliation),
+    stored_at: row.stored_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const notStored = (id: string) => new ApiError(404, "NOT_FOUND", `no usage receipt stored for invocation ${id}`);
+const changed = (what: string) => new ApiError(409, "USAGE_RECORD_CONFLICT", `${what} changed while this call was being answered; read it again`);
+
+async function storedReceipt(c: Context<AppEnv>, id: string): Promise<{ row: StoredUsage; receipt: UsageReceipt }> {
+  const row = await ledger(c).read(id);
+  if (!row) throw notStored(id);
+  return { row, receipt: createUsageReceipt(JSON.parse(row.receipt)) };
+}
+
+/**
+ * Validates and stores one usage receipt — given as `receipt`, or as `observed: {response,
+ * invocation_id, observed_at, pricing?}` from which it is built — with what rides on it: a
+ * `journal_record` reference, a `cache` disposition, `budget_decisions`.
+ */
+usageRoutes.post("/usage/receipts", async (c) => {
+  const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
+  fields(body, ["receipt", "observed", "journal_record", "cache", "budget_decisions"]);
+  let receipt: UsageReceipt;
+  if (exactlyOne(body, "receipt", "observed") === "a") receipt = evidence(() => createUsageReceipt(body.receipt));
+  else {
+    const observed = requireObject(body.observed, "observed");
+    fields(observed, ["response", "invocation_id", "observed_at", "pricing"]);
+    const { response, ...invocation } = observed;
+    receipt = evidence(() => createObservedModelUsageReceipt(response, invocation));
+  }
+  if (body.journal_record !== undefined && (typeof body.journal_record !== "string" || !IDENTIFIER.test(body.journal_record))) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "journal_record must be 1-128 of [A-Za-z0-9._:-]");
+  }
+  const cache = body.cache === undefined ? null : evidence(() => createCacheAttributionRecord({ receipt, disposition: body.cache }));
+  const decisions = body.budget_decisions ?? [];
+  if (!Array.isArray(decisions) || decisions.length > MAX_BUDGET_DECISIONS) throw new ApiError(400, "MALFORMED_REQUEST", `budget_decisions must be an array of at most ${MAX_BUDGET_DECISIONS}`);
+  const budget = decisions.map((d) => evidence(() => createBudgetDecisionEvidence(d, { receipt })));
+
+  const services = c.get("services");
+  const store = ledger(c);
+  const entry = {
+    invocation_id: receipt.invocation_id,
+    receipt: jcs(receipt),
+    attribution: receipt.attribution.kind,
+    journal_record: (body.journal_record as string | undefined) ?? null,
+    cache: cache ? jcs(cache.disposition) : null,
+    budget_decisions: jcs(budget),
+  };
+  const result = await store.store(entry, Math.floor(services.now()));
+  if (result.kind === "conflict") throw new ApiError(409, "USAGE_RECORD_CONFLICT", `invocation ${receipt.invocation_id} already has another usage receipt; a receipt is never rewritten`);
+  const row = result.kind === "existing" ? result.stored : await store.read(receipt.invocation_id);
+  if (result.kind === "stored") exportBestEffort(c, services.exporter, projectModelUsage(receipt));
+  return c.json({ stored: result.kind === "stored", ...view(row!) }, result.kind === "stored" ? 201 : 200);
+});
+
+/** What the caller stored for one invocation, with the latest estimate and reconciliation. */
+usageRoutes.get("/usage", async (c) => {
+  const query = c.req.queries();
+  for (const key of Object.keys(query)) if (key !== "invocation_id") throw new ApiError(400, "MALFORMED_REQUEST", `unknown query parameter ${JSON.stringify(key)}`);
+  if (query.invocation_id?.length !== 1) throw new ApiError(400, "MALFORMED_REQUEST", "exactly one invocation_id is required");
+  const id = invocationId(query.invocation_id[0]);
+  const row = await ledger(c).read(id);
+  if (!row) throw notStored(id);
+  return c.json(view(row));
+});
+
+/**
+ * Derives a cost estimate of a stored receipt (`invocation_id`; the estimate is then stored as
+ * its latest) or of a supplied `receipt` (answered only), against `price_source` (none gives
+ * no-pricing) with optional `assumptions`.
+ */
+usageRoutes.post("/costs/estimate", async (c) => {
+  const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
+  fields(body, ["invocation_id", "receipt", "price_source", "assumptions"]);
+  const fromStore = exactlyOne(body, "invocation_id", "receipt") === "a";
+  const source = body.price_source === undefined || body.price_source === null ? null : evidence(() => createPriceSource(body.price_source));
+  if (body.assumptions !== undefined && !Array.isArray(body.assumptions)) throw new ApiError(400, "MALFORMED_REQUEST", "assumptions must be an array of strings");
+  const options = body.assumptions === undefined ? {} : { assumptions: body.assumptions as string[] };
+  if (!fromStore) {
+    const receipt = evidence(() => createUsageReceipt(body.receipt));
+    return c.json({ estimate: evidence(() => deriveCostEstimate(receipt, source, options)), stored: false });
+  }
+  const id = invocationId(body.invocation_id);
+  const { row, receipt } = await storedReceipt(c, id);
+  const estimate = evidence(() => deriveCostEstimate(receipt, source, options));
+  const result = await ledger(c).recordEstimate(id, row.receipt, jcs(estimate), estimate.kind, Math.floor(c.get("services").now()));
+  if (result.kind === "not-found") throw notStored(id);
+  if (result.kind === "conflict") throw changed("the stored receipt");
+  return c.json({ estimate, stored: true });
+});
+
+/**
+ * Reconciles an estimate — the latest stored for `invocation_id` (the reconciliation is then
+ * stored with it) or a supplied `estimate` (answered only) — with `provider_record`, or with none
+ * (`pending: true` when the provider's record is still expected).
+ */
+usageRoutes.post("/costs/reconcile", async (c) => {
+  const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
+  fields(body, ["invocation_id", "estimate", "provider_record", "pending"]);
+  const fromStore = exactlyOne(body, "invocation_id", "estimate") === "a";
+  if (body.pending !== undefined && typeof body.pending !== "boolean") throw new ApiError(400, "MALFORMED_REQUEST", "pending must be a boolean");
+  if (body.pending === true && body.provider_record !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "pending means the provider record is not there yet; send one or the other");
+  const record = body.provider_record === undefined ? null : evidence(() => createProviderCostRecord(body.provider_record));
+  const options = { pending: body.pending === true };
+  if (!fromStore) {
+    const estimate = evidence(() => createCostEstimate(body.estimate));
+    return c.json({ reconciliation: evidence(() => reconcileCost(estimate, record, options)), stored: false });
+  }
+  const id = invocationId(body.invocation_id);
+  const { row } = await storedReceipt(c, id);
+  if (row.estimate === null) throw new ApiError(404, "NOT_FOUND", `invocation ${id} has no stored estimate; POST /v1/costs/estimate first`);
+  const estimate: CostEstimate = createCostEstimate(JSON.parse(row.estimate));
+  const reconciliation = evidence(() => reconcileCost(estimate, record, options));
+  const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, Math.floor(c.get("services").now()));
+  if (result.kind === "not-found") throw notStored(id);
+  if (result.kind === "conflict") throw changed("the stored estimate");
+  return c.json({ reconciliation, stored: true });
+});
