@@ -74,7 +74,7 @@ export interface Services {
 /** `requestId` and `startedAt` are set for every call (worker/observability.ts). */
 export type AppEnv = { Bindings: Env; Variables: { services: Services; relyingParty: RelyingParty; mode: Mode; requestId: string; startedAt: number } };
 
-export function createApp(options: AppOptions = {}): Hono<AppEnv> {
+export function createApp(options: AppOptions = {}) {
   const now = options.now ?? (() => Date.now() / 1000);
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
@@ -82,42 +82,51 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
   let decisions: DecisionCounter | undefined;
   const statusPage: StatusPageCache = { entry: null };
-  const app = new Hono<AppEnv>();
-  app.use(requestContext);
-  app.use(async (c, next) => {
-    decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
-    const timeout = dependencyTimeout(c.env);
-    const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
-    c.set("services", {
-      now,
-      verifier,
-      anchors: kvAnchorStore(c.env, timeout, anchorCache),
-      ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
-      relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
-      decisions,
-      statusPage,
-      sequences: durableSequences(c.env, timeout),
-      intake: options.intake ?? {},
-      exporter: options.exporter ?? logLineExporter,
-    });
-    await next();
-  });
-  app.get("/healthz", (c) => c.json({ ok: true }));
-  app.get("/openapi.json", (c) => c.json(openApiDocument()));
-  app.route("/", statusRoutes);
-  app.route("/.well-known", wellKnownRoutes);
-  for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*", "/v1/usage", "/v1/usage/*", "/v1/costs/*"]) app.use(path, requireRelyingParty);
-  app.use("/v1/intake", requireIntakeToken);
-  app.route("/v1/intake", intakeRoutes);
-  app.route("/v1/config", configRoutes);
-  app.route("/v1/receipts", receiptRoutes);
-  app.route("/v1/envelopes", envelopeRoutes);
-  app.route("/v1/chains", chainRoutes);
-  app.route("/v1", ecRoutes);
-  app.route("/v1", usageRoutes);
-  app.route("/v1/issuers", issuerRoutes);
-  app.route("/v1/admin", adminRoutes);
+  const app = new Hono<AppEnv>()
+    .use(requestContext)
+    .use(async (c, next) => {
+      decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
+      const timeout = dependencyTimeout(c.env);
+      const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
+      c.set("services", {
+        now,
+        verifier,
+        anchors: kvAnchorStore(c.env, timeout, anchorCache),
+        ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
+        relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
+        decisions,
+        statusPage,
+        sequences: durableSequences(c.env, timeout),
+        intake: options.intake ?? {},
+        exporter: options.exporter ?? logLineExporter,
+      });
+      await next();
+    })
+    .get("/healthz", (c) => c.json({ ok: true as const }))
+    .get("/openapi.json", (c) => c.json(openApiDocument()))
+    .route("/", statusRoutes)
+    .route("/.well-known", wellKnownRoutes)
+    // Who may call what: relying parties verify and keep evidence, agent runtimes submit Commands.
+    .use("/v1/receipts/verify", requireRelyingParty)
+    .use("/v1/envelopes/verify", requireRelyingParty)
+    .use("/v1/chains/*", requireRelyingParty)
+    .use("/v1/usage", requireRelyingParty)
+    .use("/v1/usage/*", requireRelyingParty)
+    .use("/v1/costs/*", requireRelyingParty)
+    .use("/v1/intake", requireIntakeToken)
+    .route("/v1/intake", intakeRoutes)
+    .route("/v1/config", configRoutes)
+    .route("/v1/receipts", receiptRoutes)
+    .route("/v1/envelopes", envelopeRoutes)
+    .route("/v1/chains", chainRoutes)
+    .route("/v1", ecRoutes)
+    .route("/v1", usageRoutes)
+    .route("/v1/issuers", issuerRoutes)
+    .route("/v1/admin", adminRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));
   app.onError((err, c) => errorResponse(c, err));
   return app;
 }
+
+/** The app's routes and their answers, for Hono's typed client (`hc<AppType>`, worker/client.ts). */
+export type AppType = ReturnType<typeof createApp>;

@@ -2,7 +2,8 @@
  * The HTTP edge of every route: one error type, one error shape, strict bodies with a size cap.
  * No response ever carries a stack trace or an internal path.
  */
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
+import type { AppEnv } from "./app.js";
 import type { z } from "zod";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { CallErrorCode } from "./protocol/codes.js";
@@ -91,6 +92,16 @@ function parseBody(bytes: Uint8Array, subject?: Subject): unknown {
     const where = err.path.length ? ` (at ${err.path.join(".")})` : "";
     throw new ApiError(400, inSubject ? subject.code : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);
   }
+}
+
+/**
+ * Declares a route's JSON body type for Hono's typed client (`hc`), reading nothing: the handler
+ * itself reads the body strictly and validates it with `validateBody` against the same schema.
+ */
+export function jsonBody<T extends z.ZodType>(_schema: T): MiddlewareHandler<AppEnv, string, { in: { json: z.input<T> }; out: { json: z.output<T> } }> {
+  return async (_c, next) => {
+    await next();
+  };
 }
 
 /**

@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startLocalServer, type LocalServer } from "../../scripts/local-server.js";
+import { freePort, startLocalServer, type LocalServer } from "../../scripts/local-server.js";
+import { countersignClient, gateVerify, type VerifyCall } from "../../worker/client.js";
 import { toHex } from "../../worker/protocol/encoding.js";
 import { anchorFor, identity, makeReceipt } from "../../vectors/ccs/factory.js";
 
@@ -59,12 +60,23 @@ describe("a locally started instance", () => {
     expect((await post("/v1/admin/anchors", {}, "PUT")).status).toBe(401);
   });
 
-  it("accepts a fresh receipt once and rejects its replay", async () => {
-    const first = await post("/v1/receipts/verify", call, "POST", RP_TOKEN);
+  it("accepts a fresh receipt once and rejects its replay, through the typed client", async () => {
+    const api = countersignClient(server.url, { token: RP_TOKEN });
+    const first = await api.v1.receipts.verify.$post({ json: call as VerifyCall });
     expect(first.status).toBe(200);
-    expect(first.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true, enforcement: { action: "proceed_pending_reconciliation" } });
-    const replay = await post("/v1/receipts/verify", call, "POST", RP_TOKEN);
-    expect(replay.body.failures.map((f: { code: string }) => f.code)).toEqual(["REPLAY_DETECTED"]);
+    const answer = await first.json();
+    expect(answer).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true, enforcement: { action: "proceed_pending_reconciliation" } });
+    const replay = await gateVerify(api, call as VerifyCall);
+    expect(replay.failures.map((f) => f.code)).toEqual(["REPLAY_DETECTED"]);
+    const health = await (await countersignClient(server.url).healthz.$get()).json();
+    expect(health.ok).toBe(true);
+  });
+
+  it("the typed client never turns an unreachable verifier into a pass", async () => {
+    const closed = countersignClient(`http://127.0.0.1:${await freePort()}`, { token: RP_TOKEN, timeoutMs: 2_000 });
+    const answer = await gateVerify(closed, call as VerifyCall);
+    expect(answer).toMatchObject({ valid: false, decision: "reject", status: null });
+    expect(answer.failures.map((f) => f.code)).toEqual(["VERIFIER_UNAVAILABLE"]);
   });
 
   const intake = (traceId: string) =>

@@ -4,7 +4,7 @@ import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
-import { ApiError, readStrictJson, validateBody } from "../http.js";
+import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64 } from "../protocol/encoding.js";
@@ -12,68 +12,8 @@ import { uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
 
-export const adminRoutes = new Hono<AppEnv>();
-
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
-
-adminRoutes.use(requireAdmin);
-
-/** Registers a relying party; the token is answered once and stored only as its SHA-256. */
-adminRoutes.post("/relying-parties", async (c) => {
-  const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
-  if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
-  const { name, audiences: allowed, token: supplied } = parsed.registration;
-  const { now, relyingParties } = c.get("services");
-  const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
-  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()) });
-  if (!created) throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
-  return c.json({ name, token, audiences: allowed }, 201);
-});
-
-adminRoutes.get("/relying-parties", async (c) => {
-  const parties = await c.get("services").relyingParties.list();
-  return c.json({ relying_parties: parties.map(({ name, audiences, created_at }) => ({ name, audiences, created_at })) });
-});
-
-/** Revokes a relying party's token: its next call is 401. */
-adminRoutes.delete("/relying-parties/:name", async (c) => {
-  const name = c.req.param("name");
-  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", "name must be 1-64 of [A-Za-z0-9._-]");
-  if (!(await c.get("services").relyingParties.delete(name))) throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
-  return c.json({ name, deleted: true });
-});
-
-/**
- * Pins or replaces an issuer's anchor. A revoked key can never be pinned again, under any kid
- * and for any issuer: the issuer's own ledger answers for its keys (strongly consistent), the
- * global `revoked-key:<fingerprint>` records for keys revoked elsewhere. Keys this pin replaces
- * join the anchor's `previous_keys` (so they can still be revoked) and lose their sequence state.
- */
-adminRoutes.put("/anchors", async (c) => {
-  const { now, anchors, ledgers } = c.get("services");
-  const at = Math.floor(now());
-  const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), at);
-  if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
-  const shards = built.record.ledger_shards ?? 1;
-  requireShardKey(shards, ledgerShardKey(c.env));
-  const existing = await anchors.get(built.record.issuer);
-  if (existing && (existing.ledger_shards ?? 1) !== shards) {
-    throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
-  }
-  const revokedHere = new Set((await ledgers.revocations(built.record.issuer, shards)).map((r) => r.fingerprint));
-  const revokedAnywhere = await Promise.all(built.record.keys.map((k) => anchors.revokedKey(k.fingerprint)));
-  const reused = built.record.keys.filter((k, i) => revokedHere.has(k.fingerprint) || revokedAnywhere[i] !== null);
-  if (reused.length > 0) {
-    const named = reused.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
-    throw new ApiError(409, "ANCHOR_KEY_REVOKED", `key ${named} was revoked; a revoked key cannot be pinned again under any kid`);
-  }
-  const { record, unpinned } = carryKeyHistory(built.record, existing, at);
-  // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
-  await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
-  await anchors.put(record);
-  return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
-});
 
 /** `{issuer, kid}` or `{issuer, fingerprint}` (plus `reason` for a reset), checked; the issuer's anchor read. */
 async function keyCall<T extends typeof KeyCall | typeof ResetCall>(c: Context<AppEnv>, schema: T) {
@@ -100,26 +40,79 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
   return distinct[0];
 }
 
-/**
- * Revokes a key, current or ever pinned for the issuer, by fingerprint, in every ledger shard of
- * the issuer (the very next verification anywhere sees it), then records it globally so no
- * issuer can pin it again.
- */
-adminRoutes.post("/anchors/revoke", async (c) => {
+export const adminRoutes = new Hono<AppEnv>()
+  .use(requireAdmin)
+  /** Registers a relying party; the token is answered once and stored only as its SHA-256. */
+  .post("/relying-parties", jsonBody(Registration), async (c) => {
+  const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
+  if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
+  const { name, audiences: allowed, token: supplied } = parsed.registration;
+  const { now, relyingParties } = c.get("services");
+  const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
+  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()) });
+  if (!created) throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
+  return c.json({ name, token, audiences: allowed }, 201);
+})
+  .get("/relying-parties", async (c) => {
+  const parties = await c.get("services").relyingParties.list();
+  return c.json({ relying_parties: parties.map(({ name, audiences, created_at }) => ({ name, audiences, created_at })) });
+})
+  /** Revokes a relying party's token: its next call is 401. */
+  .delete("/relying-parties/:name", async (c) => {
+  const name = c.req.param("name");
+  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", "name must be 1-64 of [A-Za-z0-9._-]");
+  if (!(await c.get("services").relyingParties.delete(name))) throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
+  return c.json({ name, deleted: true });
+})
+  /**
+   * Pins or replaces an issuer's anchor. A revoked key can never be pinned again, under any kid
+   * and for any issuer: the issuer's own ledger answers for its keys (strongly consistent), the
+   * global `revoked-key:<fingerprint>` records for keys revoked elsewhere. Keys this pin replaces
+   * join the anchor's `previous_keys` (so they can still be revoked) and lose their sequence state.
+   */
+  .put("/anchors", async (c) => {
+  const { now, anchors, ledgers } = c.get("services");
+  const at = Math.floor(now());
+  const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), at);
+  if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
+  const shards = built.record.ledger_shards ?? 1;
+  requireShardKey(shards, ledgerShardKey(c.env));
+  const existing = await anchors.get(built.record.issuer);
+  if (existing && (existing.ledger_shards ?? 1) !== shards) {
+    throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
+  }
+  const revokedHere = new Set((await ledgers.revocations(built.record.issuer, shards)).map((r) => r.fingerprint));
+  const revokedAnywhere = await Promise.all(built.record.keys.map((k) => anchors.revokedKey(k.fingerprint)));
+  const reused = built.record.keys.filter((k, i) => revokedHere.has(k.fingerprint) || revokedAnywhere[i] !== null);
+  if (reused.length > 0) {
+    const named = reused.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
+    throw new ApiError(409, "ANCHOR_KEY_REVOKED", `key ${named} was revoked; a revoked key cannot be pinned again under any kid`);
+  }
+  const { record, unpinned } = carryKeyHistory(built.record, existing, at);
+  // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
+  await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
+  await anchors.put(record);
+  return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
+})
+  /**
+   * Revokes a key, current or ever pinned for the issuer, by fingerprint, in every ledger shard of
+   * the issuer (the very next verification anywhere sees it), then records it globally so no
+   * issuer can pin it again.
+   */
+  .post("/anchors/revoke", jsonBody(KeyCall), async (c) => {
   const { record, kid, fingerprint } = await keyCall(c, KeyCall);
   const key = resolveKey(keysEverPinned(record), { kid, fingerprint }, record, "pinned");
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
   return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at });
-});
-
-/**
- * Clears the sequence state of one current key in every shard (its window and the sequences
- * noted on its retained nonces; the nonces themselves stay claimed) and records the audit entry
- * {fingerprint, kid, at, reason, by: "admin", previous_highest}, shown by GET /v1/issuers/{issuer}.
- */
-adminRoutes.post("/anchors/reset-sequence", async (c) => {
+})
+  /**
+   * Clears the sequence state of one current key in every shard (its window and the sequences
+   * noted on its retained nonces; the nonces themselves stay claimed) and records the audit entry
+   * {fingerprint, kid, at, reason, by: "admin", previous_highest}, shown by GET /v1/issuers/{issuer}.
+   */
+  .post("/anchors/reset-sequence", jsonBody(ResetCall), async (c) => {
   const { body, record, kid, fingerprint } = await keyCall(c, ResetCall);
   const reason = body.reason;
   if (typeof reason !== "string" || reason.trim() === "" || reason.length > MAX_REASON_LENGTH) {
@@ -129,13 +122,12 @@ adminRoutes.post("/anchors/reset-sequence", async (c) => {
   const { now, ledgers } = c.get("services");
   const reset = await ledgers.resetSequence(record.issuer, record.ledger_shards ?? 1, { fingerprint: key.fingerprint, kid: key.kid, at: Math.floor(now()), reason, by: "admin" });
   return c.json({ issuer: record.issuer, ...reset });
-});
-
-/**
- * Decision counts of the last `minutes` (default 60, at most the 24 h retention) by issuer
- * (pinned ones; everything else is "unpinned") and code, plus this isolate's cache sizes.
- */
-adminRoutes.get("/stats", async (c) => {
+})
+  /**
+   * Decision counts of the last `minutes` (default 60, at most the 24 h retention) by issuer
+   * (pinned ones; everything else is "unpinned") and code, plus this isolate's cache sizes.
+   */
+  .get("/stats", async (c) => {
   const text = c.req.query("minutes");
   const minutes = text === undefined ? 60 : Number(text);
   if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer");

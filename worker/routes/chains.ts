@@ -3,15 +3,13 @@ import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
 import type { AppendResult, ChainState, HeldChain } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
-import { ApiError, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
-
-export const chainRoutes = new Hono<AppEnv>();
 
 /** Anchors, verifier, the issuers' ledgers, and seal-key revocations (each issuer's asked once per call). */
 function chainDeps(services: Services): ChainDeps {
@@ -30,11 +28,20 @@ function chainDeps(services: Services): ChainDeps {
   };
 }
 
-/**
- * Full or spot verification of a chain document, under a seal when one is given. Freshness is
- * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
- */
-chainRoutes.post("/verify", async (c) => {
+const chainStub = (c: Context<AppEnv>, chainId: string) => {
+  if (!CHAIN_ID.test(chainId)) throw new ApiError(400, "MALFORMED_REQUEST", "chain_id must be 1-128 of [A-Za-z0-9._:-]");
+  return c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
+};
+
+/** A live chain is its owner's alone; existence is not hidden, since an append by another party would reveal it anyway. */
+const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chain ${chainId} belongs to another relying party`);
+
+export const chainRoutes = new Hono<AppEnv>()
+  /**
+   * Full or spot verification of a chain document, under a seal when one is given. Freshness is
+   * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
+   */
+  .post("/verify", jsonBody(ChainVerifyCall), async (c) => {
   const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_VERIFY_BODY));
   const parsed = parseChain(body.chain);
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
@@ -56,24 +63,15 @@ chainRoutes.post("/verify", async (c) => {
   );
   if ("malformed" in verdict) throw new ApiError(400, "MALFORMED_REQUEST", verdict.malformed);
   return c.json(verdict);
-});
-
-const chainStub = (c: Context<AppEnv>, chainId: string) => {
-  if (!CHAIN_ID.test(chainId)) throw new ApiError(400, "MALFORMED_REQUEST", "chain_id must be 1-128 of [A-Za-z0-9._:-]");
-  return c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
-};
-
-/** A live chain is its owner's alone; existence is not hidden, since an append by another party would reveal it anyway. */
-const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chain ${chainId} belongs to another relying party`);
-
-/**
- * Appends one hop to a live chain. The chain is the caller's (or new), the receipt is addressed
- * to one of the caller's audiences, and then the receipt goes through the receipt route's own
- * predicate in enforce mode with the hop rule as a context check: its nonce is consumed only when
- * every check, the link included, has passed. The EvidenceChain then applies the same hop rule
- * again in its transaction, against the tail as it is by then.
- */
-chainRoutes.post("/:chain_id/hops", async (c) => {
+})
+  /**
+   * Appends one hop to a live chain. The chain is the caller's (or new), the receipt is addressed
+   * to one of the caller's audiences, and then the receipt goes through the receipt route's own
+   * predicate in enforce mode with the hop rule as a context check: its nonce is consumed only when
+   * every check, the link included, has passed. The EvidenceChain then applies the same hop rule
+   * again in its transaction, against the tail as it is by then.
+   */
+  .post("/:chain_id/hops", jsonBody(HopCall), async (c) => {
   const chainId = c.req.param("chain_id");
   const stub = chainStub(c, chainId);
   const body = validateBody(HopCall, await readStrictJson(c, MAX_VERIFY_BODY));
@@ -116,10 +114,9 @@ chainRoutes.post("/:chain_id/hops", async (c) => {
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
   if (entry.hop_count === 0) countChainStarted(c);
   return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
-});
-
-/** The caller's live chain with this deployment's seal over it, as it stands now. */
-chainRoutes.get("/:chain_id", async (c) => {
+})
+  /** The caller's live chain with this deployment's seal over it, as it stands now. */
+  .get("/:chain_id", async (c) => {
   const chainId = c.req.param("chain_id");
   const reading = chainStub(c, chainId).read(chainId) as Promise<ChainState | null>;
   const state = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");

@@ -2,14 +2,13 @@ import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
 import { EnvelopeCall } from "../contract/schemas.js";
-import { readStrictJson, validateBody } from "../http.js";
+import { jsonBody, readStrictJson, validateBody } from "../http.js";
 import { verifyEnvelope } from "../protocol/envelope-verify.js";
 import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
 
-export const envelopeRoutes = new Hono<AppEnv>();
-
-/** An Evidence Envelope (CCS §11): see verifyEnvelope for what is checked. */
-envelopeRoutes.post("/verify", async (c) => {
+export const envelopeRoutes = new Hono<AppEnv>()
+  /** An Evidence Envelope (CCS §11): see verifyEnvelope for what is checked. */
+  .post("/verify", jsonBody(EnvelopeCall), async (c) => {
   const body = validateBody(EnvelopeCall, await readStrictJson(c, MAX_VERIFY_BODY, { field: "envelope", code: "ENVELOPE_MALFORMED" }));
   const call = parseDecisionCall(c, body, "envelope");
   const judged = await verifyEnvelope(body.envelope, { ...call, policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null }, verifyDeps(c.get("services")));

@@ -4,8 +4,6 @@ import { ApiError } from "../http.js";
 import { DEFAULT_SEQUENCE_POLICY } from "../protocol/ledger.js";
 import { issuerProblem } from "../protocol/anchors.js";
 
-export const issuerRoutes = new Hono<AppEnv>();
-
 /** The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read. */
 function issuerOf(encoded: string): string {
   let issuer: string;
@@ -19,11 +17,12 @@ function issuerOf(encoded: string): string {
   return issuer;
 }
 
-/**
- * The pinned public anchor of one issuer: current and previous keys, each marked revoked or
- * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets.
- */
-issuerRoutes.get("/:issuer{.+}", async (c) => {
+export const issuerRoutes = new Hono<AppEnv>()
+  /**
+   * The pinned public anchor of one issuer: current and previous keys, each marked revoked or
+   * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets.
+   */
+  .get("/:issuer{.+}", async (c) => {
   const issuer = issuerOf(c.req.param("issuer"));
   const { anchors, ledgers } = c.get("services");
   const record = await anchors.get(issuer);

@@ -24,8 +24,6 @@ export interface StatusPageCache {
   entry: { at: number; html: string } | null;
 }
 
-export const statusRoutes = new Hono<AppEnv>();
-
 let styleHash: Promise<string> | undefined;
 
 /** Nothing may load from anywhere; the one style block is allowed by its hash; no script at all. */
@@ -87,7 +85,8 @@ async function statusView(c: Context<AppEnv>): Promise<StatusView> {
   };
 }
 
-statusRoutes.get("/", async (c) => {
+export const statusRoutes = new Hono<AppEnv>()
+  .get("/", async (c) => {
   const cache = c.get("services").statusPage;
   const now = Date.now();
   if (!cache.entry || now - cache.entry.at >= STATUS_REUSE_SECONDS * 1000) cache.entry = { at: now, html: renderStatusPage(await statusView(c)) };

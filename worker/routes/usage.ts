@@ -23,8 +23,6 @@ import { usageLedger } from "../usage-store.js";
 /** At most this many budget decisions ride on one receipt. */
 export const MAX_BUDGET_DECISIONS = 16;
 
-export const usageRoutes = new Hono<AppEnv>();
-
 /** Runs a factory; a refused record is a 400 with the rule it broke, never a 5xx. */
 function evidence<T>(build: () => T): T {
   try {
@@ -87,12 +85,13 @@ async function storedReceipt(c: Context<AppEnv>, id: string): Promise<{ row: Sto
   return { row, receipt: createUsageReceipt(JSON.parse(row.receipt)) };
 }
 
-/**
- * Validates and stores one usage receipt — given as `receipt`, or as `observed: {response,
- * invocation_id, observed_at, pricing?}` from which it is built — with what rides on it: a
- * `journal_record` reference, a `cache` disposition, `budget_decisions`.
- */
-usageRoutes.post("/usage/receipts", async (c) => {
+export const usageRoutes = new Hono<AppEnv>()
+  /**
+   * Validates and stores one usage receipt — given as `receipt`, or as `observed: {response,
+   * invocation_id, observed_at, pricing?}` from which it is built — with what rides on it: a
+   * `journal_record` reference, a `cache` disposition, `budget_decisions`.
+   */
+  .post("/usage/receipts", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
   fields(body, ["receipt", "observed", "journal_record", "cache", "budget_decisions"]);
   let receipt: UsageReceipt;
@@ -126,10 +125,9 @@ usageRoutes.post("/usage/receipts", async (c) => {
   const row = result.kind === "existing" ? result.stored : await store.read(receipt.invocation_id);
   if (result.kind === "stored") exportBestEffort(c, services.exporter, projectModelUsage(receipt));
   return c.json({ stored: result.kind === "stored", ...view(row!) }, result.kind === "stored" ? 201 : 200);
-});
-
-/** What the caller stored for one invocation, with the latest estimate and reconciliation. */
-usageRoutes.get("/usage", async (c) => {
+})
+  /** What the caller stored for one invocation, with the latest estimate and reconciliation. */
+  .get("/usage", async (c) => {
   const query = c.req.queries();
   for (const key of Object.keys(query)) if (key !== "invocation_id") throw new ApiError(400, "MALFORMED_REQUEST", `unknown query parameter ${JSON.stringify(key)}`);
   if (query.invocation_id?.length !== 1) throw new ApiError(400, "MALFORMED_REQUEST", "exactly one invocation_id is required");
@@ -137,14 +135,13 @@ usageRoutes.get("/usage", async (c) => {
   const row = await ledger(c).read(id);
   if (!row) throw notStored(id);
   return c.json(view(row));
-});
-
-/**
- * Derives a cost estimate of a stored receipt (`invocation_id`; the estimate is then stored as
- * its latest) or of a supplied `receipt` (answered only), against `price_source` (none gives
- * no-pricing) with optional `assumptions`.
- */
-usageRoutes.post("/costs/estimate", async (c) => {
+})
+  /**
+   * Derives a cost estimate of a stored receipt (`invocation_id`; the estimate is then stored as
+   * its latest) or of a supplied `receipt` (answered only), against `price_source` (none gives
+   * no-pricing) with optional `assumptions`.
+   */
+  .post("/costs/estimate", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
   fields(body, ["invocation_id", "receipt", "price_source", "assumptions"]);
   const fromStore = exactlyOne(body, "invocation_id", "receipt") === "a";
@@ -162,14 +159,13 @@ usageRoutes.post("/costs/estimate", async (c) => {
   if (result.kind === "not-found") throw notStored(id);
   if (result.kind === "conflict") throw changed("the stored receipt");
   return c.json({ estimate, stored: true });
-});
-
-/**
- * Reconciles an estimate — the latest stored for `invocation_id` (the reconciliation is then
- * stored with it) or a supplied `estimate` (answered only) — with `provider_record`, or with none
- * (`pending: true` when the provider's record is still expected).
- */
-usageRoutes.post("/costs/reconcile", async (c) => {
+})
+  /**
+   * Reconciles an estimate — the latest stored for `invocation_id` (the reconciliation is then
+   * stored with it) or a supplied `estimate` (answered only) — with `provider_record`, or with none
+   * (`pending: true` when the provider's record is still expected).
+   */
+  .post("/costs/reconcile", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_USAGE_BODY), "body");
   fields(body, ["invocation_id", "estimate", "provider_record", "pending"]);
   const fromStore = exactlyOne(body, "invocation_id", "estimate") === "a";

@@ -1,0 +1,68 @@
+/**
+ * A typed client of the service: Hono's `hc` over the app's own route types, so a call's path,
+ * body and answer are checked by the compiler against the routes themselves. Plus the one call a
+ * gate needs, which never turns an unreachable verifier into a pass: a transport error, a
+ * timeout or a 5xx is a reject-shaped answer carrying VERIFIER_UNAVAILABLE.
+ */
+import { hc } from "hono/client";
+import type { AppType } from "./app.js";
+
+export interface ClientOptions {
+  /** A relying party's token (or the admin/intake token for those routes). */
+  token?: string;
+  fetch?: typeof fetch;
+  /** Milliseconds before a call is abandoned; default 5000. */
+  timeoutMs?: number;
+}
+
+export function countersignClient(baseUrl: string, options: ClientOptions = {}) {
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const base = options.fetch ?? fetch;
+  const timed: typeof fetch = (input, init) => base(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+  return hc<AppType>(baseUrl, { headers: options.token ? { authorization: `Bearer ${options.token}` } : {}, fetch: timed });
+}
+
+export type CountersignClient = ReturnType<typeof countersignClient>;
+
+/** The verify route's call body, as the compiler knows it from the route. */
+export type VerifyCall = Parameters<CountersignClient["v1"]["receipts"]["verify"]["$post"]>[0]["json"];
+
+/** What `gateVerify` answers: the service's decision, or a reject standing in for one it could not get. */
+export interface GateAnswer {
+  status: number | null;
+  valid: boolean;
+  decision: "accept" | "reject" | "defer" | "audit";
+  failures: { code: string; severity: string; step: number | null; detail: string }[];
+  [field: string]: unknown;
+}
+
+const unavailable = (status: number | null, detail: string): GateAnswer => ({
+  status,
+  valid: false,
+  decision: "reject",
+  failures: [{ code: "VERIFIER_UNAVAILABLE", severity: "CRITICAL", step: null, detail }],
+  error: { code: "VERIFIER_UNAVAILABLE", detail },
+});
+
+/**
+ * Verifies one receipt for a gate. Whatever goes wrong between here and the service (refused
+ * connection, timeout, a 5xx, an answer that is not a decision) is a reject: no evidence, no
+ * execution. A 4xx is the service's own answer (a malformed call is not a pass either).
+ */
+export async function gateVerify(client: CountersignClient, call: VerifyCall, idempotencyKey?: string): Promise<GateAnswer> {
+  let res: Awaited<ReturnType<CountersignClient["v1"]["receipts"]["verify"]["$post"]>>;
+  try {
+    res = await client.v1.receipts.verify.$post({ json: call }, idempotencyKey ? { headers: { "idempotency-key": idempotencyKey } } : undefined);
+  } catch (err) {
+    return unavailable(null, `the verifier could not be reached: ${(err as Error).message}`);
+  }
+  if (res.status >= 500) return unavailable(res.status, `the verifier answered ${res.status}`);
+  let body: unknown;
+  try {
+    body = await res.json();
+  } catch {
+    return unavailable(res.status, "the verifier's answer is not JSON");
+  }
+  if (body === null || typeof body !== "object" || typeof (body as GateAnswer).decision !== "string") return unavailable(res.status, "the verifier's answer is not a decision");
+  return { ...(body as GateAnswer), status: res.status };
+}
