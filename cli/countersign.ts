@@ -11,8 +11,8 @@ import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
-import { fromHex, toBase64Url, toHex } from "../worker/protocol/encoding.js";
-import { renderReport, replayBundle } from "../worker/protocol/ec/bundle.js";
+import { fromHex, SHA256_REF, toBase64Url, toHex } from "../worker/protocol/encoding.js";
+import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import type { Verdict } from "../worker/protocol/receipt.js";
@@ -48,7 +48,7 @@ export const USAGE = `usage: countersign <command> [options]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world
-  replay BUNDLE [--out FILE]                          an EC-Agent bundle replay report
+  replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
   anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
   relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
        [--url URL] [--admin-token TOKEN]              against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN)
@@ -280,21 +280,13 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
 }
 
 async function replay(io: Io, args: string[]): Promise<number> {
-  const { values, positionals } = parse(args, { out: { type: "string" } }, 1);
-  const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"));
+  const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
+  if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
+  const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"), { expectedBundleDigest: values.expect ?? null });
   if (values.out) writeFileSync(values.out, renderReport(report));
   if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
   else if (!values.out) io.out(renderReport(report));
-  if (!values.json) {
-    const mismatched = report.receipts.filter((r) => r.replay_mismatch).map((r) => r.id);
-    io.err(
-      report.decision === "match"
-        ? `replay: ${report.receipt_count} receipts reproduced exactly\n`
-        : report.decision === "manifest_invalid"
-          ? `replay: manifest invalid, no row trusted: ${report.manifest_problems.join("; ")}\n`
-          : `replay: MISMATCH in ${mismatched.join(", ")}\n`,
-    );
-  }
+  if (!values.json) io.err(replaySummary(report) + "\n");
   return report.decision === "match" ? 0 : 1;
 }
 

@@ -1,19 +1,22 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { PROJECT_ROOT } from "../../scripts/local-server.js";
-import { asciiCanonical } from "../../worker/protocol/ec/canonical.js";
-import { buildBundle, renderReport, replayBundle } from "../../worker/protocol/ec/bundle.js";
+import { sha256Hex } from "../../worker/protocol/digest.js";
+import { asciiCanonical, compareCodePoints } from "../../worker/protocol/ec/canonical.js";
+import { buildBundle, renderReport, replayBundle, resealBundle, type Bundle, type ExecutionRow } from "../../worker/protocol/ec/bundle.js";
+import { corpusDigest, corpusProblem, versionOf, type Corpus } from "../../worker/protocol/ec/corpus.js";
 import { requiredClaimCoverage } from "../../worker/protocol/ec/coverage.js";
-import { checkEvidence, codePointIndex, referenceTo, type EvidenceRef } from "../../worker/protocol/ec/evidence.js";
-import { traceProblems, type TraceEvent } from "../../worker/protocol/ec/events.js";
-import { verifyEcReceipt, type EcReceipt } from "../../worker/protocol/ec/receipt.js";
-import { DEFAULT_PAIRS, DEFAULT_SUPPORT_CONFIG, evaluateSupport, guardSupport, lexicalSupport, supportConfigDigest } from "../../worker/protocol/ec/support.js";
+import { checkEvidence, codePointIndex, declareSpan, referenceTo, type EvidenceRef } from "../../worker/protocol/ec/evidence.js";
+import { traceDigest, traceProblems, type TraceEvent } from "../../worker/protocol/ec/events.js";
+import { issueEcReceipt, verifyEcReceipt, type EcReceipt } from "../../worker/protocol/ec/receipt.js";
+import { DEFAULT_PAIRS, DEFAULT_SUPPORT_CONFIG, evaluateSupport, GUARD_MANIFEST, guardSupport, lexicalSupport, supportConfigDigest, temporalAtoms } from "../../worker/protocol/ec/support.js";
 import { casefold, tokens } from "../../worker/protocol/ec/text.js";
 import { runAudit } from "../../vectors/ec-agent/audit.js";
-import { buildRuns, scenarioBundle, type BuiltRun } from "../../vectors/ec-agent/build.js";
-import { ecFixtures, TWO_EVENTS } from "../../vectors/ec-agent/generate.js";
+import { buildRuns, scenarioBundle, type BuiltReceipt, type BuiltRun } from "../../vectors/ec-agent/build.js";
+import { ecFixtures, PAPER_VALUES, TWO_EVENTS } from "../../vectors/ec-agent/generate.js";
 import { corpus } from "../../vectors/ec-agent/scenario.js";
 
 /** Runs a Python snippet that reads JSON on stdin and prints JSON: the reference implementation. */
@@ -23,35 +26,54 @@ function python(code: string, input: unknown): any {
 }
 
 let runs: BuiltRun[];
+let sampleX: BuiltReceipt;
 let sample: EcReceipt;
 let sampleEvents: TraceEvent[];
 beforeAll(async () => {
   runs = await buildRuns();
-  sample = runs[2].receipts[2].receipt; // cites a span after a combining mark and before an emoji
+  sampleX = runs[2].receipts[2]; // cites a span after a combining mark and before an emoji
+  sample = sampleX.receipt;
   sampleEvents = runs[2].events;
 });
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
-const integrity = async (r: unknown, c = corpus, e: unknown = sampleEvents) => (await verifyEcReceipt(r, c, e)).reasons.filter((x) => !x.startsWith("SUPPORT_"));
+const integrity = async (r: unknown, c: Corpus = corpus, e: unknown = sampleEvents) => (await verifyEcReceipt(r, c, e)).reasons.filter((x) => !x.startsWith("SUPPORT_"));
+/** Issues the sample's receipt again with some fields changed, so only the changed property can fail. */
+const reissue = (over: Partial<Pick<EcReceipt, "claim" | "emission_anchor" | "evidence">>, c: Corpus = corpus, events: TraceEvent[] = sampleEvents) =>
+  issueEcReceipt({ policy_id: sample.policy_id, run_id: sample.run_id, claim_id: sample.claim_id, claim: over.claim ?? sample.claim, emission_anchor: over.emission_anchor ?? sample.emission_anchor, evidence: over.evidence ?? sample.evidence, corpus: c, events });
+
+const ev = (fields: Partial<TraceEvent> & Pick<TraceEvent, "action_id" | "action_type">): TraceEvent => ({ tool: null, input: null, output: null, doc_id: null, doc_version: null, access: null, claim_id: null, attempt: null, ...fields });
+
+/** A one-document world: a retrieval, a claim, the answer. */
+async function tinyWorld(spans: Record<string, { start: number; end: number }>, claim = "Alpha beta gamma") {
+  const text = "Alpha beta gamma. Delta epsilon.";
+  const c: Corpus = { d: { text, spans } };
+  const events = [
+    ev({ action_id: "t0", action_type: "retrieval", tool: "search", input: "q", doc_id: "d", doc_version: await versionOf(text), access: "granted", output: "retrieved d" }),
+    ev({ action_id: "t1", action_type: "claim_emission", claim_id: "c1", output: claim }),
+    ev({ action_id: "t2", action_type: "answer", output: claim }),
+  ];
+  const issue = async (evidence: EvidenceRef[], anchor = 1) => issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim, emission_anchor: anchor, evidence, corpus: c, events });
+  return { corpus: c, events, issue };
+}
 
 describe("evidence spans count Unicode code points", () => {
   it("offsets skip an astral character once and a combining mark as its own code point", async () => {
-    const doc = { text: "⚓ Zoe\u0308 saw 📓 the red stair.", version: "v1" };
-    const ref = await referenceTo({ d: doc }, "d", "s", "the red stair");
+    const text = "⚓ Zoe\u0308 saw 📓 the red stair.";
+    const doc = { text, spans: { s: declareSpan(text, "the red stair") } };
+    const ref = await referenceTo({ d: doc }, "d", "s");
     expect([ref.start, ref.end]).toEqual([13, 26]);
-    expect(doc.text.indexOf("the red stair")).toBe(14);
+    expect(text.indexOf("the red stair")).toBe(14);
     const check = await checkEvidence(ref, 0, { d: doc }, codePointIndex({ d: doc }));
-    expect(check).toEqual({ findings: [], selected: "the red stair" });
+    expect(check).toEqual({ findings: [], verified: "the red stair" });
   });
 
   const refCases: [string, (r: EvidenceRef) => unknown, string][] = [
-    ["a changed quote", (r) => ({ ...r, quote: r.quote.replace("blue", "navy") }), "QUOTE_MISMATCH"],
-    ["an off-by-one offset", (r) => ({ ...r, end: r.end - 1, quote: r.quote }), "SPAN_HASH_MISMATCH"],
+    ["a changed quote", (r) => ({ ...r, quote: r.quote!.replace("blue", "navy") }), "QUOTE_MISMATCH"],
+    ["an off-by-one offset", (r) => ({ ...r, end: r.end - 1 }), "SPAN_HASH_MISMATCH"],
     ["a wrong doc id", (r) => ({ ...r, doc_id: "no-such-doc" }), "SOURCE_UNKNOWN"],
-    ["a wrong version", (r) => ({ ...r, doc_version: "v0" }), "SOURCE_VERSION_MISMATCH"],
     ["a negative offset", (r) => ({ ...r, start: -1 }), "OFFSET_NEGATIVE"],
     ["reversed offsets", (r) => ({ ...r, start: r.end, end: r.start }), "OFFSET_REVERSED"],
-    ["an empty span", (r) => ({ ...r, end: r.start }), "OFFSET_EMPTY"],
     ["a non-integer offset", (r) => ({ ...r, start: r.start + 0.5 }), "OFFSET_NOT_INTEGER"],
     ["an out-of-range offset", (r) => ({ ...r, end: 10_000 }), "OFFSET_OUT_OF_RANGE"],
   ];
@@ -65,25 +87,8 @@ describe("evidence spans count Unicode code points", () => {
   });
 
   it("an off-by-one offset is told apart from a changed quote", async () => {
-    const quote = await checkEvidence({ ...sample.evidence[0], quote: "x" + sample.evidence[0].quote.slice(1) }, 0, corpus, codePointIndex(corpus));
+    const quote = await checkEvidence({ ...sample.evidence[0], quote: "x" + sample.evidence[0].quote!.slice(1) }, 0, corpus, codePointIndex(corpus));
     expect(quote.findings.map((f) => f.reason)).toEqual(["QUOTE_MISMATCH"]);
-  });
-
-  it("an altered source fails the corpus digest; a revoked or unauthorised source has its own code", async () => {
-    const altered = clone(corpus);
-    altered.expedition.text += " Revised.";
-    expect(await integrity(sample, altered)).toEqual(["CORPUS_DIGEST_MISMATCH"]);
-    for (const [access, code] of [["revoked", "SOURCE_REVOKED"], ["unauthorized", "SOURCE_UNAUTHORIZED"]] as const) {
-      const c = clone(corpus);
-      c.expedition.access = access;
-      expect(await integrity(sample, c)).toEqual([code]);
-    }
-  });
-
-  it("replay under a substituted document version fails", async () => {
-    const c = clone(corpus);
-    c.expedition.version = "v2";
-    expect(await integrity(sample, c)).toEqual(["CORPUS_DIGEST_MISMATCH", "SOURCE_VERSION_MISMATCH"]);
   });
 
   it("an absent evidence set is never a valid receipt", async () => {
@@ -97,6 +102,138 @@ describe("evidence spans count Unicode code points", () => {
   });
 });
 
+describe("spans are part of the corpus", () => {
+  it("a receipt citing a made-up span id is an invalid reference, even when everything else was honestly issued", async () => {
+    const invented = await reissue({ evidence: [{ ...sample.evidence[0], span_id: "s9" }] });
+    expect(invented.integrity).toEqual({ valid: false, reasons: ["INVALID_REFERENCE"] });
+    expect(await integrity(invented)).toEqual(["INVALID_REFERENCE"]);
+  });
+
+  it("a declared span cited at other offsets is an invalid reference", async () => {
+    const { start, end } = sample.evidence[0];
+    const quote = Array.from(corpus.expedition.text).slice(start, end - 2).join("");
+    const shorter = { ...sample.evidence[0], end: end - 2, quote, text_sha256: await sha256Hex(quote) };
+    expect(await integrity(await reissue({ evidence: [shorter] }))).toEqual(["INVALID_REFERENCE"]);
+  });
+
+  it("a missing document or span identifier is an invalid reference, not a schema error", async () => {
+    for (const key of ["doc_id", "span_id"] as const) {
+      for (const value of [undefined, ""]) {
+        const ref: Record<string, unknown> = { ...sample.evidence[0] };
+        if (value === undefined) delete ref[key];
+        else ref[key] = value;
+        const check = await checkEvidence(ref, 0, corpus, codePointIndex(corpus));
+        expect(check.findings.map((f) => f.reason), `${key}=${value}`).toEqual(["INVALID_REFERENCE"]);
+      }
+    }
+  });
+
+  it("a corpus's declared spans must lie inside their document, and they enter the corpus digest", async () => {
+    expect(await corpusProblem({ d: { text: "abc", spans: { s: { start: 1, end: 4 } } } })).toMatch(/0 <= start <= end <= 3/);
+    expect(await corpusProblem({ d: { text: "abc", spans: { s: { start: 0, end: 3, quote: "abc" } } } })).toMatch(/must be \{start, end\}/);
+    const moved = clone(corpus);
+    moved.expedition.spans!.s2.end -= 1;
+    expect(await corpusDigest(moved)).not.toBe(await corpusDigest(corpus));
+  });
+});
+
+describe("the paper's order of checks", () => {
+  it("a quote mismatch fails before support: support is reported as not evaluated, never computed on the unverified quote", async () => {
+    const forged = clone(sample);
+    forged.evidence[0].quote = sample.claim; // the forged quote would support the claim as a substring
+    const v = await verifyEcReceipt(forged, corpus, sampleEvents);
+    expect(v.reasons).toEqual(["QUOTE_MISMATCH", "JOINT_DIGEST_MISMATCH", "SUPPORT_NOT_EVALUATED"]);
+    expect(v.support).toEqual({ evaluated: false, lexical: [], supported: null });
+  });
+
+  it("a hash mismatch likewise leaves support unevaluated", async () => {
+    const v = await verifyEcReceipt({ ...sample, evidence: [{ ...sample.evidence[0], text_sha256: "0".repeat(64) }] }, corpus, sampleEvents);
+    expect(v.reasons).toContain("SPAN_HASH_MISMATCH");
+    expect(v.reasons.at(-1)).toBe("SUPPORT_NOT_EVALUATED");
+  });
+
+  it("an empty span passes structural verification and fails the support check", async () => {
+    const world = await tinyWorld({ empty: { start: 5, end: 5 } });
+    const receipt = await world.issue([await referenceTo(world.corpus, "d", "empty")]);
+    const v = await verifyEcReceipt(receipt, world.corpus, world.events);
+    expect(v.valid).toBe(true);
+    expect(v.reasons).toEqual(["OK", "SUPPORT_EMPTY"]);
+    expect(v.support).toMatchObject({ evaluated: true, supported: false });
+  });
+
+  it("the quote is optional: a reference without one verifies on its hash; with one, the quote is checked", async () => {
+    const world = await tinyWorld({ s: { start: 0, end: 16 } });
+    const bare = await referenceTo(world.corpus, "d", "s", { quote: false });
+    expect(bare).not.toHaveProperty("quote");
+    const v = await verifyEcReceipt(await world.issue([bare]), world.corpus, world.events);
+    expect(v.reasons).toEqual(["OK", "SUPPORT_LEXICAL_SUBSTRING"]);
+    const wrong = await world.issue([{ ...bare, quote: "Alpha beta gamme" }]);
+    expect(wrong.integrity.reasons).toEqual(["QUOTE_MISMATCH"]);
+  });
+});
+
+describe("claim anchors", () => {
+  it("a paper-style receipt anchored on the answer event verifies", async () => {
+    const finalOnly = runs.find((r) => r.spec.mode === "final-only")!;
+    const x = finalOnly.receipts[0];
+    expect(finalOnly.events[x.receipt.emission_anchor].action_type).toBe("answer");
+    expect((await verifyEcReceipt(x.receipt, corpus, finalOnly.events)).reasons).toEqual(["OK", "SUPPORT_LEXICAL_SUBSTRING"]);
+  });
+
+  it("an answer anchor holds only for a claim taken from that answer, and no anchor lies after the answer", async () => {
+    const world = await tinyWorld({ s: { start: 0, end: 16 } }, "Alpha beta gamma");
+    const ref = await referenceTo(world.corpus, "d", "s");
+    expect((await world.issue([ref], 2)).integrity).toEqual({ valid: true, reasons: ["OK"] });
+    const other = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Delta epsilon", emission_anchor: 2, evidence: [ref], corpus: world.corpus, events: world.events });
+    expect(other.integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
+    const after = [...world.events, ev({ action_id: "t3", action_type: "claim_emission", claim_id: "c1", output: "Alpha beta gamma" })];
+    const late = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 3, evidence: [ref], corpus: world.corpus, events: after });
+    expect(late.integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
+    const retrieval = await world.issue([ref], 0);
+    expect(retrieval.integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
+  });
+});
+
+describe("dynamic documents: version hash and access decision", () => {
+  it("versions are content hashes, never free strings", async () => {
+    expect(await corpusProblem({ d: { text: "abc", version: "v3" } })).toMatch(/content hash/);
+    expect(await corpusProblem({ d: { text: "abc", version: await versionOf("abc") } })).toBeNull();
+    expect(await checkEvidence({ ...sample.evidence[0], doc_version: "v1" }, 0, corpus, codePointIndex(corpus))).toMatchObject({ findings: [{ reason: "SCHEMA_INVALID" }] });
+  });
+
+  it("the observation records the version and the access decision, and both enter the commitment", async () => {
+    const observed = sampleEvents.findLast((e) => e.action_type === "retrieval" && e.doc_id === "expedition" && sampleEvents.indexOf(e) < sample.emission_anchor)!;
+    expect(observed).toMatchObject({ doc_version: await versionOf(corpus.expedition.text), access: "granted" });
+    expect(sample.evidence[0]).toMatchObject({ doc_version: observed.doc_version, access: "granted" });
+    expect(await integrity({ ...sample, evidence: [{ ...sample.evidence[0], access: "revoked" }] })).toContain("JOINT_DIGEST_MISMATCH");
+    const events = clone(sampleEvents);
+    events[sampleEvents.indexOf(observed)].access = "unauthorized";
+    expect(await integrity(sample, corpus, events)).toEqual(["EXECUTION_DIGEST_MISMATCH", "OBSERVATION_MISMATCH", "JOINT_DIGEST_MISMATCH"]);
+  });
+
+  it("replay under a substituted version fails with SOURCE_VERSION_MISMATCH", async () => {
+    const c = clone(corpus);
+    c.expedition.text = c.expedition.text.replace("storm", "gale");
+    expect(await integrity(sample, c)).toEqual(["CORPUS_DIGEST_MISMATCH", "SOURCE_VERSION_MISMATCH"]);
+  });
+
+  it("replay under a changed access state fails with ACCESS_STATE_MISMATCH", async () => {
+    for (const access of ["revoked", "unauthorized"] as const) {
+      const c = clone(corpus);
+      c.expedition.access = access;
+      expect(await integrity(sample, c)).toEqual(["ACCESS_STATE_MISMATCH"]);
+    }
+  });
+
+  it("a receipt that cites a source it was not granted is rejected with the access it recorded", async () => {
+    const c = clone(corpus);
+    c.expedition.access = "revoked";
+    const events = clone(sampleEvents).map((e) => (e.doc_id === "expedition" && e.action_type === "retrieval" ? { ...e, access: "revoked" as const } : e));
+    const r = await reissue({ evidence: [{ ...sample.evidence[0], access: "revoked" }] }, c, events);
+    expect(r.integrity.reasons).toEqual(["SOURCE_REVOKED"]);
+  });
+});
+
 describe("events: closed schema and canonical trace", () => {
   const base = () => clone(sampleEvents) as unknown as Record<string, unknown>[];
   it.each([
@@ -104,7 +241,11 @@ describe("events: closed schema and canonical trace", () => {
     ["an undeclared field", (e: Record<string, unknown>[]) => (e[0].confidence = 1), "EVENT_SCHEMA_INVALID"],
     ["a missing field", (e: Record<string, unknown>[]) => delete e[0].tool, "EVENT_SCHEMA_INVALID"],
     ["an invalid action type", (e: Record<string, unknown>[]) => (e[0].action_type = "think"), "EVENT_ACTION_TYPE_INVALID"],
-    ["a non-integer number", (e: Record<string, unknown>[]) => (e[0].attempt = 1.5), "EVENT_SCHEMA_INVALID"],
+    ["a non-integer attempt", (e: Record<string, unknown>[]) => (e[0].attempt = 1.5), "EVENT_SCHEMA_INVALID"],
+    ["a boolean where a string is declared", (e: Record<string, unknown>[]) => (e[0].tool = true), "EVENT_SCHEMA_INVALID"],
+    ["an integer where a string is declared", (e: Record<string, unknown>[]) => (e[0].output = 7), "EVENT_SCHEMA_INVALID"],
+    ["a string where an integer is declared", (e: Record<string, unknown>[]) => (e[0].attempt = "1"), "EVENT_SCHEMA_INVALID"],
+    ["a free-form version", (e: Record<string, unknown>[]) => (e[0].doc_version = "v1"), "EVENT_SCHEMA_INVALID"],
     ["an empty action id", (e: Record<string, unknown>[]) => (e[0].action_id = ""), "EVENT_SCHEMA_INVALID"],
     ["an index carried as a field", (e: Record<string, unknown>[]) => (e[0].index = 0), "EVENT_SCHEMA_INVALID"],
   ])("%s fails canonical trace verification", async (_name, mutate, code) => {
@@ -114,31 +255,70 @@ describe("events: closed schema and canonical trace", () => {
     expect(await integrity(sample, corpus, events)).toContain(code);
   });
 
+  it("only schema-declared fields enter the canonical trace", async () => {
+    const withExtra = clone(sampleEvents).map((e) => ({ ...e, gold_supported: true })) as unknown as TraceEvent[];
+    expect(await traceDigest(withExtra)).toBe(await traceDigest(sampleEvents));
+  });
+
   it("a trace without an answer has no execution digest", async () => {
     const events = base().filter((e) => e.action_type !== "answer");
     expect(await integrity(sample, corpus, events)).toContain("EVENT_NO_ANSWER");
   });
 
-  it("covers exactly the declared action types, including the ones the protocol names", async () => {
-    const { ACTION_TYPES } = await import("../../worker/protocol/ec/events.js");
-    for (const t of ["retrieval", "stop", "answer", "claim_emission", "tool_error", "empty_observation", "retry", "access_denied"]) expect(ACTION_TYPES).toContain(t);
-  });
-
-  it("canonicalises byte for byte as Python's json.dumps(sort_keys, compact, ensure_ascii), and the published vector's digest is Python's too", async () => {
+  it("our two-event trace vector canonicalises and digests as Python does under our separator and schema version (a self-check, not the paper's vector)", async () => {
     const vector = JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/trace-vector.json"), "utf8"));
     const py = python(
       `import json, sys, hashlib
 v = json.load(sys.stdin)
 doc = {"domain": v["domain"], "events": [dict(e, index=i) for i, e in enumerate(v["events"])], "schema_version": v["schema_version"]}
-canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+canon = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 print(json.dumps({"canonical": canon, "digest": "sha256:" + hashlib.sha256((v["domain"] + "\\n" + canon).encode()).hexdigest()}))`,
       vector,
     );
     expect(vector.canonical).toBe(py.canonical);
     expect(vector.digest).toBe(py.digest);
     expect(vector.events).toEqual(TWO_EVENTS);
-    expect(vector.canonical).toContain("\\u2615");
+    expect(vector.domain).toBe("countersign.ec-agent.trace.v1");
+    expect(vector.schema_version).toBe("ec-agent/2");
     expect(vector.canonical).toContain("\\ud83d\\udcd3");
+  });
+
+  it("NOT REPRODUCED: the paper's two-event vector (977cef81…3e8c746) and guard configuration digest (ee54723b…)", async () => {
+    // Both depend on the paper's byte-exact separator and fixture, published only in its
+    // supplementary material. This test states that they are not reproduced; it fails the day
+    // either value matches, so the claim can be upgraded rather than silently kept.
+    const vector = JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/trace-vector.json"), "utf8"));
+    const hex = (vector.digest as string).slice("sha256:".length);
+    const ours = await supportConfigDigest(DEFAULT_SUPPORT_CONFIG);
+    const status = {
+      trace_vector: hex.startsWith(PAPER_VALUES.trace_vector_prefix) && hex.endsWith(PAPER_VALUES.trace_vector_suffix) ? "reproduced" : "NOT reproduced",
+      guard_config_digest: ours === `sha256:${PAPER_VALUES.guard_config_digest}` ? "reproduced" : "NOT reproduced",
+    };
+    console.warn(`paper values: trace vector ${PAPER_VALUES.trace_vector_prefix}…${PAPER_VALUES.trace_vector_suffix} ${status.trace_vector} (ours ${hex.slice(0, 8)}…${hex.slice(-7)}); guard config ${PAPER_VALUES.guard_config_digest.slice(0, 10)}… ${status.guard_config_digest} (ours ${ours.slice(7, 17)}…)`);
+    expect(status).toEqual({ trace_vector: "NOT reproduced", guard_config_digest: "NOT reproduced" });
+    expect(vector.paper).toMatchObject({ reproduced: false, trace_vector_prefix: "977cef81", trace_vector_suffix: "3e8c746" });
+    const docs = readFileSync(resolve(PROJECT_ROOT, "docs/ec-receipts.md"), "utf8");
+    expect(docs).toMatch(/not reproduced/i);
+    expect(docs).not.toMatch(/published (two-event )?vector/i);
+  });
+});
+
+describe("canonical form as Python's", () => {
+  it("sorts keys by code point, not by UTF-16 unit", () => {
+    const value = { "\uff61": 1, "\u{1F600}": 2, a: 3, "\u00e9": 4 };
+    expect(Object.keys(value).sort()).toEqual(["a", "é", "😀", "｡"]); // what a plain sort gives
+    expect(asciiCanonical(value)).toBe(python(`import json,sys; print(json.dumps(json.dumps(json.load(sys.stdin), sort_keys=True, separators=(",", ":"), ensure_ascii=True)))`, value));
+    expect(compareCodePoints("\uff61", "\u{1F600}")).toBeLessThan(0);
+  });
+
+  it("writes finite floats as Python's repr, integers as integers, and refuses only non-finite numbers", () => {
+    const floats = [0.5, -1.25, 0.1, 1e-5, 1.5e-7, 123.456, 1.7976931348623157e308, 5e-324, 2.5e15 + 0.5, 0.0001, 0.00012345, -0.000033, 3.14159e21, 1234567.891];
+    const doc = { floats, ints: [0, -7, 9007199254740991] };
+    expect(asciiCanonical(doc)).toBe(python(`import json,sys; print(json.dumps(json.dumps(json.load(sys.stdin), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)))`, doc));
+    for (const bad of [NaN, Infinity, -Infinity]) expect(() => asciiCanonical({ x: bad })).toThrow(/non-finite/);
+  });
+
+  it("escapes as Python does", () => {
     const weird = { k: "tab\t nul\u0000 del\u007f é 😀 \"q\" \\ /" };
     expect(asciiCanonical(weird)).toBe(python(`import json,sys; print(json.dumps(json.dumps(json.load(sys.stdin), sort_keys=True, separators=(",", ":"), ensure_ascii=True)))`, weird));
   });
@@ -149,7 +329,6 @@ describe("support plane", () => {
     const samples = ["Straße", "ẞIG", "ΣΊΣΥΦΟΣ ς", "ﬁne ﬂow", "İstanbul", "ǅ", "Ꭰꭰ", "MÜNCHEN"];
     expect(samples.map(casefold)).toEqual(python(`import json,sys; print(json.dumps([s.casefold() for s in json.load(sys.stdin)]))`, samples));
     expect(casefold("Straße")).toBe("strasse");
-    expect("Straße".toLowerCase()).toBe("straße");
   });
 
   it("tokenises as Python's \\w on the folded text, keeping tokens of two or more code points", () => {
@@ -162,32 +341,58 @@ describe("support plane", () => {
     expect(lexicalSupport("the  RED\nstair.", "Visitors climb the red stair.")).toMatchObject({ supported: true, reason: "SUPPORT_LEXICAL_SUBSTRING" });
     expect(lexicalSupport("red stair, blue door", "the red stair")).toMatchObject({ supported: true, reason: "SUPPORT_LEXICAL_OVERLAP", overlap: 0.5 });
     expect(lexicalSupport("red stair blue door gate", "the red stair")).toMatchObject({ supported: false, reason: "SUPPORT_LEXICAL_NONE", overlap: 0.4 });
-    expect(lexicalSupport("the red stair", "red, stair the")).toMatchObject({ substring: false, supported: true });
-    for (const [claim, span] of [["", "text"], ["text", ""], ["a ! ?", "a ! ?"], ["   ", "   "]]) expect(lexicalSupport(claim, span)).toMatchObject({ supported: false, reason: "SUPPORT_EMPTY" });
+    for (const [claim, span] of [["", "text"], ["text", ""], ["a ! ?", "a ! ?"], ["   ", "   "], ["red stair", "a !"]]) expect(lexicalSupport(claim, span)).toMatchObject({ supported: false, reason: "SUPPORT_EMPTY" });
   });
 
-  it("the guard rejects contradictions and missing atoms that the lexical predicate lets through", () => {
-    const span = "The night train from Aldergrove reached the coast at 6:40 on a Tuesday in March 1923.";
-    const conflict = guardSupport("The night train from Aldergrove left the coast in March 1923.", span);
-    expect(conflict.lexical.supported).toBe(true);
-    expect(conflict).toMatchObject({ passed: false, reasons: ["GUARD_CONFLICT"], conflicts: [["reached", "left"]] });
-    const number = guardSupport("The night train from Aldergrove reached the coast in March 1924.", span);
-    expect(number).toMatchObject({ passed: false, reasons: ["GUARD_MISSING_ATOM"] });
-    expect(number.missing_atoms).toEqual(["number:1924", "temporal:1924"]);
-    const entity = guardSupport("The night train from Kingsbridge reached the coast in March 1923.", span);
-    expect(entity.missing_atoms).toEqual(["entity:kingsbridge"]);
-    const month = guardSupport("The night train from Aldergrove reached the coast in May 1923.", span);
-    expect(month.missing_atoms).toEqual(["temporal:may"]);
-    expect(guardSupport("The night train from Aldergrove reached the coast in March 1923.", span)).toMatchObject({ passed: true, reasons: ["GUARD_PASS"] });
+  it("a polarity conflict is one pair member in the claim and the other anywhere in the cited span", () => {
+    const span = "The greenhouse closed for repairs in 1987 and opened again two years later.";
+    const r = guardSupport("The greenhouse opened for repairs in 1987.", span);
+    expect(r.lexical.supported).toBe(true);
+    expect(r).toMatchObject({ passed: false, reasons: ["GUARD_CONFLICT"], conflicts: [["opened", "closed"]] });
   });
 
-  it("uses exactly the 23 contradiction pairs, and its configuration digest follows threshold and pairs", async () => {
+  it("polarity aliases stand for their pair member", () => {
+    expect(guardSupport("The greenhouse shut for repairs in 1987.", "The greenhouse opened for repairs in 1987.").conflicts).toEqual([["opened", "closed"]]);
+    expect(guardSupport("The train arrives at the coast.", "The train departs from the coast.").conflicts).toEqual([["arrived", "departed"]]);
+    expect(guardSupport("The brakes were dependable.", "The brakes were unreliable.").conflicts).toEqual([["reliable", "unreliable"]]);
+  });
+
+  it("temporal atoms: absolute dates, years, durations and relative expressions with their direction", () => {
+    expect(temporalAtoms("It opened on 12 March 1923, a Tuesday.")).toEqual(["date:1923-03", "date:1923-03-12", "month:march", "weekday:tuesday", "year:1923"]);
+    expect(temporalAtoms("On 1923-03-12 and March 14, 1923")).toEqual(expect.arrayContaining(["date:1923-03-12", "date:1923-03-14"]));
+    expect(temporalAtoms("She chaired it for eleven years.")).toEqual(["duration:P11Y"]);
+    expect(temporalAtoms("It opened again two years later; the roof fell 3 days ago; they arrived after four days.")).toEqual(["relative:+P2Y", "relative:+P4D", "relative:-P3D"]);
+    expect(temporalAtoms("in the 1990s")).toEqual(["decade:1990s"]);
+    const span = "The night train reached the coast on 12 March 1923 and turned back two days later.";
+    expect(guardSupport("The night train reached the coast on 13 March 1923.", span).missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
+    expect(guardSupport("The night train turned back two days earlier.", span).missing_atoms).toEqual(["temporal:relative:-P2D"]);
+    expect(guardSupport("The night train reached the coast in March 1923.", span)).toMatchObject({ passed: true });
+    expect(guardSupport("The night train reached the coast in May 1923.", span).missing_atoms).toEqual(["temporal:date:1923-05", "temporal:month:may"]);
+  });
+
+  it("entities count at the start of a sentence too, function words aside", () => {
+    const span = "Aldergrove trains reached the coast in March 1923.";
+    const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);
+    expect(r.missing_atoms).toEqual(["entity:kingsbridge"]);
+    expect(guardSupport("The trains reached the coast in March 1923.", span).missing_atoms).toEqual([]);
+  });
+
+  it("uses the 23 pairs, and its configuration digest follows threshold, pairs, aliases, extractors, normaliser and tokenisation", async () => {
     expect(DEFAULT_PAIRS).toHaveLength(23);
     expect(new Set(DEFAULT_PAIRS.map((p) => p.join("/"))).size).toBe(23);
     const base = await supportConfigDigest(DEFAULT_SUPPORT_CONFIG);
     expect(await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG })).toBe(base);
-    expect(await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG, threshold: 0.6 })).not.toBe(base);
-    expect(await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG, pairs: DEFAULT_PAIRS.slice(1) })).not.toBe(base);
+    const changed = [
+      await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG, threshold: 0.6 }),
+      await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG, pairs: DEFAULT_PAIRS.slice(1) }),
+      await supportConfigDigest({ ...DEFAULT_SUPPORT_CONFIG, aliases: { ...DEFAULT_SUPPORT_CONFIG.aliases, opened: ["open"] } }),
+      await supportConfigDigest(DEFAULT_SUPPORT_CONFIG, { ...GUARD_MANIFEST, tokenisation: { ...GUARD_MANIFEST.tokenisation, version: 2 as 1 } }),
+      await supportConfigDigest(DEFAULT_SUPPORT_CONFIG, { ...GUARD_MANIFEST, normaliser: { ...GUARD_MANIFEST.normaliser, version: 2 as 1 } }),
+      await supportConfigDigest(DEFAULT_SUPPORT_CONFIG, { ...GUARD_MANIFEST, extractors: { ...GUARD_MANIFEST.extractors, temporal: { ...GUARD_MANIFEST.extractors.temporal, forward: ["later"] } } }),
+      await supportConfigDigest(DEFAULT_SUPPORT_CONFIG, { ...GUARD_MANIFEST, extractors: { ...GUARD_MANIFEST.extractors, entity: { ...GUARD_MANIFEST.extractors.entity, sentence_start_stopwords: [] } } }),
+      await supportConfigDigest(DEFAULT_SUPPORT_CONFIG, { ...GUARD_MANIFEST, extractors: { ...GUARD_MANIFEST.extractors, numeric: { ...GUARD_MANIFEST.extractors.numeric, pattern: "\\d+" } } }),
+    ];
+    expect(new Set([base, ...changed]).size).toBe(changed.length + 1);
   });
 
   it("a multi-span claim is supported when any one span supports it, and the support plane never changes validity", async () => {
@@ -195,71 +400,171 @@ describe("support plane", () => {
     expect(r.lexical.supported).toBe(true);
     expect(r.guard).toMatchObject({ passed: true });
     expect(r.guard.spans[0].passed).toBe(false);
-    const unsupported = { ...sample, claim: "Completely unrelated words here." };
-    const v = await verifyEcReceipt(unsupported, corpus, sampleEvents);
-    expect(v.reasons.at(-1)).toBe("SUPPORT_LEXICAL_NONE");
-    expect(v.reasons).not.toContain("SUPPORT_LEXICAL_NONE_AS_INTEGRITY");
+    const v = await verifyEcReceipt(await reissue({ claim: "Completely unrelated words here." }, corpus, sampleEvents.map((e) => (e.output === sample.claim ? { ...e, output: "Completely unrelated words here." } : e))), corpus, sampleEvents.map((e) => (e.output === sample.claim ? { ...e, output: "Completely unrelated words here." } : e)));
+    expect(v.reasons).toEqual(["OK", "SUPPORT_LEXICAL_NONE"]);
   });
 });
 
-describe("coverage", () => {
-  const ref = (span_id: string) => ({ doc_id: "d", span_id, start: 0, end: 1, text_sha256: "0".repeat(64), quote: "x" });
-  it("de-duplicates references by identity and never counts an empty requirement as covered", () => {
+describe("coverage is required-claim lexical coverage", () => {
+  const ref = (span_id: string): EvidenceRef => ({ doc_id: "d", span_id, start: 0, end: 1, text_sha256: "0".repeat(64), quote: "x", doc_version: `sha256:${"0".repeat(64)}`, access: "granted" });
+  it("counts a claim once, only when a valid receipt also supports it, and never an empty requirement as covered", () => {
     const c = requiredClaimCoverage([
-      { run_id: "a", required_claims: ["c1", "c2", "c2"], receipts: [{ claim_id: "c1", valid: true, evidence: [ref("s1"), ref("s1")] }, { claim_id: "c1", valid: true, evidence: [ref("s1")] }] },
-      { run_id: "b", required_claims: [], receipts: [{ claim_id: "c1", valid: true, evidence: [ref("s2")] }] },
-      { run_id: "c", required_claims: ["c9"], receipts: [{ claim_id: "c9", valid: false, evidence: [ref("s3")] }] },
+      { run_id: "a", termination: "answered", required_claims: ["c1", "c2", "c2", "c3"], receipts: [{ claim_id: "c1", valid: true, supported: true, evidence: [ref("s1"), ref("s1")] }, { claim_id: "c1", valid: true, supported: true, evidence: [ref("s1")] }, { claim_id: "c3", valid: true, supported: false, evidence: [ref("s3")] }] },
+      { run_id: "b", termination: "answered", required_claims: [], receipts: [{ claim_id: "c1", valid: true, supported: true, evidence: [ref("s2")] }] },
+      { run_id: "c", termination: "answered", required_claims: ["c9"], receipts: [{ claim_id: "c9", valid: false, supported: null, evidence: [ref("s3")] }] },
     ]);
-    expect(c).toMatchObject({ covered: 1, required: 3, coverage: 1 / 3, empty_required_sets: 1, runs_counted: 2, unique_references: 1 });
-    expect(c.uncovered).toEqual([{ run_id: "a", claim_id: "c2" }, { run_id: "c", claim_id: "c9" }]);
-    expect(requiredClaimCoverage([{ run_id: "x", required_claims: [], receipts: [] }]).coverage).toBeNull();
+    expect(c).toMatchObject({ covered: 1, required: 4, coverage: 0.25, empty_required_sets: 1, runs_counted: 2, unique_references: 1 });
+    expect(c.uncovered).toEqual([{ run_id: "a", claim_id: "c2", reason: "no_receipt" }, { run_id: "a", claim_id: "c3", reason: "not_supported" }, { run_id: "c", claim_id: "c9", reason: "integrity_invalid" }]);
+    expect(requiredClaimCoverage([{ run_id: "x", termination: "answered", required_claims: [], receipts: [] }]).coverage).toBeNull();
+  });
+
+  it("a run that exhausted its budget records why and counts its missing claims as uncovered", () => {
+    const c = requiredClaimCoverage([{ run_id: "z", termination: "budget_exhausted", required_claims: ["c1", "c2"], receipts: [{ claim_id: "c1", valid: true, supported: true, evidence: [ref("s1")] }] }]);
+    expect(c).toMatchObject({ covered: 1, required: 2, terminations: [{ run_id: "z", termination: "budget_exhausted" }], uncovered: [{ run_id: "z", claim_id: "c2", reason: "budget_exhausted" }] });
   });
 });
 
 describe("bundle replay", () => {
-  it("reproduces the committed fixture exactly, with a deterministic report", async () => {
-    const bundle = JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/bundle.json"), "utf8"));
-    const a = await replayBundle(bundle);
-    expect(a).toMatchObject({ decision: "match", receipt_count: 16, manifest_problems: [] });
-    expect(a.coverage).toMatchObject({ coverage: 1, covered: 16 });
-    expect(renderReport(a)).toBe(renderReport(await replayBundle(JSON.parse(JSON.stringify(bundle)))));
-    expect(a.receipts.every((r) => r.expected.joint_digest === r.actual.joint_digest)).toBe(true);
+  const fixture = () => JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/bundle.json"), "utf8")) as Bundle;
+  const pinned = () => JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/fixture-manifest.json"), "utf8"));
+  const edit = async (mutate: (b: Bundle) => void) => {
+    const b = fixture();
+    mutate(b);
+    return replayBundle(await resealBundle(b));
+  };
+
+  it("reproduces the committed fixture under its pinned outer digest, with a deterministic report", async () => {
+    const bundle = fixture();
+    const pin = pinned();
+    const a = await replayBundle(bundle, { expectedBundleDigest: pin.bundle_digest });
+    expect(a).toMatchObject({ decision: "match", receipt_count: pin.receipt_count, verifier_calls: pin.verifier_calls, manifest_problems: [] });
+    expect(a.input_digests.bundle).toBe(pin.bundle_digest);
+    expect(a.coverage).toMatchObject({ covered: 17, required: 18, uncovered: [{ run_id: "run-006", claim_id: "c1", reason: "budget_exhausted" }] });
+    expect(renderReport(a)).toBe(renderReport(await replayBundle(clone(bundle), { expectedBundleDigest: pin.bundle_digest })));
+  });
+
+  it("every execution row carries the paper's fields, and so does every replayed row", async () => {
+    const bundle = fixture();
+    expect(Object.keys(bundle.rows["run-001"] as object).sort()).toEqual(["budget_ledger", "events", "policy", "receipts", "record_id", "required_claims", "rerun", "run_id", "seed"]);
+    expect(Object.keys((bundle.rows["run-001"] as ExecutionRow).receipts[0]).sort()).toEqual(["receipt", "support_result", "verifier_result"]);
+    const row = (await replayBundle(bundle)).rows[0];
+    expect(Object.keys(row).sort()).toEqual(["budget_ledger", "bundle_digest", "events", "policy", "receipts", "record_id", "replay_result", "rerun_digest", "rerun_result", "run_id", "seed"]);
+    expect(row).toMatchObject({ run_id: "run-001", record_id: "rec-harbour", seed: 13, replay_result: { decision: "match", mismatch_reasons: [] }, budget_ledger: { termination: "answered" } });
+  });
+
+  it("the outer digest is compared with the bundle's and with a pinned value", async () => {
+    const b = fixture();
+    b.bundle_digest = `sha256:${"1".repeat(64)}`;
+    expect((await replayBundle(b)).manifest_problems.map((p) => p.code)).toEqual(["BUNDLE_DIGEST_MISMATCH"]);
+    const other = await replayBundle(fixture(), { expectedBundleDigest: `sha256:${"2".repeat(64)}` });
+    expect(other).toMatchObject({ decision: "manifest_invalid", manifest_problems: [{ code: "BUNDLE_DIGEST_NOT_EXPECTED" }] });
   });
 
   it("validates the manifest before trusting any row", async () => {
-    const bundle = await scenarioBundle(runs);
-    (bundle.rows["run-002/c2"] as EcReceipt).claim = "The train departed after dawn.";
-    const report = await replayBundle(bundle);
-    expect(report).toMatchObject({ decision: "manifest_invalid", receipt_count: 0 });
-    expect(report.manifest_problems[0]).toMatch(/run-002\/c2/);
-    const extra = await scenarioBundle(runs);
+    const b = fixture();
+    ((b.rows["run-002"] as ExecutionRow).receipts[1].receipt as EcReceipt).claim = "The train departed after dawn.";
+    const report = await replayBundle(b);
+    expect(report).toMatchObject({ decision: "manifest_invalid", receipt_count: 0, manifest_problems: [{ code: "ROW_DIGEST_MISMATCH" }] });
+    expect(report.manifest_problems[0].detail).toMatch(/run-002/);
+    const extra = fixture();
     extra.rows.smuggled = { hello: 1 };
-    expect((await replayBundle(extra)).manifest_problems).toContain("row smuggled is present but not in the manifest");
+    expect((await replayBundle(extra)).manifest_problems).toContainEqual({ code: "ROW_UNLISTED", detail: "row smuggled is present but not in the manifest" });
   });
 
-  it("reports a stored integrity result that differs from the recomputed one as a mismatch, even when the recomputed one is valid", async () => {
-    const tampered = runs.map((r) => ({ run_id: r.run_id, events: r.events, receipts: r.receipts.map(({ id, receipt }) => ({ id, receipt: id === "run-001/c1" ? { ...receipt, integrity: { valid: false, reasons: ["QUOTE_MISMATCH"] } } : receipt })) }));
-    const report = await replayBundle(await buildBundle(corpus, tampered));
+  it("a malformed manifest or row is named with a code: runs: 5, required_claims: \"c1c2\", a fractional seed", async () => {
+    const runs5 = fixture() as unknown as Record<string, any>;
+    runs5.manifest.runs = 5;
+    const a = await replayBundle(runs5);
+    expect(a.decision).toBe("manifest_invalid");
+    expect(a.manifest_problems).toContainEqual({ code: "MANIFEST_MALFORMED", detail: 'manifest has unknown field "runs" (requirements belong to each execution row)' });
+    const b = await edit((x) => ((x.rows["run-001"] as Record<string, unknown>).required_claims = "c1c2"));
+    expect(b.manifest_problems).toEqual([{ code: "ROW_MALFORMED", detail: "row run-001: required_claims must be an array of claim ids (got a string)" }]);
+    expect(JSON.stringify(b)).not.toMatch(/"c","1"/);
+    const c = await edit((x) => ((x.rows["run-001"] as Record<string, unknown>).seed = 13.5));
+    expect(c.manifest_problems).toEqual([{ code: "ROW_MALFORMED", detail: "row run-001: seed must be a non-negative integer" }]);
+    for (const broken of [null, [], { manifest: null }, { bundle_version: "ec-bundle/2", manifest: { rows: "x" }, rows: {} }]) {
+      const r = await replayBundle(broken);
+      expect(r.decision).toBe("manifest_invalid");
+      expect(r.manifest_problems.every((p) => typeof p.code === "string" && typeof p.detail === "string")).toBe(true);
+    }
+  });
+
+  it("a stored integrity result that differs from the recomputed one is a mismatch, even when the recomputed one is valid: verifier drift", async () => {
+    const report = await edit((b) => {
+      const rec = (b.rows["run-001"] as ExecutionRow).receipts[0];
+      rec.verifier_result = { valid: false, reasons: ["QUOTE_MISMATCH"] };
+    });
     expect(report.decision).toBe("mismatch");
-    const row = report.receipts.find((r) => r.id === "run-001/c1")!;
-    expect(row).toMatchObject({ replay_mismatch: true, actual: { integrity: { valid: true, reasons: ["OK"] } } });
-    expect(report.receipts.filter((r) => r.replay_mismatch)).toHaveLength(1);
+    const row = report.rows.find((r) => r.run_id === "run-001")!;
+    expect(row.receipts[0]).toMatchObject({ replay_mismatch: true, mismatch_reasons: ["VERIFIER_DRIFT"], actual: { integrity: { valid: true, reasons: ["OK"] } } });
+    expect(row.replay_result).toEqual({ decision: "mismatch", mismatch_reasons: ["VERIFIER_DRIFT"] });
+    expect(report.rows.filter((r) => r.replay_result.decision === "mismatch")).toHaveLength(1);
   });
 
-  it("npm run replay exits 0 on the fixture and 1 on a mismatch", async () => {
+  it("each mismatch names its reason: quote, hash, source, schema, trace digest, policy divergence, environment drift", async () => {
+    const receiptOf = (b: Bundle, run = "run-003", i = 2) => (b.rows[run] as ExecutionRow).receipts[i].receipt as EcReceipt;
+    const reasons = async (mutate: (b: Bundle) => void) => (await edit(mutate)).rows.find((r) => r.replay_result.decision === "mismatch")?.replay_result.mismatch_reasons;
+    expect(await reasons((b) => (receiptOf(b).evidence[0].quote = "forged"))).toEqual(["QUOTE"]);
+    expect(await reasons((b) => (receiptOf(b).evidence[0].text_sha256 = "0".repeat(64)))).toEqual(["HASH"]);
+    expect(await reasons((b) => (receiptOf(b).evidence[0].span_id = "s9"))).toEqual(["SOURCE"]);
+    expect(await reasons((b) => ((receiptOf(b) as unknown as Record<string, unknown>).note = "x"))).toEqual(["SCHEMA"]);
+    expect(await reasons((b) => ((b.rows["run-003"] as ExecutionRow).events[0].output = "edited"))).toEqual(["TRACE_DIGEST"]);
+    expect(await reasons((b) => ((b.rows["run-003"] as ExecutionRow).policy = "policy/other/v1"))).toEqual(["POLICY_DIVERGENCE"]);
+    expect(await reasons((b) => ((b.rows["run-003"] as ExecutionRow).receipts[0].support_result.config_digest = `sha256:${"3".repeat(64)}`))).toEqual(["ENVIRONMENT_DRIFT"]);
+  });
+
+  it("an execution rerun is compared by trace digest: a tool that answers differently, a policy that acts differently, a rerun that timed out", async () => {
+    const rerun = async (change: ((events: TraceEvent[]) => void) | "timeout") => {
+      const report = await edit((b) => {
+        const row = b.rows["run-002"] as ExecutionRow;
+        const events = clone(row.events);
+        if (change === "timeout") return void (row.rerun = { digest: null, events: null, timed_out: true });
+        change(events);
+        row.rerun = { digest: null, events, timed_out: false };
+      });
+      return report;
+    };
+    // A rerun's digest must be its own trace's digest: fill it in after the edit.
+    const withDigest = async (change: (events: TraceEvent[]) => void) => {
+      const b = fixture();
+      const row = b.rows["run-002"] as ExecutionRow;
+      const events = clone(row.events);
+      change(events);
+      row.rerun = { digest: await traceDigest(events), events, timed_out: false };
+      return (await replayBundle(await resealBundle(b))).rows.find((r) => r.run_id === "run-002")!;
+    };
+    expect((await withDigest(() => {})).rerun_result).toEqual({ compared: true, match: true, first_divergence: null, reason: null });
+    const tool = await withDigest((e) => (e[0].output = "retrieved rail-log (cached)"));
+    expect(tool.rerun_result).toEqual({ compared: true, match: false, first_divergence: { index: 0, field: "output" }, reason: "TOOL_NONDETERMINISM" });
+    expect(tool.replay_result).toEqual({ decision: "mismatch", mismatch_reasons: ["TOOL_NONDETERMINISM"] });
+    const policy = await withDigest((e) => (e[1].output = "The night train reached the coast."));
+    expect(policy.rerun_result).toMatchObject({ first_divergence: { index: 1, field: "output" }, reason: "POLICY_DIVERGENCE" });
+    expect((await rerun("timeout")).rows.find((r) => r.run_id === "run-002")!.replay_result.mismatch_reasons).toEqual(["TIMEOUT"]);
+    expect((await rerun(() => {})).rows.find((r) => r.run_id === "run-002")!.rerun_result.reason).toBe("SCHEMA");
+  });
+
+  it("npm run replay exits 0 on the pinned fixture, 1 on a mismatch or another pin, 2 on bad usage", async () => {
     const tsx = resolve(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs");
-    const ok = spawnSync(process.execPath, [tsx, "cli/replay.ts", "vectors/ec-agent/bundle.json"], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    const replay = (...args: string[]) => spawnSync(process.execPath, [tsx, "cli/replay.ts", ...args], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    const ok = replay("vectors/ec-agent/bundle.json", "--expect", pinned().bundle_digest);
     expect(ok.status).toBe(0);
     expect(JSON.parse(ok.stdout).decision).toBe("match");
-    const { writeFileSync, mkdtempSync } = await import("node:fs");
-    const { tmpdir } = await import("node:os");
+    expect(replay("vectors/ec-agent/bundle.json", "--expect", `sha256:${"2".repeat(64)}`).stderr).toMatch(/BUNDLE_DIGEST_NOT_EXPECTED/);
     const file = resolve(mkdtempSync(resolve(tmpdir(), "cs-replay-")), "bundle.json");
     const bundle = await scenarioBundle(runs);
-    (bundle.rows["run-001/c1"] as EcReceipt).claim += "!";
+    ((bundle.rows["run-001"] as ExecutionRow).receipts[0].receipt as EcReceipt).claim += "!";
     writeFileSync(file, JSON.stringify(bundle));
-    const bad = spawnSync(process.execPath, [tsx, "cli/replay.ts", file], { cwd: PROJECT_ROOT, encoding: "utf8" });
+    const bad = replay(file);
     expect(bad.status).toBe(1);
-    expect(bad.stderr).toMatch(/manifest invalid/);
+    expect(bad.stderr).toMatch(/manifest invalid.*ROW_DIGEST_MISMATCH/);
+    expect(replay("vectors/ec-agent/bundle.json", "--expect", "nope").status).toBe(2);
+  });
+
+  it("buildBundle records the online verifier and support results, and replay holds a receipt to its row", async () => {
+    const ledger = { max_calls: 9, calls: 9, max_declared_tokens: 9, declared_tokens: 9, verifier_calls: 1, termination: "answered" as const };
+    const b = await buildBundle(corpus, [{ run_id: "x", record_id: "r", policy: sample.policy_id, seed: 1, required_claims: ["c3"], events: sampleEvents, receipts: [sample], budget_ledger: ledger }]);
+    expect((b.rows.x as ExecutionRow).receipts[0]).toMatchObject({ verifier_result: { valid: true, reasons: ["OK"] }, support_result: { evaluated: true, supported: true, config_digest: b.manifest.support_config_digest } });
+    expect((await replayBundle(b)).rows[0].replay_result.mismatch_reasons).toEqual(["SCHEMA"]); // the receipt belongs to run-003, not x
   });
 });
 
@@ -268,13 +573,27 @@ describe("fixtures and the mutation audit", () => {
     for (const { path, text } of await ecFixtures()) expect(text, path).toBe(readFileSync(path, "utf8"));
   });
 
-  it("rejects all 144 structural mutations by their targeted checks, every binding mutation, and no clean receipt", async () => {
+  it("runs as the paper describes and the committed report is exactly a fresh run", async () => {
     const report = await runAudit(runs);
-    expect(report.structural).toEqual({ trials: 144, rejected: 144, rejected_by_target: 144 });
-    expect(report.lexical_adversarial).toEqual({ trials: 16, lexical_accepted: 16, guard_rejected: 16, clean_claims_guard_passed: 16 });
-    expect(report.binding.mutations).toBeGreaterThanOrEqual(1280);
-    expect(report.binding).toMatchObject({ detected: report.binding.mutations, clean: 16, false_rejections: 0 });
-    expect(report.classes).toHaveLength(18);
     expect(JSON.stringify(report, null, 2) + "\n").toBe(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/audit-report.json"), "utf8"));
-  });
+    const byClass = Object.fromEntries(report.classes.map((c) => [c.class, c]));
+    // Text changed inside the cited span, and offsets driven to every offset code.
+    expect(byClass["text inside the cited span"]).toMatchObject({ rejected_by_target: 17, target: "SPAN_HASH_MISMATCH" });
+    for (const [cls, code] of [["offset off by one", "SPAN_HASH_MISMATCH"], ["offset not an integer", "OFFSET_NOT_INTEGER"], ["offset negative", "OFFSET_NEGATIVE"], ["offsets reversed", "OFFSET_REVERSED"], ["offset out of range", "OFFSET_OUT_OF_RANGE"]]) {
+      expect(byClass[cls], cls).toMatchObject({ trials: 17, rejected_by_target: 17, target: code });
+    }
+    expect(report.structural).toMatchObject({ trials: 272, rejected: 272, rejected_by_target: 272 });
+    // Lexical-adversarial receipts pass integrity and the lexical predicate, then fail the guard.
+    expect(report.lexical_adversarial).toMatchObject({ trials: 17, verifier_accepted: 17, guard_rejected: 17, clean_claims_guard_passed: 15 });
+    expect(report.lexical_adversarial.clean_claims_guard_rejected.map((o) => o.id)).toEqual(["run-002/c4", "run-003/c2"]);
+    // False rejections with the resolution 17 clean receipts allow.
+    expect(report.binding).toMatchObject({ detected: report.binding.mutations, clean: 17, false_rejections: 0, false_rejection_rate: 0, false_rejection_resolution: 0.0588 });
+    // Remove-one-property ablation: the joint digest alone stops a policy reassignment, the event schema alone an oracle field.
+    const through = (p: string) => report.ablation.find((a) => a.disabled === p)!.classes_getting_through.map((c) => c.class);
+    expect(through("joint_digest")).toContain("cross-policy reassignment");
+    expect(through("event_schema")).toEqual(["oracle-field injection"]);
+    expect(through("access")).toEqual(["access state"]);
+    expect(report.ablation.every((a) => a.clean_rejected === 0)).toBe(true);
+    expect(report.paper.binding).toEqual({ mutations: 1280, detected: 1275, detection_rate: 0.9961, false_rejection_rate: 0.0031 });
+  }, 120_000);
 });

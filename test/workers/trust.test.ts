@@ -157,10 +157,11 @@ describe("bad input is a 400, never an outage", () => {
   });
 
   it("a bundle whose manifest.runs is not a list is a manifest problem, not a 5xx", async () => {
-    const bundle = { bundle_version: "ec-bundle/1", manifest: { schema_version: "ec-agent/1", rows: [], runs: 5 }, rows: {} };
+    const bundle = { bundle_version: "ec-bundle/2", manifest: { schema_version: "ec-agent/2", rows: [], runs: 5 }, rows: {} };
     const res = await h().call("/v1/bundles/replay", json("POST", { bundle }));
     expect(res.status).toBe(200);
     expect(res.body.decision).toBe("manifest_invalid");
+    expect(res.body.manifest_problems).toContainEqual({ code: "MANIFEST_MALFORMED", detail: expect.stringContaining("\"runs\"") });
   });
 
   it("no body of the wrong shape makes any route answer 5xx", async () => {

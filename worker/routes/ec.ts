@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
 import { ApiError, readStrictJson, requireObject } from "../http.js";
+import { SHA256_REF } from "../protocol/encoding.js";
 import { replayBundle } from "../protocol/ec/bundle.js";
 import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
 import { verifyEcReceipt } from "../protocol/ec/receipt.js";
@@ -21,16 +22,22 @@ function exactly(body: Record<string, unknown>, required: string[], optional: st
 ecRoutes.post("/ec/receipts/verify", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_EC_BODY), "body");
   exactly(body, ["receipt", "corpus", "events"]);
-  const problem = corpusProblem(body.corpus);
+  const problem = await corpusProblem(body.corpus);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
   return c.json(await verifyEcReceipt(body.receipt, body.corpus as Corpus, body.events));
 });
 
-/** Bundle replay: always 200 with the report; its `decision` says match, mismatch or manifest_invalid. */
+/**
+ * Bundle replay: always 200 with the report; its `decision` says match, mismatch or
+ * manifest_invalid, and every manifest problem carries its code. `expected_bundle_digest` pins
+ * the outer digest the caller trusts.
+ */
 ecRoutes.post("/bundles/replay", async (c) => {
   const body = requireObject(await readStrictJson(c, MAX_EC_BODY), "body");
-  exactly(body, ["bundle"]);
-  return c.json(await replayBundle(body.bundle));
+  exactly(body, ["bundle"], ["expected_bundle_digest"]);
+  const expected = body.expected_bundle_digest;
+  if (expected !== undefined && (typeof expected !== "string" || !SHA256_REF.test(expected))) throw new ApiError(400, "MALFORMED_REQUEST", 'expected_bundle_digest must be "sha256:" + 64 lowercase hex');
+  return c.json(await replayBundle(body.bundle, { expectedBundleDigest: expected ?? null }));
 });
 
 function supportConfig(value: unknown): SupportConfig {
@@ -43,7 +50,7 @@ function supportConfig(value: unknown): SupportConfig {
   if (!Array.isArray(pairs) || pairs.length > MAX_PAIRS || !pairs.every((p) => Array.isArray(p) && p.length === 2 && p.every((w) => typeof w === "string" && w !== ""))) {
     throw new ApiError(400, "MALFORMED_REQUEST", `config.pairs must be at most ${MAX_PAIRS} pairs of non-empty words`);
   }
-  return { threshold, pairs: pairs as [string, string][] };
+  return { ...DEFAULT_SUPPORT_CONFIG, threshold, pairs: pairs as [string, string][] };
 }
 
 /** Both support predicates, with every intermediate field and the configuration digest. */

@@ -1,9 +1,12 @@
 /**
- * The EC-Agent canonical form: JSON with sorted keys, compact separators and ASCII escaping
- * (everything outside 0x20–0x7e as `\uXXXX`, lowercase hex, surrogate pairs for astral
- * characters; `"`, `\\` and the five short control escapes as Python writes them), byte for byte what Python's
- * `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True)` writes. Only
- * objects, arrays, strings, integers, booleans and null: a non-integer number is refused.
+ * The EC-Agent canonical form, byte for byte what Python writes with
+ * `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)`:
+ * keys sorted by code point (Python compares str by code point, not by UTF-16 unit), compact
+ * separators, everything outside 0x20–0x7e escaped as `\uXXXX` in lowercase hex with surrogate
+ * pairs for astral characters, `"`, `\\` and the five short control escapes as Python writes
+ * them. Safe integers are written as integers, other finite numbers as Python's `repr(float)`; only
+ * non-finite numbers have no canonical form. Which field may hold which type is the schema's
+ * business (events, receipts, bundle rows), not the serialiser's.
  */
 import { sha256, SHA256_PREFIX } from "../digest.js";
 import { toHex, utf8 } from "../encoding.js";
@@ -22,6 +25,35 @@ function asciiString(s: string): string {
   return out + '"';
 }
 
+/** Orders two strings by code point, as Python's `<` on str does. */
+export function compareCodePoints(a: string, b: string): number {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  for (;;) {
+    const x = ia.next();
+    const y = ib.next();
+    if (x.done || y.done) return x.done ? (y.done ? 0 : -1) : 1;
+    const d = x.value.codePointAt(0)! - y.value.codePointAt(0)!;
+    if (d !== 0) return d;
+  }
+}
+
+/**
+ * Python's `repr(float)`: the shortest digits that round-trip (as JavaScript also picks), written
+ * positionally when the decimal exponent is in [-4, 16), else as `d.ddde±XX`.
+ */
+export function pythonFloat(x: number): string {
+  if (!Number.isFinite(x)) throw new TypeError("non-finite numbers have no EC canonical form");
+  const [mantissa, exp] = Math.abs(x).toExponential().split("e");
+  const e = Number(exp);
+  const digits = mantissa.replace(".", "");
+  const sign = x < 0 || Object.is(x, -0) ? "-" : "";
+  if (e < -4 || e >= 16) return `${sign}${mantissa}e${e < 0 ? "-" : "+"}${String(Math.abs(e)).padStart(2, "0")}`;
+  if (e < 0) return `${sign}0.${"0".repeat(-e - 1)}${digits}`;
+  const whole = digits.slice(0, e + 1).padEnd(e + 1, "0");
+  return `${sign}${whole}.${digits.slice(e + 1) || "0"}`;
+}
+
 export function asciiCanonical(value: unknown): string {
   if (value === null) return "null";
   switch (typeof value) {
@@ -30,12 +62,13 @@ export function asciiCanonical(value: unknown): string {
     case "boolean":
       return value ? "true" : "false";
     case "number":
-      if (!Number.isSafeInteger(value)) throw new TypeError("only safe integers are allowed in the EC canonical form");
-      return String(value);
+      if (!Number.isFinite(value)) throw new TypeError("non-finite numbers have no EC canonical form");
+      // Beyond ±(2^53 − 1) a number is no exact integer: Python would have read it as a float.
+      return Number.isSafeInteger(value) ? String(value) : pythonFloat(value);
     case "object": {
       if (Array.isArray(value)) return "[" + value.map(asciiCanonical).join(",") + "]";
       const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort();
+      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined).sort(compareCodePoints);
       return "{" + keys.map((k) => asciiString(k) + ":" + asciiCanonical(obj[k])).join(",") + "}";
     }
     default:
@@ -43,11 +76,18 @@ export function asciiCanonical(value: unknown): string {
   }
 }
 
-/** Domain separators: fixed, versioned ASCII prefixes, each ending in one line feed (0x0a). */
+/**
+ * Our domain separators: fixed, versioned ASCII prefixes, each ending in one line feed (0x0a).
+ * The paper's own trace separator is published only in its supplementary material, so these
+ * are countersign's, and digests made with them are countersign's digests.
+ */
 export const DOMAINS = {
   trace: "countersign.ec-agent.trace.v1",
   joint: "countersign.ec-agent.joint.v1",
   corpus: "countersign.ec-agent.corpus.v1",
+  row: "countersign.ec-agent.row.v1",
+  bundle: "countersign.ec-agent.bundle.v1",
+  support: "countersign.ec-agent.support.v2",
 } as const;
 
 /** `sha256:` + hex(SHA-256(domain ‖ 0x0a ‖ canonical(value))). */

@@ -1,15 +1,24 @@
 /**
- * Required-claim coverage over runs: the share of required claims that a valid receipt with
- * evidence covers. A run with no required claims is left out of the denominator and counted
- * apart, so an empty requirement never reads as perfect coverage.
+ * Required-claim lexical coverage over runs: the share of required claims that some receipt
+ * covers, where covering means the receipt is integrity-valid *and* one of its (verified)
+ * spans supports the claim under the lexical predicate. Each required claim counts once. A run
+ * with no required claims is left out of the denominator and counted apart, so an empty
+ * requirement never reads as perfect coverage. A run that exhausted its budget gets no
+ * implicit receipt: its termination reason is recorded and its missing claims are uncovered.
  */
 import type { EvidenceRef } from "./evidence.js";
+
+export const TERMINATIONS = ["answered", "budget_exhausted", "timeout"] as const;
+export type Termination = (typeof TERMINATIONS)[number];
 
 export interface RunCoverageInput {
   run_id: string;
   required_claims: string[];
-  receipts: { claim_id: string; valid: boolean; evidence: EvidenceRef[] }[];
+  termination: Termination;
+  receipts: { claim_id: string; valid: boolean; supported: boolean | null; evidence: EvidenceRef[] }[];
 }
+
+export type UncoveredReason = "no_receipt" | "integrity_invalid" | "not_supported" | Exclude<Termination, "answered">;
 
 export interface Coverage {
   /** covered / required over runs with required claims; null when no run requires any. */
@@ -20,7 +29,9 @@ export interface Coverage {
   empty_required_sets: number;
   /** Distinct evidence references (by doc_id, span_id, offsets and hash) behind the covered claims. */
   unique_references: number;
-  uncovered: { run_id: string; claim_id: string }[];
+  /** Termination reason of every run that did not end with its answer. */
+  terminations: { run_id: string; termination: Termination }[];
+  uncovered: { run_id: string; claim_id: string; reason: UncoveredReason }[];
 }
 
 const refIdentity = (r: EvidenceRef) => [r.doc_id, r.span_id, r.start, r.end, r.text_sha256].join("\u0000");
@@ -30,7 +41,7 @@ export function requiredClaimCoverage(runs: RunCoverageInput[]): Coverage {
   let required = 0;
   let empty = 0;
   const refs = new Set<string>();
-  const uncovered: { run_id: string; claim_id: string }[] = [];
+  const uncovered: Coverage["uncovered"] = [];
   for (const run of runs) {
     const needed = [...new Set(run.required_claims)];
     if (needed.length === 0) {
@@ -39,14 +50,26 @@ export function requiredClaimCoverage(runs: RunCoverageInput[]): Coverage {
     }
     required += needed.length;
     for (const claimId of needed) {
-      const backing = run.receipts.filter((r) => r.claim_id === claimId && r.valid && r.evidence.length > 0);
+      const receipts = run.receipts.filter((r) => r.claim_id === claimId);
+      const backing = receipts.filter((r) => r.valid && r.supported === true && r.evidence.length > 0);
       if (backing.length === 0) {
-        uncovered.push({ run_id: run.run_id, claim_id: claimId });
+        const reason: UncoveredReason =
+          receipts.length === 0 ? (run.termination === "answered" ? "no_receipt" : run.termination) : receipts.some((r) => r.valid) ? "not_supported" : "integrity_invalid";
+        uncovered.push({ run_id: run.run_id, claim_id: claimId, reason });
         continue;
       }
       covered++;
       for (const r of backing) for (const ref of r.evidence) refs.add(refIdentity(ref));
     }
   }
-  return { coverage: required ? covered / required : null, covered, required, runs_counted: runs.length - empty, empty_required_sets: empty, unique_references: refs.size, uncovered };
+  return {
+    coverage: required ? covered / required : null,
+    covered,
+    required,
+    runs_counted: runs.length - empty,
+    empty_required_sets: empty,
+    unique_references: refs.size,
+    terminations: runs.filter((r) => r.termination !== "answered").map((r) => ({ run_id: r.run_id, termination: r.termination })),
+    uncovered,
+  };
 }

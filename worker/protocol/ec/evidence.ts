@@ -1,10 +1,11 @@
 /**
- * Evidence references: a span of an immutable source, by half-open code-point offsets, with
- * the exact quote and the SHA-256 of its UTF-8 bytes.
+ * Evidence references: a declared span of an immutable source, by half-open code-point
+ * offsets, with the SHA-256 of its UTF-8 bytes, the exact quote when one was emitted, and the
+ * document version and access decision the run observed.
  */
 import { sha256Hex } from "../digest.js";
-import { HEX64 } from "../encoding.js";
-import type { Corpus } from "./corpus.js";
+import { HEX64, SHA256_REF } from "../encoding.js";
+import { ACCESS_STATES, versionOf, type Access, type Corpus } from "./corpus.js";
 import { codePoints } from "./text.js";
 
 export interface EvidenceRef {
@@ -13,23 +14,31 @@ export interface EvidenceRef {
   start: number;
   end: number;
   text_sha256: string;
-  quote: string;
-  doc_version?: string;
+  /** The exact quoted text, when the policy emitted one; checked only when present. */
+  quote?: string;
+  /** The content hash of the document version the run observed. */
+  doc_version: string;
+  /** The access decision the run observed for the document. */
+  access: Access;
 }
 
 export type EvidenceReason =
   | "SCHEMA_INVALID"
-  | "SOURCE_UNKNOWN"
-  | "SOURCE_REVOKED"
-  | "SOURCE_UNAUTHORIZED"
-  | "SOURCE_VERSION_MISMATCH"
+  | "INVALID_REFERENCE"
   | "OFFSET_NOT_INTEGER"
   | "OFFSET_NEGATIVE"
   | "OFFSET_REVERSED"
-  | "OFFSET_EMPTY"
+  | "SOURCE_UNKNOWN"
   | "OFFSET_OUT_OF_RANGE"
+  | "SOURCE_VERSION_MISMATCH"
+  | "SOURCE_REVOKED"
+  | "SOURCE_UNAUTHORIZED"
+  | "ACCESS_STATE_MISMATCH"
   | "QUOTE_MISMATCH"
   | "SPAN_HASH_MISMATCH";
+
+/** The properties a reference is checked for; the audit's ablation disables one at a time. */
+export type EvidenceProperty = "reference" | "offsets" | "version" | "access" | "quote" | "hash";
 
 export interface EvidenceFinding {
   reason: EvidenceReason;
@@ -39,11 +48,12 @@ export interface EvidenceFinding {
 
 export interface EvidenceCheck {
   findings: EvidenceFinding[];
-  /** The text the offsets select, when they select any. */
-  selected: string | null;
+  /** The selected text, only once the quote (when emitted) and the hash have verified it. */
+  verified: string | null;
 }
 
-const REF_FIELDS = new Set(["doc_id", "span_id", "start", "end", "text_sha256", "quote", "doc_version"]);
+const REF_FIELDS = new Set(["doc_id", "span_id", "start", "end", "text_sha256", "quote", "doc_version", "access"]);
+const NONE: ReadonlySet<EvidenceProperty> = new Set();
 
 /** Splits each document into code points once per verification. */
 export function codePointIndex(corpus: Corpus): (docId: string) => string[] {
@@ -51,50 +61,90 @@ export function codePointIndex(corpus: Corpus): (docId: string) => string[] {
   return (docId) => cache.get(docId) ?? cache.set(docId, codePoints(corpus[docId].text)).get(docId)!;
 }
 
-/** Checks one reference against the corpus; `index` names it in the findings. */
-export async function checkEvidence(value: unknown, index: number, corpus: Corpus, cps: (docId: string) => string[]): Promise<EvidenceCheck> {
+/**
+ * Checks one reference against the corpus; `index` names it in the findings. Order: form;
+ * reference identity (document and span ids present); offsets as integers in order; the
+ * document; offsets in range; the span declared with these offsets; source state (version,
+ * access); quote; hash. A failure of form, identity or offsets stops the reference there.
+ */
+export async function checkEvidence(value: unknown, index: number, corpus: Corpus, cps: (docId: string) => string[], disabled: ReadonlySet<EvidenceProperty> = NONE): Promise<EvidenceCheck> {
   const findings: EvidenceFinding[] = [];
-  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (findings.push({ reason, evidence: index, detail }), { findings, selected: null });
+  const note = (reason: EvidenceReason, detail: string) => findings.push({ reason, evidence: index, detail });
+  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (note(reason, detail), { findings, verified: null });
+  const on = (p: EvidenceProperty) => !disabled.has(p);
   if (value === null || typeof value !== "object" || Array.isArray(value)) return fail("SCHEMA_INVALID", "an evidence reference must be an object");
   const ref = value as Record<string, unknown>;
   for (const key of Object.keys(ref)) if (!REF_FIELDS.has(key)) return fail("SCHEMA_INVALID", `unknown field ${JSON.stringify(key)}`);
-  if (typeof ref.doc_id !== "string" || ref.doc_id === "" || typeof ref.span_id !== "string" || ref.span_id === "") return fail("SCHEMA_INVALID", "doc_id and span_id must be non-empty strings");
-  if (typeof ref.quote !== "string" || typeof ref.text_sha256 !== "string" || !HEX64.test(ref.text_sha256)) return fail("SCHEMA_INVALID", "quote must be a string and text_sha256 64 lowercase hex");
-  if (ref.doc_version !== undefined && typeof ref.doc_version !== "string") return fail("SCHEMA_INVALID", "doc_version must be a string");
+  if (typeof ref.text_sha256 !== "string" || !HEX64.test(ref.text_sha256)) return fail("SCHEMA_INVALID", "text_sha256 must be 64 lowercase hex");
+  if (ref.quote !== undefined && typeof ref.quote !== "string") return fail("SCHEMA_INVALID", "quote, when emitted, must be a string");
+  if (typeof ref.doc_version !== "string" || !SHA256_REF.test(ref.doc_version)) return fail("SCHEMA_INVALID", 'doc_version must be the observed content hash, "sha256:" + 64 lowercase hex');
+  if (!ACCESS_STATES.includes(ref.access as Access)) return fail("SCHEMA_INVALID", `access must be the observed decision, one of ${ACCESS_STATES.join(", ")}`);
+  if (typeof ref.doc_id !== "string" || ref.doc_id === "") return fail("INVALID_REFERENCE", "the document identifier is missing");
+  if (typeof ref.span_id !== "string" || ref.span_id === "") return fail("INVALID_REFERENCE", "the span identifier is missing");
   const { start, end } = ref;
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) return fail("OFFSET_NOT_INTEGER", "start and end must be integers");
-  const [s, e] = [start as number, end as number];
-  if (s < 0 || e < 0) return fail("OFFSET_NEGATIVE", `offsets ${s}..${e} are negative`);
-  if (e < s) return fail("OFFSET_REVERSED", `end ${e} is before start ${s}`);
-  if (e === s) return fail("OFFSET_EMPTY", `the span ${s}..${e} is empty`);
-  const doc = corpus[ref.doc_id];
-  if (!Object.hasOwn(corpus, ref.doc_id) || !doc) return fail("SOURCE_UNKNOWN", `no document ${JSON.stringify(ref.doc_id)} in the corpus`);
-  if (doc.access === "revoked") findings.push({ reason: "SOURCE_REVOKED", evidence: index, detail: `document ${ref.doc_id} has been revoked` });
-  if (doc.access === "unauthorized") findings.push({ reason: "SOURCE_UNAUTHORIZED", evidence: index, detail: `document ${ref.doc_id} is not authorised for this verifier` });
-  if (ref.doc_version !== undefined && ref.doc_version !== doc.version) {
-    findings.push({ reason: "SOURCE_VERSION_MISMATCH", evidence: index, detail: `the receipt observed version ${ref.doc_version}, the corpus holds ${doc.version ?? "no version"}` });
+  if (on("offsets")) {
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end)) return fail("OFFSET_NOT_INTEGER", "start and end must be integers");
+    if ((start as number) < 0 || (end as number) < 0) return fail("OFFSET_NEGATIVE", `offsets ${start}..${end} are negative`);
+    if ((end as number) < (start as number)) return fail("OFFSET_REVERSED", `end ${end} is before start ${start}`);
   }
+  const [s, e] = [Number(start), Number(end)];
+  if (!Object.hasOwn(corpus, ref.doc_id)) return fail("SOURCE_UNKNOWN", `no document ${JSON.stringify(ref.doc_id)} in the corpus`);
+  const doc = corpus[ref.doc_id];
   const points = cps(ref.doc_id);
-  if (e > points.length) return fail("OFFSET_OUT_OF_RANGE", `end ${e} is beyond the document's ${points.length} code points`);
+  if (on("offsets") && e > points.length) return fail("OFFSET_OUT_OF_RANGE", `end ${e} is beyond the document's ${points.length} code points`);
+  if (on("reference")) {
+    const declared = doc.spans && Object.hasOwn(doc.spans, ref.span_id) ? doc.spans[ref.span_id] : undefined;
+    if (!declared) note("INVALID_REFERENCE", `span ${JSON.stringify(ref.span_id)} is not declared for document ${ref.doc_id}`);
+    else if (declared.start !== s || declared.end !== e) note("INVALID_REFERENCE", `span ${ref.span_id} is declared at ${declared.start}..${declared.end}, not ${s}..${e}`);
+  }
+  if (on("version")) {
+    const now = await versionOf(doc.text);
+    if (ref.doc_version !== now) note("SOURCE_VERSION_MISMATCH", `the run observed version ${ref.doc_version}; the corpus holds ${now}`);
+  }
+  if (on("access")) {
+    if (ref.access === "revoked") note("SOURCE_REVOKED", `the run cited document ${ref.doc_id} after its access was revoked`);
+    if (ref.access === "unauthorized") note("SOURCE_UNAUTHORIZED", `the run cited document ${ref.doc_id} without authorisation`);
+    const current = doc.access ?? "granted";
+    if (current !== ref.access) note("ACCESS_STATE_MISMATCH", `the run observed access ${ref.access}; the corpus now says ${current}`);
+  }
   const selected = points.slice(s, e).join("");
-  if (selected !== ref.quote) findings.push({ reason: "QUOTE_MISMATCH", evidence: index, detail: "the quote is not the text the offsets select" });
-  if ((await sha256Hex(selected)) !== ref.text_sha256) findings.push({ reason: "SPAN_HASH_MISMATCH", evidence: index, detail: "SHA-256 of the selected text is not text_sha256" });
-  return { findings, selected };
+  let textOk = true;
+  if (on("quote") && ref.quote !== undefined && selected !== ref.quote) {
+    textOk = false;
+    note("QUOTE_MISMATCH", "the quote is not the text the offsets select");
+  }
+  if (on("hash") && (await sha256Hex(selected)) !== ref.text_sha256) {
+    textOk = false;
+    note("SPAN_HASH_MISMATCH", "SHA-256 of the selected text is not text_sha256");
+  }
+  return { findings, verified: textOk ? selected : null };
 }
 
-/** Builds a reference to the first occurrence of `quote` in a document (issuing side). */
-export async function referenceTo(corpus: Corpus, docId: string, spanId: string, quote: string): Promise<EvidenceRef> {
+/**
+ * Builds a reference to a declared span (issuing side), recording the version and access state
+ * the corpus shows now; `quote: false` leaves the optional quote out.
+ */
+export async function referenceTo(corpus: Corpus, docId: string, spanId: string, options: { quote?: boolean } = {}): Promise<EvidenceRef> {
   const doc = corpus[docId];
-  const at = doc.text.indexOf(quote);
-  if (at < 0) throw new Error(`quote not found in ${docId}: ${quote}`);
-  const start = codePoints(doc.text.slice(0, at)).length;
+  const span = doc?.spans?.[spanId];
+  if (!span) throw new Error(`span ${spanId} is not declared for ${docId}`);
+  const text = codePoints(doc.text).slice(span.start, span.end).join("");
   return {
     doc_id: docId,
     span_id: spanId,
-    start,
-    end: start + codePoints(quote).length,
-    text_sha256: await sha256Hex(quote),
-    quote,
-    ...(doc.version !== undefined ? { doc_version: doc.version } : {}),
+    start: span.start,
+    end: span.end,
+    text_sha256: await sha256Hex(text),
+    ...(options.quote === false ? {} : { quote: text }),
+    doc_version: await versionOf(doc.text),
+    access: doc.access ?? "granted",
   };
+}
+
+/** Declares a span over the first occurrence of `quote` in `text` (fixtures, tests). */
+export function declareSpan(text: string, quote: string): { start: number; end: number } {
+  const at = text.indexOf(quote);
+  if (at < 0) throw new Error(`quote not found: ${quote}`);
+  const start = codePoints(text.slice(0, at)).length;
+  return { start, end: start + codePoints(quote).length };
 }

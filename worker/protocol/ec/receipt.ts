@@ -1,12 +1,13 @@
 /**
  * EC-Agent receipts: a claim bound to the exact spans it cites and to the exact ordered trace
- * that produced it. Integrity (this file) decides validity; the support plane only reports.
+ * that produced it. Integrity (this file) decides validity; the support plane only reports,
+ * and only on text the integrity checks have verified.
  */
 import { SHA256_REF } from "../encoding.js";
 import { asciiCanonical, DOMAINS, domainDigest } from "./canonical.js";
 import { corpusDigest, type Corpus } from "./corpus.js";
-import { checkEvidence, codePointIndex, type EvidenceRef, type EvidenceReason } from "./evidence.js";
-import { answerIndex, EC_SCHEMA_VERSION, executionDigest, traceProblems, type EventReason, type TraceEvent } from "./events.js";
+import { checkEvidence, codePointIndex, type EvidenceProperty, type EvidenceRef, type EvidenceReason } from "./evidence.js";
+import { answerIndex, EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventReason, type TraceEvent } from "./events.js";
 import { lexicalSupport, type LexicalReason, type LexicalResult } from "./support.js";
 
 export interface EcReceipt {
@@ -16,7 +17,10 @@ export interface EcReceipt {
   corpus_digest: string;
   claim_id: string;
   claim: string;
-  /** Index of the claim_emission event of this claim in the run's trace. */
+  /**
+   * Index of the committed event that emitted the claim: its claim_emission event, or the
+   * answer event itself when the claim is taken from the answer.
+   */
   emission_anchor: number;
   evidence: EvidenceRef[];
   /** Trace digest of the events through the answer. */
@@ -30,16 +34,17 @@ export interface EcReceipt {
 export const INTEGRITY_REASONS = [
   "SCHEMA_INVALID",
   "EVIDENCE_EMPTY",
-  "CORPUS_DIGEST_MISMATCH",
-  "SOURCE_UNKNOWN",
-  "SOURCE_REVOKED",
-  "SOURCE_UNAUTHORIZED",
-  "SOURCE_VERSION_MISMATCH",
+  "INVALID_REFERENCE",
   "OFFSET_NOT_INTEGER",
   "OFFSET_NEGATIVE",
   "OFFSET_REVERSED",
-  "OFFSET_EMPTY",
+  "SOURCE_UNKNOWN",
   "OFFSET_OUT_OF_RANGE",
+  "CORPUS_DIGEST_MISMATCH",
+  "SOURCE_VERSION_MISMATCH",
+  "SOURCE_REVOKED",
+  "SOURCE_UNAUTHORIZED",
+  "ACCESS_STATE_MISMATCH",
   "QUOTE_MISMATCH",
   "SPAN_HASH_MISMATCH",
   "EVENT_SCHEMA_INVALID",
@@ -48,9 +53,35 @@ export const INTEGRITY_REASONS = [
   "EVENT_NO_ANSWER",
   "EXECUTION_DIGEST_MISMATCH",
   "ANCHOR_MISMATCH",
+  "OBSERVATION_MISMATCH",
   "JOINT_DIGEST_MISMATCH",
 ] as const;
 export type IntegrityReason = (typeof INTEGRITY_REASONS)[number];
+
+/** The support reason when the cited text was not verified, so support was not computed. */
+export const SUPPORT_NOT_EVALUATED = "SUPPORT_NOT_EVALUATED";
+export type SupportReason = LexicalReason | typeof SUPPORT_NOT_EVALUATED;
+
+/**
+ * Each property the verifier checks, by name. All are on in every verification; the audit's
+ * ablation turns exactly one off to see which mutations it alone stops.
+ */
+export const INTEGRITY_PROPERTIES = [
+  "evidence_presence",
+  "reference",
+  "offsets",
+  "corpus_digest",
+  "version",
+  "access",
+  "quote",
+  "hash",
+  "event_schema",
+  "execution_digest",
+  "anchor",
+  "observation",
+  "joint_digest",
+] as const;
+export type IntegrityProperty = (typeof INTEGRITY_PROPERTIES)[number];
 
 export interface Finding {
   reason: IntegrityReason;
@@ -61,11 +92,19 @@ export interface Finding {
 
 export interface EcVerification {
   valid: boolean;
-  /** Integrity reasons in check order, or ["OK"]; then the lexical support reason (never affects `valid`). */
-  reasons: (IntegrityReason | "OK" | LexicalReason)[];
+  /** Integrity reasons in check order, or ["OK"]; then the support reason (never affects `valid`). */
+  reasons: (IntegrityReason | "OK" | SupportReason)[];
   findings: Finding[];
   recomputed: { corpus_digest: string; execution_digest: string | null; joint_digest: string | null };
-  support: { lexical: LexicalResult[]; supported: boolean };
+  /** Lexical support over the verified spans; `evaluated: false` when any cited text failed verification. */
+  support: { evaluated: boolean; lexical: LexicalResult[]; supported: boolean | null };
+}
+
+export interface VerifyOptions {
+  /** The corpus digest when the caller already has it (bundle replay computes it once). */
+  corpusDigest?: string;
+  /** Properties left unchecked: only the audit's ablation sets this. */
+  disabled?: ReadonlySet<IntegrityProperty>;
 }
 
 const RECEIPT_FIELDS = ["schema_version", "policy_id", "run_id", "corpus_digest", "claim_id", "claim", "emission_anchor", "evidence", "execution_digest", "joint_digest", "integrity"];
@@ -101,61 +140,124 @@ export async function jointDigest(input: JointInput): Promise<string | null> {
   return domainDigest(DOMAINS.joint, input);
 }
 
+/** Why `event` is not the committed emission of this claim, or null. */
+function anchorProblem(trace: TraceEvent[], r: EcReceipt): string | null {
+  const answer = answerIndex(trace);
+  const at = trace[r.emission_anchor];
+  if (!at) return `there is no event ${r.emission_anchor}`;
+  if (answer < 0 || r.emission_anchor > answer) return `event ${r.emission_anchor} is after the answer, outside the committed prefix`;
+  if (at.action_type === "claim_emission") {
+    if (at.claim_id !== r.claim_id || at.output !== r.claim) return `event ${r.emission_anchor} emits another claim`;
+    return null;
+  }
+  if (at.action_type === "answer") {
+    if (at.claim_id !== null && at.claim_id !== r.claim_id) return `the answer event names claim ${at.claim_id}`;
+    if (r.claim === "" || !(at.output ?? "").includes(r.claim)) return "the claim is not part of the answer it is anchored to";
+    return null;
+  }
+  return `event ${r.emission_anchor} is a ${at.action_type}, which emits no claim`;
+}
+
+/**
+ * Why a reference's recorded version or access is not what the run observed of its document
+ * (the last observation of that document at or before the anchor), or null.
+ */
+function observationProblem(trace: TraceEvent[], anchor: number, ref: EvidenceRef): string | null {
+  for (let i = Math.min(anchor, trace.length - 1); i >= 0; i--) {
+    const e = trace[i];
+    if (e.doc_id !== ref.doc_id || !OBSERVING_TYPES.includes(e.action_type) || e.action_type === "access_denied") continue;
+    if (e.doc_version !== ref.doc_version || e.access !== ref.access) return `event ${i} observed ${ref.doc_id} at ${e.doc_version ?? "no version"} with access ${e.access ?? "none"}`;
+    return null;
+  }
+  return `the trace never observed ${ref.doc_id} before the claim`;
+}
+
+const NONE: ReadonlySet<IntegrityProperty> = new Set();
+
 /**
  * The verifier: the receipt against the corpus map and the ordered events. Every check runs;
- * `valid` holds only when none found anything. An absent evidence set is never valid.
+ * `valid` holds only when none found anything. An absent evidence set is never valid. Support
+ * is computed only when every cited span's text is verified (quote and hash), else it is
+ * reported as not evaluated.
  */
-export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: unknown, known: { corpusDigest?: string } = {}): Promise<EcVerification> {
+export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: unknown, options: VerifyOptions = {}): Promise<EcVerification> {
+  const disabled = options.disabled ?? NONE;
+  const on = (p: IntegrityProperty) => !disabled.has(p);
   const findings: Finding[] = [];
-  const recomputedCorpus = known.corpusDigest ?? (await corpusDigest(corpus));
+  const recomputedCorpus = options.corpusDigest ?? (await corpusDigest(corpus));
   const problem = schemaProblem(receipt);
   if (problem) {
-    return { valid: false, reasons: ["SCHEMA_INVALID", "SUPPORT_EMPTY"], findings: [{ reason: "SCHEMA_INVALID", detail: problem }], recomputed: { corpus_digest: recomputedCorpus, execution_digest: null, joint_digest: null }, support: { lexical: [], supported: false } };
+    return {
+      valid: false,
+      reasons: ["SCHEMA_INVALID", SUPPORT_NOT_EVALUATED],
+      findings: [{ reason: "SCHEMA_INVALID", detail: problem }],
+      recomputed: { corpus_digest: recomputedCorpus, execution_digest: null, joint_digest: null },
+      support: { evaluated: false, lexical: [], supported: null },
+    };
   }
   const r = receipt as EcReceipt;
-  if (r.evidence.length === 0) findings.push({ reason: "EVIDENCE_EMPTY", detail: "a receipt must cite at least one span" });
-  if (recomputedCorpus !== r.corpus_digest) findings.push({ reason: "CORPUS_DIGEST_MISMATCH", detail: "the corpus is not the one the receipt was issued over" });
+  if (on("evidence_presence") && r.evidence.length === 0) findings.push({ reason: "EVIDENCE_EMPTY", detail: "a receipt must cite at least one span" });
+  if (on("corpus_digest") && recomputedCorpus !== r.corpus_digest) findings.push({ reason: "CORPUS_DIGEST_MISMATCH", detail: "the corpus is not the one the receipt was issued over" });
 
   const cps = codePointIndex(corpus);
-  const spans: string[] = [];
+  const verified: (string | null)[] = [];
   for (const [i, ref] of r.evidence.entries()) {
-    const check = await checkEvidence(ref, i, corpus, cps);
+    const check = await checkEvidence(ref, i, corpus, cps, disabled as ReadonlySet<EvidenceProperty>);
     findings.push(...check.findings.map((f) => ({ reason: f.reason as EvidenceReason, detail: f.detail, evidence: f.evidence })));
-    spans.push(check.selected ?? (typeof (ref as { quote?: unknown })?.quote === "string" ? (ref as EvidenceRef).quote : ""));
+    verified.push(check.verified);
   }
 
   let execution: string | null = null;
-  const eventProblems = traceProblems(events);
+  const eventProblems = Array.isArray(events) && !on("event_schema") ? [] : traceProblems(events);
   findings.push(...eventProblems.map((p) => ({ reason: p.reason as EventReason, detail: p.detail, event: p.index })));
   if (eventProblems.length === 0) {
     const trace = events as TraceEvent[];
-    execution = await executionDigest(trace);
+    execution = await executionDigestOrNull(trace);
     if (execution === null) findings.push({ reason: "EVENT_NO_ANSWER", detail: "the trace has no answer event" });
-    else if (execution !== r.execution_digest) findings.push({ reason: "EXECUTION_DIGEST_MISMATCH", detail: "the trace through the answer is not the one the receipt was issued for" });
-    const anchored = trace[r.emission_anchor];
-    const answer = answerIndex(trace);
-    if (!anchored || anchored.action_type !== "claim_emission" || anchored.claim_id !== r.claim_id || anchored.output !== r.claim || (answer >= 0 && r.emission_anchor > answer)) {
-      findings.push({ reason: "ANCHOR_MISMATCH", detail: `event ${r.emission_anchor} is not the emission of claim ${r.claim_id} with this text before the answer`, event: r.emission_anchor });
+    else if (on("execution_digest") && execution !== r.execution_digest) findings.push({ reason: "EXECUTION_DIGEST_MISMATCH", detail: "the trace through the answer is not the one the receipt was issued for" });
+    const anchor = on("anchor") ? anchorProblem(trace, r) : null;
+    if (anchor) findings.push({ reason: "ANCHOR_MISMATCH", detail: anchor, event: r.emission_anchor });
+    if (on("observation")) {
+      for (const [i, ref] of r.evidence.entries()) {
+        if (verified[i] === null && findings.some((f) => f.evidence === i && f.reason !== "QUOTE_MISMATCH" && f.reason !== "SPAN_HASH_MISMATCH")) continue;
+        const seen = observationProblem(trace, r.emission_anchor, ref);
+        if (seen) findings.push({ reason: "OBSERVATION_MISMATCH", detail: seen, evidence: i });
+      }
     }
   }
 
   const joint = await jointDigest({ ...pickJoint(r), trace_digest: execution ?? r.execution_digest });
-  if (joint !== r.joint_digest) findings.push({ reason: "JOINT_DIGEST_MISMATCH", detail: "the joint digest does not bind this claim, anchor, evidence, run, policy, corpus and trace" });
+  if (on("joint_digest") && joint !== r.joint_digest) findings.push({ reason: "JOINT_DIGEST_MISMATCH", detail: "the joint digest does not bind this claim, anchor, evidence, run, policy, corpus and trace" });
 
   const order = (f: Finding) => INTEGRITY_REASONS.indexOf(f.reason);
   findings.sort((a, b) => order(a) - order(b));
   const integrity = [...new Set(findings.map((f) => f.reason))];
-  const lexical = spans.map((span) => lexicalSupport(r.claim, span));
-  const supported = lexical.some((l) => l.supported);
-  const supportReason: LexicalReason = lexical.find((l) => l.supported)?.reason ?? lexical.find((l) => l.reason === "SUPPORT_LEXICAL_NONE")?.reason ?? "SUPPORT_EMPTY";
+  const evaluated = verified.length > 0 && verified.every((v) => v !== null);
+  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!)) : [];
+  const supported = evaluated ? lexical.some((l) => l.supported) : null;
+  const supportReason: SupportReason = !evaluated
+    ? SUPPORT_NOT_EVALUATED
+    : (lexical.find((l) => l.supported)?.reason ?? lexical.find((l) => l.reason === "SUPPORT_LEXICAL_NONE")?.reason ?? "SUPPORT_EMPTY");
   return {
     valid: integrity.length === 0,
     reasons: [...(integrity.length ? integrity : (["OK"] as const)), supportReason],
     findings,
     recomputed: { corpus_digest: recomputedCorpus, execution_digest: execution, joint_digest: joint },
-    support: { lexical, supported },
+    support: { evaluated, lexical, supported },
   };
 }
+
+/** The execution digest, or null when there is no answer or (schema check off) no canonical form. */
+async function executionDigestOrNull(trace: TraceEvent[]): Promise<string | null> {
+  try {
+    return await (executionDigest(trace) ?? null);
+  } catch {
+    return null;
+  }
+}
+
+/** Integrity reasons only: what a receipt records and replay compares. */
+export const integrityReasons = (v: EcVerification): string[] => v.reasons.filter((x) => !x.startsWith("SUPPORT_"));
 
 const pickJoint = (r: EcReceipt) => ({
   schema_version: r.schema_version,
@@ -176,5 +278,5 @@ export async function issueEcReceipt(input: { policy_id: string; run_id: string;
   const joint = await jointDigest({ ...base, trace_digest: execution });
   const unchecked: EcReceipt = { ...base, execution_digest: execution, joint_digest: joint!, integrity: { valid: true, reasons: ["OK"] } };
   const check = await verifyEcReceipt(unchecked, input.corpus, input.events);
-  return { ...unchecked, integrity: { valid: check.valid, reasons: check.reasons.filter((x) => !x.startsWith("SUPPORT_")) } };
+  return { ...unchecked, integrity: { valid: check.valid, reasons: integrityReasons(check) } };
 }

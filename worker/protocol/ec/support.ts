@@ -3,14 +3,16 @@
  * integrity decision and never changing it. Two predicates: the lexical one, and a
  * conflict-aware guard on top of it. Every intermediate field is exposed.
  */
-import { domainDigest } from "./canonical.js";
-import { casefold, codePoints, collapseWhitespace, tokens } from "./text.js";
+import { DOMAINS, domainDigest } from "./canonical.js";
+import { casefold, codePoints, collapseWhitespace, NORMALISER, tokens, TOKENISATION } from "./text.js";
 
 export interface SupportConfig {
   /** |T(claim) ∩ T(span)| / |T(claim)| at or above this supports the claim. */
   threshold: number;
-  /** Contradiction pairs: one member in the claim and the other in the span is a conflict. */
+  /** Contradiction pairs: one member (or an alias of it) in the claim and the other in the span is a conflict. */
   pairs: [string, string][];
+  /** Surface forms that count as a pair member: member → aliases. */
+  aliases: Record<string, string[]>;
 }
 
 export const DEFAULT_PAIRS: [string, string][] = [
@@ -22,7 +24,23 @@ export const DEFAULT_PAIRS: [string, string][] = [
   ["arrived", "left"], ["arrived", "departed"], ["chaired", "advised"], ["opened", "closed"],
 ];
 
-export const DEFAULT_SUPPORT_CONFIG: SupportConfig = { threshold: 0.5, pairs: DEFAULT_PAIRS };
+/** Polarity aliases: inflections and near-synonyms that stand for a pair member. */
+export const DEFAULT_ALIASES: Record<string, string[]> = {
+  opened: ["open", "opens", "opening", "reopened", "reopens"],
+  closed: ["close", "closes", "closing", "shut", "shuts"],
+  reached: ["reach", "reaches", "reaching"],
+  arrived: ["arrive", "arrives", "arriving", "arrival"],
+  departed: ["depart", "departs", "departing", "departure"],
+  left: ["leave", "leaves", "leaving"],
+  after: ["afterwards", "afterward"],
+  before: ["beforehand", "prior"],
+  chaired: ["chair", "chairs", "chairing", "presided"],
+  advised: ["advise", "advises", "advising"],
+  reliable: ["dependable"],
+  unreliable: ["undependable"],
+};
+
+export const DEFAULT_SUPPORT_CONFIG: SupportConfig = { threshold: 0.5, pairs: DEFAULT_PAIRS, aliases: DEFAULT_ALIASES };
 
 export type LexicalReason = "SUPPORT_LEXICAL_SUBSTRING" | "SUPPORT_LEXICAL_OVERLAP" | "SUPPORT_LEXICAL_NONE" | "SUPPORT_EMPTY";
 
@@ -47,56 +65,153 @@ export function lexicalSupport(claim: string, span: string, threshold = DEFAULT_
   const c = normalise(claim);
   const s = normalise(span);
   const base = { claim_tokens: [...tc].sort(), span_tokens: [...ts].sort(), shared_tokens: shared.sort() };
-  if (c === "" || s === "" || tc.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
+  if (c === "" || s === "" || tc.size === 0 || ts.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
   const substring = s.includes(c);
   const overlap = shared.length / tc.size;
   const supported = substring || overlap >= threshold;
   return { supported, reason: substring ? "SUPPORT_LEXICAL_SUBSTRING" : supported ? "SUPPORT_LEXICAL_OVERLAP" : "SUPPORT_LEXICAL_NONE", substring, ...base, overlap };
 }
 
+// ---- atom extractors -------------------------------------------------------------------
+
 const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 const WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
-const TEMPORAL = new Map<string, string>([
-  ...MONTHS.map((m) => [m, m] as [string, string]),
-  ...MONTHS.map((m) => [m.slice(0, 3), m] as [string, string]),
-  ["sept", "september"],
-  ...WEEKDAYS.map((d) => [d, d] as [string, string]),
-  ...WEEKDAYS.map((d) => [d.slice(0, 3), d] as [string, string]),
-]);
+/** Capitalised month names and abbreviations, as they open a date. */
+const MONTH_NAME = "(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\\.?";
+const monthNumber = (name: string) => {
+  const m = casefold(name).replace(".", "");
+  const i = MONTHS.findIndex((full) => full === m || full.slice(0, 3) === m || (m === "sept" && full === "september"));
+  return String(i + 1).padStart(2, "0");
+};
+const NUMBER_WORDS: Record<string, number> = {
+  a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10,
+  eleven: 11, twelve: 12, thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16, seventeen: 17, eighteen: 18, nineteen: 19,
+  twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90, hundred: 100,
+};
+/** Unit → [ISO 8601 designator, multiplier, time part]. */
+const UNITS: Record<string, [string, number, boolean]> = {
+  minute: ["M", 1, true], hour: ["H", 1, true],
+  day: ["D", 1, false], week: ["W", 1, false], month: ["M", 1, false], year: ["Y", 1, false], decade: ["Y", 10, false], century: ["Y", 100, false], centurie: ["Y", 100, false],
+};
+const FORWARD = ["later", "afterwards", "after"];
+const BACKWARD = ["earlier", "ago", "before", "prior"];
+
+const PATTERNS = {
+  number: /\p{Nd}+(?:[.,]\p{Nd}+)*/gu,
+  iso_date: /\b(\d{4})-(\d{2})-(\d{2})\b/g,
+  day_month_year: new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)? (${MONTH_NAME}),? (\\d{4})\\b`, "g"),
+  month_day_year: new RegExp(`\\b(${MONTH_NAME}) (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4})\\b`, "g"),
+  month_year: new RegExp(`\\b(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
+  year: /(?<![\p{Nd},.])([12]\d{3})(?![\p{Nd}s]|,\d)/gu,
+  decade: /\b([12]\d{2}0)s\b/g,
+  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?\\b(\\d+|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
+  word: /[\p{L}\p{M}'’-]+/gu,
+  sentence_end: /[.!?:]["'’”)]?$/u,
+};
+
+/** Capitalised words at the start of a sentence that are function words, not entities. */
+const SENTENCE_START_STOPWORDS = [
+  "a", "an", "the", "it", "its", "in", "on", "at", "by", "for", "from", "of", "to", "with", "as", "and", "but", "or", "so", "if",
+  "when", "while", "after", "before", "during", "since", "until", "then", "there", "here", "this", "that", "these", "those",
+  "he", "she", "they", "we", "you", "his", "her", "their", "our", "my", "your", "every", "each", "all", "some", "no", "not",
+  "one", "many", "most", "both", "what", "which", "who", "where", "why", "how", "once", "also", "still", "later", "earlier",
+];
+
+/**
+ * The frozen extractors and rules, as data: they enter the configuration digest, so changing
+ * an extractor, the normaliser or the tokenisation changes the digest.
+ */
+export const GUARD_MANIFEST = {
+  extractors: {
+    numeric: { version: 2, pattern: PATTERNS.number.source, thousands_separator: "," },
+    temporal: {
+      version: 2,
+      months: MONTHS,
+      weekdays: WEEKDAYS,
+      number_words: NUMBER_WORDS,
+      units: UNITS,
+      forward: FORWARD,
+      backward: BACKWARD,
+      patterns: Object.fromEntries(["iso_date", "day_month_year", "month_day_year", "month_year", "year", "decade", "duration"].map((k) => [k, PATTERNS[k as keyof typeof PATTERNS].source])),
+    },
+    entity: { version: 2, word: PATTERNS.word.source, sentence_end: PATTERNS.sentence_end.source, sentence_start_stopwords: SENTENCE_START_STOPWORDS },
+  },
+  normaliser: NORMALISER,
+  tokenisation: TOKENISATION,
+};
+export type GuardManifest = typeof GUARD_MANIFEST;
 
 export interface Atoms {
   numbers: string[];
   entities: string[];
+  /** `year:1923`, `date:1923-03`, `date:1923-03-12`, `date:--03-12`, `month:march`, `weekday:tuesday`, `decade:1990s`, `duration:P4D`, `relative:+P2Y`. */
   temporal: string[];
 }
 
+/** A duration as ISO 8601: `P4D`, `P10Y`, `PT2H`. */
+function isoDuration(count: string, unit: string): string | null {
+  const n = /^\d+$/.test(count) ? Number(count) : NUMBER_WORDS[casefold(count)];
+  const u = UNITS[casefold(unit).replace(/s$/, "")] ?? UNITS[casefold(unit)];
+  if (n === undefined || !u) return null;
+  return `P${u[2] ? "T" : ""}${n * u[1]}${u[0]}`;
+}
+
+/** The temporal atoms of a text: absolute dates, years, months, weekdays, decades, durations and relative expressions with their direction. */
+export function temporalAtoms(text: string): string[] {
+  const out = new Set<string>();
+  const date = (y: string, m: string, d?: string) => {
+    out.add(`year:${y}`);
+    out.add(`date:${y}-${m}`);
+    if (d) out.add(`date:${y}-${m}-${d.padStart(2, "0")}`);
+  };
+  for (const [, y, m, d] of text.matchAll(PATTERNS.iso_date)) date(y, m, d);
+  for (const [, d, m, y] of text.matchAll(PATTERNS.day_month_year)) date(y, monthNumber(m), d);
+  for (const [, m, d, y] of text.matchAll(PATTERNS.month_day_year)) date(y, monthNumber(m), d);
+  for (const [, m, y] of text.matchAll(PATTERNS.month_year)) date(y, monthNumber(m));
+  for (const [, y] of text.matchAll(PATTERNS.year)) out.add(`year:${y}`);
+  for (const [, d] of text.matchAll(PATTERNS.decade)) out.add(`decade:${d}s`);
+  for (const m of text.matchAll(PATTERNS.word)) {
+    if (!/^\p{Lu}/u.test(m[0])) continue;
+    const w = casefold(m[0]);
+    const month = MONTHS.find((full) => full === w || (w.length >= 3 && full.slice(0, 3) === w) || (w === "sept" && full === "september"));
+    if (month) out.add(`month:${month}`);
+    const day = WEEKDAYS.find((full) => full === w || (w.length >= 3 && full.slice(0, 3) === w));
+    if (day) out.add(`weekday:${day}`);
+  }
+  for (const [, before, count, unit, after] of text.matchAll(PATTERNS.duration)) {
+    const iso = isoDuration(count, unit);
+    if (!iso) continue;
+    const dir = (w: string | undefined) => (!w ? null : FORWARD.includes(casefold(w)) ? "+" : BACKWARD.includes(casefold(w)) ? "-" : null);
+    // "four days later", "two years ago"; else "after four days", "before two weeks"; else a plain duration.
+    const direction = dir(after) ?? dir(before);
+    out.add(direction ? `relative:${direction}${iso}` : `duration:${iso}`);
+  }
+  return [...out].sort();
+}
+
+const isTemporalWord = (word: string) => {
+  const w = casefold(word);
+  return MONTHS.some((m) => m === w || (w.length >= 3 && m.slice(0, 3) === w)) || w === "sept" || WEEKDAYS.some((d) => d === w || (w.length >= 3 && d.slice(0, 3) === w));
+};
+
 /**
- * Numbers (thousands separators removed), temporal atoms (capitalised month and weekday names,
- * four-digit years) and entities (capitalised words that do not open a sentence), case-folded.
+ * Numbers (thousands separators removed), temporal atoms, and entities: capitalised words,
+ * case-folded, including at the start of a sentence unless they are a function word there.
  */
 export function atoms(text: string): Atoms {
   const numbers = new Set<string>();
-  const temporal = new Set<string>();
   const entities = new Set<string>();
-  for (const m of text.matchAll(/\p{Nd}+(?:[.,]\p{Nd}+)*/gu)) {
-    const n = m[0].replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "");
-    numbers.add(n);
-    if (/^[12]\d{3}$/.test(n)) temporal.add(n);
-  }
-  for (const m of text.matchAll(/[\p{L}\p{M}'’-]+/gu)) {
+  for (const m of text.matchAll(PATTERNS.number)) numbers.add(m[0].replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, ""));
+  for (const m of text.matchAll(PATTERNS.word)) {
     const word = m[0];
-    if (!/^\p{Lu}/u.test(word)) continue;
+    if (!/^\p{Lu}/u.test(word) || isTemporalWord(word)) continue;
     const folded = casefold(word);
-    // Month and weekday names count only capitalised, so "may" and "sun" stay ordinary words.
-    const when = TEMPORAL.get(folded);
-    if (when) {
-      temporal.add(when);
-      continue;
-    }
     const before = text.slice(0, m.index).trimEnd();
-    if (before !== "" && !/[.!?:]["'’”)]?$/u.test(before)) entities.add(folded);
+    const sentenceStart = before === "" || PATTERNS.sentence_end.test(before);
+    if (sentenceStart && SENTENCE_START_STOPWORDS.includes(folded)) continue;
+    entities.add(folded);
   }
-  return { numbers: [...numbers].sort(), entities: [...entities].sort(), temporal: [...temporal].sort() };
+  return { numbers: [...numbers].sort(), entities: [...entities].sort(), temporal: temporalAtoms(text) };
 }
 
 export type GuardReason = "GUARD_PASS" | "GUARD_LEXICAL_FAIL" | "GUARD_MISSING_ATOM" | "GUARD_CONFLICT";
@@ -109,8 +224,17 @@ export interface GuardResult {
   span_atoms: Atoms;
   /** Claim atoms the span lacks, as `kind:value`. */
   missing_atoms: string[];
-  /** Pairs with one member in the claim only and the other in the span only. */
+  /** Pairs with one member (or alias) in the claim and the other in the span. */
   conflicts: [string, string][];
+}
+
+/** The pair members a token set mentions, through their aliases. */
+function members(toks: Set<string>, config: SupportConfig): Set<string> {
+  const found = new Set<string>();
+  for (const [a, b] of config.pairs) {
+    for (const m of [a, b]) if (toks.has(m) || (config.aliases[m] ?? []).some((x) => toks.has(x))) found.add(m);
+  }
+  return found;
 }
 
 export function guardSupport(claim: string, span: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG): GuardResult {
@@ -118,18 +242,14 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const ca = atoms(claim);
   const sa = atoms(span);
   const spanTokens = tokens(span);
-  const claimTokens = tokens(claim);
   const missing = [
     ...ca.numbers.filter((n) => !sa.numbers.includes(n)).map((n) => `number:${n}`),
     ...ca.temporal.filter((t) => !sa.temporal.includes(t)).map((t) => `temporal:${t}`),
     ...ca.entities.filter((e) => [...tokens(e)].some((t) => !spanTokens.has(t))).map((e) => `entity:${e}`),
   ];
-  const conflicts: [string, string][] = [];
-  for (const [a, b] of config.pairs) {
-    const onlyClaim = (x: string) => claimTokens.has(x) && !spanTokens.has(x);
-    const onlySpan = (x: string) => spanTokens.has(x) && !claimTokens.has(x);
-    if ((onlyClaim(a) && onlySpan(b)) || (onlyClaim(b) && onlySpan(a))) conflicts.push([a, b]);
-  }
+  const inClaim = members(tokens(claim), config);
+  const inSpan = members(spanTokens, config);
+  const conflicts = config.pairs.filter(([a, b]) => (inClaim.has(a) && inSpan.has(b)) || (inClaim.has(b) && inSpan.has(a)));
   const reasons: GuardReason[] = [];
   if (!lexical.supported) reasons.push("GUARD_LEXICAL_FAIL");
   if (missing.length) reasons.push("GUARD_MISSING_ATOM");
@@ -137,9 +257,12 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   return { passed: reasons.length === 0, reasons: reasons.length ? reasons : ["GUARD_PASS"], lexical, claim_atoms: ca, span_atoms: sa, missing_atoms: missing, conflicts };
 }
 
-/** A digest of the support configuration: changing the threshold or the pair list changes it. */
-export function supportConfigDigest(config: SupportConfig): Promise<string> {
-  return domainDigest("countersign.ec-agent.support.v1", { min_token_code_points: 2, pairs: config.pairs, threshold: String(config.threshold), version: 1 });
+/**
+ * A digest of everything the support plane's answer depends on: threshold, pairs, aliases,
+ * the atom extractors, the normaliser and the tokenisation. Changing any of them changes it.
+ */
+export function supportConfigDigest(config: SupportConfig, manifest: GuardManifest = GUARD_MANIFEST): Promise<string> {
+  return domainDigest(DOMAINS.support, { aliases: config.aliases, pairs: config.pairs, threshold: String(config.threshold), ...manifest });
 }
 
 /** Both predicates over every span; a claim is supported when any one span supports it. */
@@ -148,7 +271,7 @@ export async function evaluateSupport(claim: string, spans: string[], config: Su
   return {
     lexical: { supported: perSpan.some((g) => g.lexical.supported), spans: perSpan.map((g) => g.lexical) },
     guard: { passed: perSpan.some((g) => g.passed), spans: perSpan.map(({ lexical: _l, ...rest }) => rest) },
-    config: { threshold: config.threshold, pairs: config.pairs },
+    config: { threshold: config.threshold, pairs: config.pairs, aliases: config.aliases },
     config_digest: await supportConfigDigest(config),
     claim_code_points: codePoints(claim).length,
   };

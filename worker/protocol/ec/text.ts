@@ -36,3 +36,9 @@ export function tokens(text: string): Set<string> {
   for (const m of casefold(text).matchAll(WORD)) if (codePoints(m[0]).length > 1) out.add(m[0]);
   return out;
 }
+
+/** What the normaliser is: it enters the support configuration digest, so changing it changes that digest. */
+export const NORMALISER = { version: 1, casefold: "python-3.11.7 str.casefold (unicode 14.0.0)", whitespace: PY_SPACE.source, substring_case: "lower" } as const;
+
+/** What the tokeniser is: likewise part of the support configuration digest. */
+export const TOKENISATION = { version: 1, word: WORD.source, min_code_points: 2 } as const;
