@@ -223,9 +223,24 @@ export const RelyingParties = z.object({ relying_parties: z.array(z.object({ nam
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
 
 export const EcVerifyCall = z.object({ receipt: z.unknown(), corpus: z.unknown(), events: z.unknown() }).strict().meta({ id: "EcVerifyCall", description: "docs/ec-receipts.md: the receipt, the corpus map and the ordered events" });
-export const BundleCall = z.object({ bundle: z.unknown() }).strict().meta({ id: "BundleCall", description: "an ec-bundle (docs/ec-receipts.md)" });
+export const BundleCall = z
+  .object({ bundle: z.unknown(), expected_bundle_digest: sha256Ref.optional().meta({ description: "the outer bundle digest the caller trusts" }) })
+  .strict()
+  .meta({ id: "BundleCall", description: "an ec-bundle (docs/ec-receipts.md)" });
+/** At most this many contradiction pairs in a support configuration. */
+const MAX_SUPPORT_PAIRS = 256;
 export const SupportCall = z
-  .object({ claim: z.string(), spans: z.array(z.string()).min(1), config: z.object({ threshold: z.number().optional(), pairs: z.array(z.tuple([z.string(), z.string()])).optional() }).strict().optional() })
+  .object({
+    claim: z.string(),
+    spans: z.array(z.string()).min(1),
+    config: z
+      .object({
+        threshold: z.number().gt(0).max(1).optional(),
+        pairs: z.array(z.tuple([z.string().min(1), z.string().min(1)])).max(MAX_SUPPORT_PAIRS).optional(),
+      })
+      .strict()
+      .optional(),
+  })
   .strict()
   .meta({ id: "SupportCall" });
 export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", description: "see docs/ec-receipts.md for the fields" });
