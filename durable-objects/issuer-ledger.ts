@@ -62,7 +62,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention. The unique
     // index on (key_tag, sequence) is both the repeated-sequence lookup and its guarantee.
     this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS windows (fingerprint TEXT PRIMARY KEY, highest INTEGER NOT NULL, bitmap TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS sequence_resets (at REAL NOT NULL, fingerprint TEXT NOT NULL, kid TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL, previous_highest INTEGER);
@@ -72,6 +72,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     const columns = new Set(this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('nonces')").toArray().map((c) => c.name));
     if (!columns.has("key_tag")) this.sql.exec("ALTER TABLE nonces ADD COLUMN key_tag INTEGER; ALTER TABLE nonces ADD COLUMN sequence INTEGER");
     if (!columns.has("retry_tag")) this.sql.exec("ALTER TABLE nonces ADD COLUMN retry_tag TEXT");
+    if (!columns.has("answer")) this.sql.exec("ALTER TABLE nonces ADD COLUMN answer TEXT");
     this.sql.exec("CREATE UNIQUE INDEX IF NOT EXISTS nonce_sequences ON nonces (key_tag, sequence) WHERE sequence IS NOT NULL");
     this.revoked = new Set(this.sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM revoked_keys").toArray().map((r) => r.fingerprint));
     ctx.blockConcurrencyWhile(async () => {
@@ -91,10 +92,11 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   private judge(q: LedgerQuery & { retryTag?: string | null }) {
     const keyed = q.fingerprint !== null && q.sequence !== null;
-    const claimed = this.sql.exec<{ retry_tag: string | null }>("SELECT retry_tag FROM nonces WHERE nonce = ?", q.nonce).toArray()[0];
+    const claimed = this.sql.exec<{ retry_tag: string | null; answer: string | null }>("SELECT retry_tag, answer FROM nonces WHERE nonce = ?", q.nonce).toArray()[0];
     return judgeReplay(q, {
       nonceSeen: claimed !== undefined,
       sameRetry: claimed !== undefined && q.retryTag != null && claimed.retry_tag === q.retryTag,
+      answer: claimed?.answer ?? null,
       keyRevoked: q.fingerprint !== null && this.revoked.has(q.fingerprint),
       sequenceRepeated: keyed && this.sql.exec("SELECT 1 FROM nonces WHERE key_tag = ? AND sequence = ?", keyTag(q.fingerprint!), q.sequence).toArray().length > 0,
       window: keyed && q.sequencePolicy === "window" ? this.windowOf(q.fingerprint!) : EMPTY_WINDOW,
@@ -107,12 +109,13 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       if (!judged.admitted) return judged;
       const noted = q.fingerprint !== null && q.sequence !== null;
       this.sql.exec(
-        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer) VALUES (?, ?, ?, ?, ?, ?)",
         q.nonce,
         q.retainUntil,
         noted ? keyTag(q.fingerprint!) : null,
         noted ? q.sequence : null,
         q.retryTag,
+        q.retryTag !== null ? (q.answer ?? null) : null,
       );
       if (judged.next) {
         this.sql.exec(

