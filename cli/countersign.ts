@@ -38,7 +38,9 @@ const nodeIo: Io = {
 
 export const USAGE = `usage: countersign <command> [options]
 
-  keygen [--out PREFIX] [--kid KID] [--force]        an Ed25519 key pair: PREFIX.key (seed, 0600), PREFIX.pub.json
+  keygen [--out PREFIX] [--kid KID] [--issuer URI] [--force]
+                                                      an Ed25519 key pair: PREFIX.key (seed, 0600), PREFIX.pub.json,
+                                                      and with --issuer PREFIX.anchor.json (ready to pin)
   sign --key FILE --command FILE --issuer URI --audience URI
        [--verdict allow|deny|escalate] [--block-reason TEXT] [--lifetime S] [--skew S]
        [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
@@ -102,20 +104,25 @@ function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
 }
 
 async function keygen(io: Io, args: string[]): Promise<number> {
-  const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, force: { type: "boolean" } });
+  const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, issuer: { type: "string" }, force: { type: "boolean" } });
   const prefix = values.out ?? "countersign-key";
+  if (values.issuer !== undefined && !/^https:\/\/\S+$/.test(values.issuer)) throw new UsageError("--issuer must be an https:// URI");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");
   const keyFile = `${prefix}.key`;
   const pubFile = `${prefix}.pub.json`;
-  for (const f of [keyFile, pubFile]) if (existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  const anchorFile = values.issuer === undefined ? null : `${prefix}.anchor.json`;
+  for (const f of [keyFile, pubFile, anchorFile]) if (f && existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
   writeFileSync(keyFile, toHex(seed) + "\n", { mode: 0o600 });
   chmodSync(keyFile, 0o600);
   writeFileSync(pubFile, JSON.stringify(entry, null, 2) + "\n");
-  emit(io, values.json === true, { ...entry, key_file: keyFile, public_file: pubFile }, `wrote ${keyFile} (secret, 0600) and ${pubFile}; fingerprint ${entry.fingerprint.slice(0, 16)}`);
+  // With --issuer, also the anchor to pin (`anchors pin`) and to verify offline against (`verify --anchors`).
+  if (anchorFile) writeFileSync(anchorFile, JSON.stringify({ issuer: values.issuer, keys: [entry] }, null, 2) + "\n");
+  const files = [keyFile, pubFile, ...(anchorFile ? [anchorFile] : [])];
+  emit(io, values.json === true, { ...entry, key_file: keyFile, public_file: pubFile, ...(anchorFile ? { anchor_file: anchorFile } : {}) }, `wrote ${files.join(", ")} (${keyFile} is secret, 0600); fingerprint ${entry.fingerprint.slice(0, 16)}`);
   return 0;
 }
 
