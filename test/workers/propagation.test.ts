@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, listDurableObjectIds } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildChain, pruneChain, receiptDigest, receiptHashOf, type ChainDocument, type ChainHop, type KeptEntry } from "../../worker/protocol/chain.js";
 import { delegationContext } from "../../worker/protocol/issue.js";
@@ -398,20 +398,36 @@ describe("live chains (EvidenceChain)", () => {
     expect((await h.call("/v1/chains/live-replay-elsewhere/hops", post(entry(fresh[0], 0)))).status).toBe(200);
   });
 
-  it("reading an unknown chain creates no storage: no table, no row, an empty database", async () => {
-    const h = harness(env, createExecutionContext());
-    const storageOf = (name: string) =>
-      runInDurableObject(env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName(name)), (_o, state) => ({
-        bytes: state.storage.sql.databaseSize,
-        schema: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master").toArray().map((t) => t.name),
-      }));
-    expect((await h.call("/v1/chains/never-appended-chain")).status).toBe(404);
-    const pristine = await storageOf("never-addressed-by-any-route");
-    expect(pristine.schema).toEqual([]);
-    expect(await storageOf("never-appended-chain")).toEqual(pristine);
-    const { hops } = await signedChainOf("appended-chain", 1);
-    expect((await append(h, "appended-chain", hops))[0].status).toBe(200);
-    expect((await storageOf("appended-chain")).schema).toEqual(expect.arrayContaining(["chain_owner", "chain_hops"]));
+  it("an unknown chain id and refused appends to a new id create no EvidenceChain; an accepted hop 0 creates exactly one", async () => {
+    const objects = async () => (await listDurableObjectIds(env.EVIDENCE_CHAIN)).length;
+    const { h, hops } = await signedChainOf("never-created", 2, SECOND_AUDIENCE);
+    const before = await objects();
+    const read = await h.call("/v1/chains/never-created");
+    expect([read.status, read.body.error.code]).toEqual([404, "NOT_FOUND"]);
+    const forged = await h.call("/v1/chains/never-created/hops", post(entry({ ...hops[0], receipt: { ...hops[0].receipt, signature: "0".repeat(128) } }, 0)));
+    expect([forged.status, forged.body.error.code]).toEqual([422, "SIGNATURE_INVALID"]);
+    const wrongAudience = await h.call("/v1/chains/never-created/hops", post(entry(hops[0], 0), asNarrow));
+    expect([wrongAudience.status, wrongAudience.body.error.code]).toEqual([403, "AUDIENCE_NOT_ALLOWED"]);
+    const predecessor = await h.call("/v1/chains/never-created/hops", post(entry(hops[0], 0, "sha256:" + "7".repeat(64))));
+    expect([predecessor.status, predecessor.body.error.code, predecessor.body.nonce_consumed]).toEqual([409, "CHAIN_BROKEN", false]);
+    const laterHop = await h.call("/v1/chains/never-created/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt))));
+    expect([laterHop.status, laterHop.body.error.code]).toEqual([404, "NOT_FOUND"]);
+    expect(await objects()).toBe(before);
+
+    expect((await append(h, "never-created", hops.slice(0, 1)))[0].status).toBe(200);
+    expect(await objects()).toBe(before + 1);
+    expect((await h.call("/v1/chains/never-created")).body).toMatchObject({ owner: "test-relying-party", total_hops: 1 });
+    expect(await env.ANCHORS.get("chain:never-created", "json")).toEqual({ owner: "test-relying-party", created_at: TEST_NOW });
+    // The count sees an object as soon as anything addresses it by name.
+    await env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName("addressed-once")).look();
+    expect(await objects()).toBe(before + 2);
+  });
+
+  it("a chain the registry does not know is 404 even where its object holds hops: nothing is read", async () => {
+    const { h, hops } = await signedChainOf("registry-forgotten", 1);
+    expect((await append(h, "registry-forgotten", hops))[0].status).toBe(200);
+    await env.ANCHORS.delete("chain:registry-forgotten");
+    expect((await h.call("/v1/chains/registry-forgotten")).status).toBe(404);
   });
 
   it("this deployment seals its live chains: the sealed document verifies with a pruned hop, and any change breaks it", async () => {
