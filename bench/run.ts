@@ -15,7 +15,8 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT } from "jose";
 import { PROJECT_ROOT, startLocalServer, type LocalServer } from "../scripts/local-server.js";
-import { buildChain } from "../worker/protocol/chain.js";
+import { buildChain, receiptDigest, receiptHashOf, type KeptEntry } from "../worker/protocol/chain.js";
+import { signSeal } from "../worker/protocol/chain-seal.js";
 import { toBase64Url } from "../worker/protocol/encoding.js";
 import { anchorFor, identity, makeChainHops, makeReceipt, type Identity } from "../vectors/ccs/factory.js";
 
@@ -133,11 +134,15 @@ async function cpuInputs() {
     .setExpirationTime(expires_at)
     .sign(privateKey);
   const hops = await makeChainHops(Array.from({ length: 16 }, (_, i) => ({ id, spec: { label: `bench/chain/${i}`, audience: AUDIENCE, issuedAt: now, sequence: 10 + i, lifetime: 300 } })));
+  const chain = await buildChain("bench-16", hops);
+  const tail = chain.entries.at(-1)!;
   const inputs = {
     bodyText: JSON.stringify({ receipt, audience: AUDIENCE, request }),
-    chain: await buildChain("bench-16", hops),
+    chain,
+    // Spot verification vouches for a chain only under a seal, so the spot case verifies one.
+    seal: signSeal({ chain_id: chain.chain_id, total_hops: chain.total_hops, summary_hash: chain.summary_hash, tail: receiptHashOf(await receiptDigest((tail as KeptEntry).receipt)) }, id, now),
     bundle: JSON.parse(readFileSync(resolve(PROJECT_ROOT, "vectors/ec-agent/bundle.json"), "utf8")),
-    anchor: { ...anchorFor(id), keys: anchorFor(id).keys.map((k) => ({ ...k, fingerprint: "0".repeat(64), not_before: null, not_after: null })), pinned_at: now },
+    anchor: { ...anchorFor(id), chain_sealer: true, keys: anchorFor(id).keys.map((k) => ({ ...k, fingerprint: "0".repeat(64), not_before: null, not_after: null })), pinned_at: now },
     jwt,
     jwtIssuer: issuer,
     audience: AUDIENCE,

@@ -13,6 +13,7 @@ import type { Env } from "../worker/env.js";
 import type { LedgerStub } from "../worker/stores.js";
 import { pinnedIssuer, type AnchorRecord, type PinnedIssuer } from "../worker/protocol/anchors.js";
 import { verifyChain, type ChainDocument } from "../worker/protocol/chain.js";
+import type { ChainSeal } from "../worker/protocol/chain-seal.js";
 import { buildBundle, replayBundle, type Bundle, type ExecutionRow } from "../worker/protocol/ec/bundle.js";
 import { asciiCanonical, DOMAINS } from "../worker/protocol/ec/canonical.js";
 import type { Corpus } from "../worker/protocol/ec/corpus.js";
@@ -53,6 +54,8 @@ interface Inputs {
   bodyText: string;
   /** A 16-hop chain of receipts by the same issuer. */
   chain: ChainDocument;
+  /** The issuer's seal over it (the issuer is pinned as a chain sealer). */
+  seal: ChainSeal;
   /** The EC-Agent replay fixture (16 receipts over 4 runs). */
   bundle: unknown;
   anchor: AnchorRecord;
@@ -106,7 +109,7 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   noble: () => full(nobleVerifier),
   jose: () => jwtVerify(inputs.jwt, rawKey, { audience: inputs.audience, issuer: inputs.jwtIssuer, currentDate: new Date(inputs.now * 1000) }),
   "chain-16-full": () => verifyChain(inputs.chain, { now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
-  "chain-16-spot": () => verifyChain(inputs.chain, { spot: 7, now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
+  "chain-16-spot": () => verifyChain(inputs.chain, { spot: 7, seal: inputs.seal, now: inputs.now, policy: DEFAULT_FRESHNESS }, { anchors: async () => pinned, verifier: webcrypto }),
   "bundle-replay": () => replayBundle(inputs.bundle),
   "intake:raw-sign": () => crypto.subtle.sign({ name: "Ed25519" }, signKey, signedBytes),
   "intake:issue": () => issueOne(),

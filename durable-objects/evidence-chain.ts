@@ -3,7 +3,10 @@
  * An append is judged by the chain's own hop rule (`judgeHop`, the offline verifier's) and
  * written in one synchronous transaction, so of two competing appends of hop n exactly one wins
  * and the chain never forks; anything refused leaves it unchanged. Nothing is stored before the
- * first append: the tables are created by it, and a read of an unknown chain writes nothing.
+ * first append: the tables are created by it, and a read of an unknown chain writes nothing. The
+ * route addresses an object only for a chain in the registry (KV `chain:<chain_id>`) or for a new
+ * chain's hop 0 whose receipt has verified; the registry may lag, so ownership is judged here
+ * again, in the append's transaction.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";

@@ -11,8 +11,8 @@ import { decisionFlush, dependencyTimeout, ledgerShardKey } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
 import {
-  durableLedgerStub, durableSequences, kvAnchorStore, kvRelyingPartyStore, ledgerClient,
-  type AnchorCache, type AnchorStore, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore, type SequenceSource,
+  durableLedgerStub, durableSequences, kvAnchorStore, kvChainRegistry, kvRelyingPartyStore, ledgerClient,
+  type AnchorCache, type AnchorStore, type ChainRegistry, type LedgerClient, type LedgerStub, type RelyingPartyCache, type RelyingPartyStore, type SequenceSource,
 } from "./stores.js";
 import type { InputRule } from "./protocol/issuing/rules/index.js";
 import type { ReceiptSigner } from "./protocol/issuing/signer.js";
@@ -60,6 +60,8 @@ export interface Services {
   anchors: AnchorStore;
   ledgers: LedgerClient;
   relyingParties: RelyingPartyStore;
+  /** Which live chains exist and whose they are, read before any EvidenceChain is addressed. */
+  chains: ChainRegistry;
   /** This isolate's batched decision counts. */
   decisions: DecisionCounter;
   /** This isolate's last rendered status page. */
@@ -94,6 +96,7 @@ export function createApp(options: AppOptions = {}) {
         anchors: kvAnchorStore(c.env, timeout, anchorCache),
         ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
         relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
+        chains: kvChainRegistry(c.env, timeout),
         decisions,
         statusPage,
         sequences: durableSequences(c.env, timeout),

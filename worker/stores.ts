@@ -94,6 +94,32 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
   };
 }
 
+/** A live chain's entry in the registry: the relying party that appended its hop 0, and when. */
+export interface ChainRegistration {
+  owner: string;
+  created_at: number;
+}
+
+/**
+ * The registry of live chains, KV `ANCHORS` `chain:<chain_id>`: written once a chain's hop 0 is
+ * appended, so a chain id absent from it is never addressed to an EvidenceChain and a caller
+ * cannot create one object per id it makes up. KV is eventually consistent: a chain just created
+ * may briefly be absent elsewhere. The EvidenceChain stays the authority on its owner and hops.
+ */
+export interface ChainRegistry {
+  get(chainId: string): Promise<ChainRegistration | null>;
+  register(chainId: string, entry: ChainRegistration): Promise<void>;
+}
+
+export const chainKvKey = (chainId: string): string => `chain:${chainId}`;
+
+export function kvChainRegistry(env: Env, timeoutMs: number): ChainRegistry {
+  return {
+    get: (chainId) => withTimeout(env.ANCHORS.get<ChainRegistration>(chainKvKey(chainId), "json"), timeoutMs, "chain registry"),
+    register: (chainId, entry) => withTimeout(env.ANCHORS.put(chainKvKey(chainId), JSON.stringify(entry)), timeoutMs, "chain registry"),
+  };
+}
+
 /** What the routes need of the ledgers, beyond the per-decision port. */
 export interface LedgerClient {
   forDecision(issuer: string, nonce: string, shards: number): ReplayLedger;

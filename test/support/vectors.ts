@@ -38,7 +38,7 @@ export type ChainVector = (typeof propagation.chains)[number];
 
 export interface ChainAnswer {
   status: number;
-  body: { chain_valid: boolean; broken_at_hop: number | null; failures: { hop: number; code: string }[]; summary_hash: string };
+  body: { chain_valid: boolean; broken_at_hop: number | null; failures: { hop: number; code: string }[]; summary_hash: string; spot_valid: boolean | null };
 }
 
 /** The differences between a chain vector's expectation and an answer; empty when they agree. */
@@ -51,5 +51,6 @@ export function chainMismatches(v: ChainVector, got: ChainAnswer): string[] {
   if (got.body.broken_at_hop !== e.broken_at_hop) out.push(`broken_at_hop ${got.body.broken_at_hop}, expected ${e.broken_at_hop}`);
   if (JSON.stringify(failures) !== JSON.stringify(e.failures)) out.push(`failures ${JSON.stringify(failures)}, expected ${JSON.stringify(e.failures)}`);
   if ("summary_hash" in e && got.body.summary_hash !== e.summary_hash) out.push(`summary_hash ${got.body.summary_hash}, expected ${e.summary_hash}`);
+  if ("spot_valid" in e && got.body.spot_valid !== e.spot_valid) out.push(`spot_valid ${got.body.spot_valid}, expected ${e.spot_valid}`);
   return out;
 }

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { createExecutionContext, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, listDurableObjectIds } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildChain, pruneChain, receiptDigest, receiptHashOf, type ChainDocument, type ChainHop, type KeptEntry } from "../../worker/protocol/chain.js";
 import { delegationContext } from "../../worker/protocol/issue.js";
@@ -29,11 +29,11 @@ describe("CCS §11 vectors through the HTTP routes in workerd", () => {
 const post = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
 
 let counter = 0;
-/** A pinned issuer of its own and `n` receipts for consecutive hops of one delegation (every link signed). */
+/** A pinned issuer of its own (trusted to seal chains) and `n` receipts for consecutive hops of one delegation (every link signed). */
 async function signedChainOf(test: string, n: number, audience = AUDIENCE) {
   const h = harness(env, createExecutionContext());
   const issuer = await issuerFor(test);
-  expect((await h.pin(issuer.anchor)).status).toBe(200);
+  expect((await h.pin({ ...issuer.anchor, chain_sealer: true })).status).toBe(200);
   const hops = await makeChainHops(Array.from({ length: n }, (_, i) => ({ id: issuer.id, spec: { label: `${test}/hop/${i}/${++counter}`, audience, issuedAt: TEST_NOW - 5, sequence: ++counter } })));
   return { h, issuer, hops, chain: await buildChain(test, hops) };
 }
@@ -54,7 +54,24 @@ describe("POST /v1/chains/verify", () => {
   it("reports every link: none at hop 0, signed where the receipt's delegation names the hop before", async () => {
     const { h, chain } = await signedChainOf("chain-links", 3);
     const res = await verifyChainCall(h, { chain });
-    expect(res.body).toMatchObject({ chain_valid: true, links: [{ hop: 0, status: "none" }, { hop: 1, status: "signed" }, { hop: 2, status: "signed" }], seal: null });
+    expect(res.body).toMatchObject({ chain_valid: true, spot_valid: null, links: [{ hop: 0, status: "none" }, { hop: 1, status: "signed" }, { hop: 2, status: "signed" }], seal: null });
+  });
+
+  it("a valid chain holding a deny and an escalate reports each hop's verdict and action: validity is about the evidence", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("chain-verdicts");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const verdicts = ["allow", "deny", "escalate"] as const;
+    const hops = await makeChainHops(verdicts.map((verdict, i) => ({ id: issuer.id, spec: { label: `chain-verdicts/${i}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter, verdict } })));
+    const res = await verifyChainCall(h, { chain: await buildChain("chain-verdicts", hops) });
+    expect(res.body).toMatchObject({ chain_valid: true, failures: [] });
+    expect(res.body.links).toEqual([
+      { hop: 0, status: "none", verdict: "allow", action: "proceed_pending_reconciliation" },
+      { hop: 1, status: "signed", verdict: "deny", action: "block" },
+      { hop: 2, status: "signed", verdict: "escalate", action: "defer" },
+    ]);
+    const spot = await verifyChainCall(h, { chain: await buildChain("chain-verdicts", hops), spot: 1 });
+    expect(spot.body.links).toEqual([{ hop: 1, status: "signed", verdict: "deny", action: "block" }]);
   });
 
   it("checks freshness by default; check_freshness: false is the archival opt-out, and alone admits at", async () => {
@@ -107,7 +124,7 @@ describe("forgeries a chain document alone once passed", () => {
     const unrelated = await buildChain("forge-unrelated", [{ receipt: (await issuer.receipt()).receipt }, { receipt: (await issuer.receipt()).receipt }]);
     const res = await verifyChainCall(h, { chain: unrelated });
     expect([res.body.chain_valid, failuresOf(res)]).toEqual([false, ["1:LINK_UNSIGNED"]]);
-    expect(res.body.links).toEqual([{ hop: 0, status: "none" }, { hop: 1, status: "unsigned" }]);
+    expect(res.body.links).toMatchObject([{ hop: 0, status: "none" }, { hop: 1, status: "unsigned" }]);
     expect((await verifyChainCall(h, { chain })).body.chain_valid).toBe(true);
   });
 
@@ -153,12 +170,95 @@ describe("forgeries a chain document alone once passed", () => {
   });
 });
 
-/** A seal over `chain` by a vector identity (pinned for its issuer in the test). */
-async function sealWith(id: { issuer: string; kid: string; seed: Uint8Array }, chain: ChainDocument) {
+/** A seal over `chain` by a vector identity (pinned for its issuer in the test), sealed at `sealedAt`. */
+async function sealWith(id: { issuer: string; kid: string; seed: Uint8Array }, chain: ChainDocument, sealedAt = TEST_NOW) {
   const last = chain.entries.at(-1)!;
   const tail = "pruned" in last ? last.receipt_hash : await hashOf(last.receipt);
-  return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail }, id, TEST_NOW);
+  return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail }, id, sealedAt);
 }
+
+describe("spot verification vouches for the whole chain only under a seal", () => {
+  it("one genuine receipt and two made-up entries with face-value delegations: spot 0 is chain_valid false (CHAIN_UNSEALED), spot_valid true", async () => {
+    const { h, issuer, hops } = await signedChainOf("spot-overclaim", 1);
+    const [genuine] = hops;
+    const madeUp = async (previous: ChainHop, hop: number): Promise<ChainHop> => {
+      const receipt = { ...(previous.receipt as Record<string, unknown>), nonce: (hop.toString(16) + "e").repeat(16), sequence: 9_000_000 + hop };
+      return { receipt, runtime_context: { delegation: { previous_receipt_hash: await hashOf(previous.receipt), parent_trace_id: previous.receipt.trace_id, hop_count: hop } } };
+    };
+    const one = await madeUp(genuine, 1);
+    const chain = await buildChain("spot-overclaim", [genuine, one, await madeUp(one, 2)]);
+    const spot = await verifyChainCall(h, { chain, spot: 0 });
+    expect(spot.body).toMatchObject({ chain_valid: false, broken_at_hop: 1, spot_valid: true, total_hops: 3, mode: "spot", verified_hops: [0] });
+    expect(failuresOf(spot)).toEqual(["1:CHAIN_UNSEALED"]);
+    expect(spot.body.failures[0].detail).toMatch(/spot verification vouches for the whole chain only under a seal/);
+    const full = await verifyChainCall(h, { chain });
+    expect([full.body.chain_valid, full.body.broken_at_hop]).toEqual([false, 1]);
+
+    const { chain: honest } = await signedChainOf("spot-honest", 3);
+    const sealed = await verifyChainCall(h, { chain: honest, spot: 1, seal: await sealWith(issuer.id, honest) });
+    expect(sealed.body).toMatchObject({ chain_valid: true, spot_valid: true, failures: [], seal: { valid: true } });
+    const unsealed = await verifyChainCall(h, { chain: honest, spot: 1 });
+    expect([unsealed.body.chain_valid, unsealed.body.spot_valid, failuresOf(unsealed)]).toEqual([false, true, ["0:CHAIN_UNSEALED"]]);
+  });
+
+  it("a spot hop that fails is spot_valid false, even under a valid seal", async () => {
+    const { h, issuer, hops } = await signedChainOf("spot-fails", 2);
+    const forged = await buildChain("spot-fails", [hops[0], { ...hops[1], receipt: { ...hops[1].receipt, signature: "0".repeat(128) } }]);
+    const res = await verifyChainCall(h, { chain: forged, spot: 1, seal: await sealWith(issuer.id, forged) });
+    expect(res.body).toMatchObject({ chain_valid: false, spot_valid: false, seal: { valid: true } });
+    expect(failuresOf(res)).toContain("1:SIGNATURE_INVALID");
+  });
+});
+
+describe("seals: the key's validity and the sealer's trust", () => {
+  /** Receipts that sign no link (each verifies alone), so the document stands only under a valid seal. */
+  async function unlinkedChain(test: string) {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor(test);
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const chain = await buildChain(test, [{ receipt: (await issuer.receipt()).receipt }, { receipt: (await issuer.receipt()).receipt }]);
+    expect(failuresOf(await verifyChainCall(h, { chain }))).toEqual(["1:LINK_UNSIGNED"]);
+    return { h, chain };
+  }
+  async function sealer(test: string, key: { not_after?: number; chain_sealer?: boolean } = {}, h = harness(env, createExecutionContext())) {
+    const id = await identity(test, `https://${test}.example`, "seal-1");
+    const pin = { issuer: id.issuer, org_id: null, ...(key.chain_sealer === false ? {} : { chain_sealer: true }), keys: [{ kid: id.kid, alg: "Ed25519", public_key: id.publicKey, not_after: key.not_after ?? null }] };
+    expect((await h.pin(pin)).status).toBe(200);
+    return id;
+  }
+
+  it("a seal by a key past its not_after, back-dated into its validity, is refused with UNTRUSTED_ISSUER; a key still valid seals", async () => {
+    const { h, chain } = await unlinkedChain("seal-expired-key");
+    const expired = await sealer("seal-expired-sealer", { not_after: TEST_NOW - 100 });
+    const res = await verifyChainCall(h, { chain, seal: await sealWith(expired, chain, TEST_NOW - 200) });
+    expect(res.body).toMatchObject({ chain_valid: false, seal: { valid: false } });
+    expect(failuresOf(res)).toEqual(["1:LINK_UNSIGNED", "1:UNTRUSTED_ISSUER"]);
+    expect(res.body.failures[1].detail).toMatch(/not_after/);
+    const live = await sealer("seal-live-sealer", { not_after: TEST_NOW + 86400 });
+    expect((await verifyChainCall(h, { chain, seal: await sealWith(live, chain, TEST_NOW - 200) })).body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+  });
+
+  it("a seal whose sealed_at is beyond the clock skew in the future is refused with FRESHNESS_EXPIRED; within the skew it holds", async () => {
+    const { h, chain } = await unlinkedChain("seal-future");
+    const id = await sealer("seal-future-sealer");
+    const ahead = await verifyChainCall(h, { chain, seal: await sealWith(id, chain, TEST_NOW + 3600) });
+    expect([ahead.body.chain_valid, failuresOf(ahead)]).toEqual([false, ["1:LINK_UNSIGNED", "1:FRESHNESS_EXPIRED"]]);
+    expect((await verifyChainCall(h, { chain, seal: await sealWith(id, chain, TEST_NOW + 10) })).body).toMatchObject({ chain_valid: true, seal: { valid: true } });
+  });
+
+  it("an issuer pinned for its receipts only cannot seal a chain of unrelated receipts: SEALER_NOT_TRUSTED; pinned as a sealer it can", async () => {
+    const { h, chain } = await unlinkedChain("seal-untrusted");
+    const receiptsOnly = await sealer("seal-receipts-only", { chain_sealer: false });
+    const seal = await sealWith(receiptsOnly, chain);
+    const res = await verifyChainCall(h, { chain, seal });
+    expect(res.body).toMatchObject({ chain_valid: false, seal: { valid: false } });
+    expect(failuresOf(res)).toEqual(["1:LINK_UNSIGNED", "1:SEALER_NOT_TRUSTED"]);
+    expect((await h.call(`/v1/issuers/${encodeURIComponent(receiptsOnly.issuer)}`)).body.chain_sealer).toBe(false);
+    await sealer("seal-receipts-only", {}, h);
+    expect((await h.call(`/v1/issuers/${encodeURIComponent(receiptsOnly.issuer)}`)).body.chain_sealer).toBe(true);
+    expect((await verifyChainCall(h, { chain, seal })).body).toMatchObject({ chain_valid: true, seal: { valid: true } });
+  });
+});
 
 describe("live chains (EvidenceChain)", () => {
   const entry = (hop: ChainHop, i: number, previous?: string) => ({
@@ -298,20 +398,36 @@ describe("live chains (EvidenceChain)", () => {
     expect((await h.call("/v1/chains/live-replay-elsewhere/hops", post(entry(fresh[0], 0)))).status).toBe(200);
   });
 
-  it("reading an unknown chain creates no storage: no table, no row, an empty database", async () => {
-    const h = harness(env, createExecutionContext());
-    const storageOf = (name: string) =>
-      runInDurableObject(env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName(name)), (_o, state) => ({
-        bytes: state.storage.sql.databaseSize,
-        schema: state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master").toArray().map((t) => t.name),
-      }));
-    expect((await h.call("/v1/chains/never-appended-chain")).status).toBe(404);
-    const pristine = await storageOf("never-addressed-by-any-route");
-    expect(pristine.schema).toEqual([]);
-    expect(await storageOf("never-appended-chain")).toEqual(pristine);
-    const { hops } = await signedChainOf("appended-chain", 1);
-    expect((await append(h, "appended-chain", hops))[0].status).toBe(200);
-    expect((await storageOf("appended-chain")).schema).toEqual(expect.arrayContaining(["chain_owner", "chain_hops"]));
+  it("an unknown chain id and refused appends to a new id create no EvidenceChain; an accepted hop 0 creates exactly one", async () => {
+    const objects = async () => (await listDurableObjectIds(env.EVIDENCE_CHAIN)).length;
+    const { h, hops } = await signedChainOf("never-created", 2, SECOND_AUDIENCE);
+    const before = await objects();
+    const read = await h.call("/v1/chains/never-created");
+    expect([read.status, read.body.error.code]).toEqual([404, "NOT_FOUND"]);
+    const forged = await h.call("/v1/chains/never-created/hops", post(entry({ ...hops[0], receipt: { ...hops[0].receipt, signature: "0".repeat(128) } }, 0)));
+    expect([forged.status, forged.body.error.code]).toEqual([422, "SIGNATURE_INVALID"]);
+    const wrongAudience = await h.call("/v1/chains/never-created/hops", post(entry(hops[0], 0), asNarrow));
+    expect([wrongAudience.status, wrongAudience.body.error.code]).toEqual([403, "AUDIENCE_NOT_ALLOWED"]);
+    const predecessor = await h.call("/v1/chains/never-created/hops", post(entry(hops[0], 0, "sha256:" + "7".repeat(64))));
+    expect([predecessor.status, predecessor.body.error.code, predecessor.body.nonce_consumed]).toEqual([409, "CHAIN_BROKEN", false]);
+    const laterHop = await h.call("/v1/chains/never-created/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt))));
+    expect([laterHop.status, laterHop.body.error.code]).toEqual([404, "NOT_FOUND"]);
+    expect(await objects()).toBe(before);
+
+    expect((await append(h, "never-created", hops.slice(0, 1)))[0].status).toBe(200);
+    expect(await objects()).toBe(before + 1);
+    expect((await h.call("/v1/chains/never-created")).body).toMatchObject({ owner: "test-relying-party", total_hops: 1 });
+    expect(await env.ANCHORS.get("chain:never-created", "json")).toEqual({ owner: "test-relying-party", created_at: TEST_NOW });
+    // The count sees an object as soon as anything addresses it by name.
+    await env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName("addressed-once")).look();
+    expect(await objects()).toBe(before + 2);
+  });
+
+  it("a chain the registry does not know is 404 even where its object holds hops: nothing is read", async () => {
+    const { h, hops } = await signedChainOf("registry-forgotten", 1);
+    expect((await append(h, "registry-forgotten", hops))[0].status).toBe(200);
+    await env.ANCHORS.delete("chain:registry-forgotten");
+    expect((await h.call("/v1/chains/registry-forgotten")).status).toBe(404);
   });
 
   it("this deployment seals its live chains: the sealed document verifies with a pruned hop, and any change breaks it", async () => {

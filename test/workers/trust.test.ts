@@ -202,6 +202,7 @@ describe("this deployment's own identity", () => {
     expect(own.body).toEqual({
       issuer: "https://countersign.test",
       org_id: "https://relying-org.example",
+      chain_sealer: true,
       keys: [{ kid: "test-signing-1", alg: "Ed25519", public_key: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) }],
     });
     expect(own.text).not.toContain((env as Env).SIGNING_KEY!);

@@ -1,7 +1,8 @@
 /**
  * CCS §11 vectors: Evidence Envelopes (same-org and self-contained cross-org) and evidence
- * chains (signed links, unsigned links, sealed and unsealed pruning, spot, stale, repeated,
- * tampered, and the forgeries a document alone once passed), from fixed seeds. Written by generate.ts beside the
+ * chains (signed links, unsigned links, sealed and unsealed pruning, sealed and unsealed spot,
+ * seals by an issuer not trusted to seal or from the future, stale, repeated, tampered, and the
+ * forgeries a document alone once passed), from fixed seeds. Written by generate.ts beside the
  * receipt vectors.
  */
 import { buildChain, pruneChain, receiptDigest, receiptHashOf, summaryHash, type ChainDocument, type ChainHop, type KeptEntry } from "../../worker/protocol/chain.js";
@@ -120,12 +121,12 @@ export async function generatePropagation(now: number, audience: string) {
     for (let i = 0; i < n; i++) out.push({ receipt: await receipt(i % 2 ? p1 : a1, `${tag}/${i}`) });
     return out;
   };
-  const sealOf = async (chain: ChainDocument, by: Identity = a1, extra: Partial<SealedChain> = {}) => {
+  const sealOf = async (chain: ChainDocument, by: Identity = a1, extra: Partial<SealedChain> = {}, sealedAt = now - 5) => {
     const last = chain.entries.at(-1)!;
     const tail = "pruned" in last ? last.receipt_hash : await hashOf(last.receipt as unknown as Receipt);
-    return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail, ...extra }, by, now - 5);
+    return signSeal({ chain_id: chain.chain_id, total_hops: chain.entries.length, summary_hash: chain.summary_hash, tail, ...extra }, by, sealedAt);
   };
-  type ChainExpect = { status: number; chain_valid: boolean; broken_at_hop: number | null; failures: string[]; summary_hash?: string };
+  type ChainExpect = { status: number; chain_valid: boolean; broken_at_hop: number | null; failures: string[]; summary_hash?: string; spot_valid?: boolean };
   const chains: { id: string; title: string; body: unknown; expect: ChainExpect }[] = [];
   const valid = (summary?: string): ChainExpect => ({ status: 200, chain_valid: true, broken_at_hop: null, failures: [], ...(summary ? { summary_hash: summary } : {}) });
   const brokenAt = (hop: number, failures: string[]): ChainExpect => ({ status: 200, chain_valid: false, broken_at_hop: hop, failures });
@@ -145,9 +146,12 @@ export async function generatePropagation(now: number, audience: string) {
   addChain("CHAIN-pruned-sealed", "hops 1 and 2 pruned under a valid seal covering the chain: passes", fivePruned, valid(five.summary_hash), { seal: await sealOf(five) });
   addChain("CHAIN-seal-forged", "a seal signed by another key than the pinned one it names", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:SEAL_INVALID"]), { seal: { ...(await sealOf(five, attacker)), issuer: a1.issuer, kid: a1.kid } });
   addChain("CHAIN-seal-unpinned", "a seal by an issuer that is not pinned", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:UNTRUSTED_ISSUER"]), { seal: await sealOf(five, attacker) });
+  addChain("CHAIN-seal-not-sealer", "a seal by an issuer pinned for its receipts but not as a chain sealer", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:SEALER_NOT_TRUSTED"]), { seal: await sealOf(five, p1) });
+  addChain("CHAIN-seal-future", "a seal whose sealed_at is an hour ahead of the verifier's clock", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:FRESHNESS_EXPIRED"]), { seal: await sealOf(five, a1, {}, now + 3600) });
   addChain("CHAIN-seal-other-chain", "a valid seal over another chain (total_hops 4): it vouches for nothing here", fivePruned, brokenAt(1, ["1:CHAIN_UNSEALED", "2:CHAIN_UNSEALED", "4:SEAL_MISMATCH"]), { seal: await sealOf(five, a1, { total_hops: 4 }) });
-  addChain("CHAIN-spot", "spot verification of hop 3", five, valid(five.summary_hash), { spot: 3 });
-  addChain("CHAIN-spot-wrong-summary", "spot verification refuses a wrong summary hash", { ...five, summary_hash: "sha256:" + "1".repeat(64) }, brokenAt(4, ["4:CHAIN_BROKEN"]), { spot: 1 });
+  addChain("CHAIN-spot", "spot verification of hop 3 without a seal: the hop passes, but nothing vouches for the others", five, { ...brokenAt(0, ["0:CHAIN_UNSEALED"]), spot_valid: true }, { spot: 3 });
+  addChain("CHAIN-spot-sealed", "spot verification of hop 3 under a valid seal covering the chain: passes", five, { ...valid(five.summary_hash), spot_valid: true }, { spot: 3, seal: await sealOf(five) });
+  addChain("CHAIN-spot-wrong-summary", "spot verification refuses a wrong summary hash", { ...five, summary_hash: "sha256:" + "1".repeat(64) }, { ...brokenAt(0, ["0:CHAIN_UNSEALED", "4:CHAIN_BROKEN"]), spot_valid: true }, { spot: 1 });
   addChain("CHAIN-hop0-predecessor", "hop 0 naming a predecessor", { ...five, entries: [{ ...five.entries[0], previous_receipt_hash: "sha256:" + "2".repeat(64) }, ...five.entries.slice(1)] }, brokenAt(0, ["0:CHAIN_BROKEN"]));
   const stale = await buildChain("stale", await signedHops("stale", 3, (i) => (i === 1 ? { issuedAt: now - 30 * 86400 } : {})));
   addChain("CHAIN-stale-receipt", "a 30-day-old receipt at hop 1: freshness is judged by default", stale, brokenAt(1, ["1:FRESHNESS_EXPIRED"]));
@@ -191,7 +195,8 @@ export async function generatePropagation(now: number, audience: string) {
 
   return {
     org_id: ORG_ID,
-    anchors: [anchorFor(a1), { ...anchorFor(p1, p2), org_id: SENDER_ORG_ID }],
+    // issuer-a is trusted to seal chains; the partner issuer only for its receipts.
+    anchors: [{ ...anchorFor(a1), chain_sealer: true }, { ...anchorFor(p1, p2), org_id: SENDER_ORG_ID }],
     envelopes,
     chains,
   };

@@ -68,6 +68,7 @@ export const OPERATIONS: Operation[] = [
       400: { description: ERROR_TEXT[400], schema: S.HopRefused },
       ...errors(401),
       403: { description: ERROR_TEXT[403], schema: S.HopRefused },
+      404: { description: "a hop other than 0 for a chain not in the registry (NOT_FOUND); a just-created chain may briefly be absent elsewhere", schema: S.ErrorAnswer },
       409: { description: "does not fit the tail (a step-7 chain code)", schema: S.HopRefused },
       422: { description: ERROR_TEXT[422], schema: S.HopRefused },
       ...errors(413, 500, 503),

@@ -102,14 +102,17 @@ export const Failure = z
 export const ErrorBody = z.object({ code: CallErrorCode.or(FailureCode), detail: z.string() }).meta({ id: "Error" });
 export const ErrorAnswer = z.object({ error: ErrorBody }).meta({ id: "ErrorAnswer", description: "every 4xx/5xx: {error: {code, detail}}" });
 
+const EnforcementAction = z.enum(["proceed", "proceed_pending_reconciliation", "conservative", "block", "defer"]);
+const ReceiptVerdict = z.enum(["allow", "deny", "escalate"]);
+
 export const Decision = z
   .object({
     valid: z.boolean().meta({ description: "the evidence verdict alone" }),
     decision: z.enum(["accept", "reject", "defer", "audit"]).meta({ description: "the one field a gate acts on" }),
     failures: z.array(Failure),
     enforcement: z.object({
-      action: z.enum(["proceed", "proceed_pending_reconciliation", "conservative", "block", "defer"]),
-      verdict: z.enum(["allow", "deny", "escalate"]).nullable(),
+      action: EnforcementAction,
+      verdict: ReceiptVerdict.nullable(),
       outcome_status: z.enum(["confirmed", "dispatched", "indeterminate", "unknown"]).nullable(),
     }),
     receipt_hash: sha256Ref.nullable(),
@@ -166,7 +169,10 @@ export const ChainVerdict = z
     total_hops: z.number().int(),
     mode: z.enum(["full", "spot"]),
     verified_hops: z.array(z.number().int()),
-    links: z.array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned", "pruned"]) })),
+    links: z
+      .array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned", "pruned"]), verdict: ReceiptVerdict.nullable(), action: EnforcementAction }))
+      .meta({ description: "each verified hop: its link, and its receipt's verdict and enforcement action (a valid chain may hold a deny)" }),
+    spot_valid: z.boolean().nullable().meta({ description: "spot mode: whether the spot hop itself passed; null in full mode. chain_valid in spot mode also needs a valid seal" }),
     seal: z.object({ issuer: z.string(), kid: z.string(), sealed_at: z.number(), valid: z.boolean() }).nullable(),
   })
   .meta({ id: "ChainVerdict" });
@@ -190,9 +196,11 @@ export const HopRefused = z
 export const LiveChain = z.object({ ...ChainStateFields, seal: Seal }).meta({ id: "LiveChain" });
 
 export const PublishedKey = z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string().regex(/^[A-Za-z0-9_-]{43}$/), fingerprint: hex(64) }).meta({ id: "PublishedKey" });
-export const IssuerDocument = z.object({ issuer: Uri, org_id: Uri.nullable(), keys: z.array(PublishedKey).min(1) }).meta({ id: "IssuerDocument" });
+export const IssuerDocument = z
+  .object({ issuer: Uri, org_id: Uri.nullable(), chain_sealer: z.literal(true).meta({ description: "pinned as published, this deployment's chain seals are trusted" }), keys: z.array(PublishedKey).min(1) })
+  .meta({ id: "IssuerDocument" });
 
-export const AnchorPin = z.unknown().meta({ id: "AnchorPin", description: "kv-schemas/anchor-pin.schema.json: {issuer, org_id?, ledger_shards?, sequence_policy?, keys: [{kid, alg, public_key, fingerprint?, not_before?, not_after?}]}" });
+export const AnchorPin = z.unknown().meta({ id: "AnchorPin", description: "kv-schemas/anchor-pin.schema.json: {issuer, org_id?, chain_sealer?, ledger_shards?, sequence_policy?, config_hashes?, keys: [{kid, alg, public_key, fingerprint?, not_before?, not_after?}]}" });
 export const AnchorPinned = z.object({ issuer: Uri, keys: z.array(z.object({ kid, fingerprint: hex(64) })) }).meta({ id: "AnchorPinned" });
 export const KeyCall = z
   .object({ issuer: z.string(), kid: z.string().optional(), fingerprint: z.string().optional() })
@@ -209,6 +217,7 @@ export const IssuerView = z
     pinned_at: z.number(),
     ledger_shards: z.number().int(),
     sequence_policy: z.enum(["repeat", "window"]),
+    chain_sealer: z.boolean(),
     keys: z.array(z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string(), fingerprint: hex(64), short_fingerprint: hex(16), not_before: z.number().nullable(), not_after: z.number().nullable(), revoked: z.boolean() })),
   })
   .passthrough()

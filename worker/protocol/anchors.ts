@@ -38,6 +38,8 @@ export interface AnchorRecord {
   previous_keys?: PreviousKey[];
   /** SEC-008: the config hashes this issuer's receipts may carry; any, when absent. */
   config_hashes?: string[];
+  /** Whether this issuer's chain seals are trusted; absent is false. */
+  chain_sealer?: boolean;
 }
 
 /** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
@@ -52,6 +54,11 @@ export interface PinnedIssuer {
   sequencePolicy: SequencePolicy;
   /** Pinned config hashes (SEC-008), or null when none are pinned. */
   configHashes: string[] | null;
+  /**
+   * Whether a seal by this issuer may vouch for a chain. Pinning an issuer trusts its receipts;
+   * a seal vouches for receipts of any issuer, so it is trusted only when pinned as a sealer.
+   */
+  chainSealer: boolean;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -78,7 +85,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; config_hashes?: string[]; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; config_hashes?: string[]; chain_sealer?: boolean; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
   const tooLong = issuerProblem(pin.issuer);
   if (tooLong) errors.push(tooLong);
@@ -118,6 +125,7 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     ledger_shards: pin.ledger_shards ?? 1,
     sequence_policy: pin.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
     ...(pin.config_hashes ? { config_hashes: pin.config_hashes } : {}),
+    ...(pin.chain_sealer ? { chain_sealer: true } : {}),
   };
   return { kind: "built", record };
 }
@@ -155,6 +163,7 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
     ledgerShards: record.ledger_shards ?? 1,
     sequencePolicy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
     configHashes: record.config_hashes ?? null,
+    chainSealer: record.chain_sealer === true,
   };
 }
 

@@ -33,7 +33,7 @@ export interface SealedChain {
 
 export interface ChainSeal extends SealedChain {
   type: typeof SEAL_TYPE;
-  /** Unix seconds; the sealing key must be valid at this instant. */
+  /** Unix seconds; the sealing key must be valid at this instant and at verification time. */
   sealed_at: number;
   issuer: string;
   kid: string;
@@ -80,18 +80,37 @@ export interface SealDeps {
   revokedKeys?(issuer: string): Promise<Set<string>>;
 }
 
+/** The instants a seal is judged at. */
+export interface SealClock {
+  /** The verifier's clock: a `sealed_at` later than `now + skew` is refused. */
+  now: number;
+  skew: number;
+  /**
+   * The instant the sealing key must still be valid at (its `not_after`), as for a receipt's key:
+   * `now`, or under the archival opt-out the instant the chain is judged as of.
+   */
+  verifiedAt: number;
+}
+
 /**
- * A seal is valid when its issuer is pinned, its key `kid` is pinned, valid at `sealed_at` and not
+ * A seal is valid when its issuer is pinned as a chain sealer (a seal vouches for receipts of any
+ * issuer, so pinning an issuer for its receipts does not trust its seals), `sealed_at` is not in
+ * the future, its key `kid` is pinned, valid at `sealed_at` and still valid at verification time
+ * (the receipts' `not_after` rule, so a key past its validity cannot seal by back-dating), not
  * revoked, its signature verifies, and it vouches for exactly the chain the entries give.
  */
-export async function checkSeal(seal: ChainSeal, chain: SealedChain, deps: SealDeps): Promise<Failure[]> {
+export async function checkSeal(seal: ChainSeal, chain: SealedChain, clock: SealClock, deps: SealDeps): Promise<Failure[]> {
   const failures: Failure[] = [];
   const pinned = await deps.anchors(seal.issuer);
   const key = pinned ? keysValidAt(pinned.keys, seal.sealed_at).find((k) => k.kid === seal.kid) : undefined;
   if (!pinned) failures.push(failure("UNTRUSTED_ISSUER", `seal issuer ${seal.issuer} is not pinned`));
+  else if (!pinned.chainSealer) failures.push(failure("SEALER_NOT_TRUSTED", `seal issuer ${seal.issuer} is pinned for its receipts but not as a chain sealer (chain_sealer: true)`));
+  else if (seal.sealed_at > clock.now + clock.skew) failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${seal.sealed_at - clock.now}s in the future (skew ${clock.skew}s)`));
   else if (!key) failures.push(failure("UNTRUSTED_ISSUER", `seal key ${seal.kid} is not a pinned key of ${seal.issuer} valid at sealed_at`));
   else if (!(await deps.verifier.verify(key.raw, key.fingerprint, fromHex(seal.signature)!, sealBytes(seal)))) {
     failures.push(failure("SEAL_INVALID", `the seal's signature does not verify under key ${seal.kid} of ${seal.issuer}`));
+  } else if (key.not_after !== null && clock.verifiedAt > key.not_after) {
+    failures.push(failure("UNTRUSTED_ISSUER", `seal key ${seal.kid} of ${seal.issuer}, whose validity ended at not_after ${key.not_after}, before verification at ${clock.verifiedAt}`));
   } else if (deps.revokedKeys && (await deps.revokedKeys(seal.issuer)).has(key.fingerprint)) {
     failures.push(failure("ANCHOR_REVOKED", `seal key ${seal.kid} of ${seal.issuer} has been revoked`));
   }

@@ -12,7 +12,7 @@ import type { ReplayLedger } from "./ledger.js";
 import { isJsonObject as isObject } from "./strict-json.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import type { FreshnessPolicy } from "./checks/freshness.js";
-import { verifyReceipt, type VerifyDeps } from "./verify.js";
+import { verifyReceipt, type Decision, type VerifyDeps } from "./verify.js";
 import { CHAIN_ID, checkSeal, type ChainSeal, type SealDeps } from "./chain-seal.js";
 
 export { CHAIN_ID };
@@ -66,8 +66,26 @@ export interface ChainFailure extends Failure {
   hop: number;
 }
 
+/**
+ * A verified hop: how it is linked, and what its receipt decided. Chain validity is about the
+ * evidence only; a valid chain may hold a deny or an escalate, which `verdict` and `action` show.
+ */
+export interface HopReport {
+  hop: number;
+  status: LinkStatus;
+  /** The receipt's verdict (allow, deny, escalate), or null when the receipt is not of its form. */
+  verdict: Decision["enforcement"]["verdict"];
+  /** The receipt's CCS Figure 9 enforcement action; `block` for a receipt that does not verify. */
+  action: Decision["enforcement"]["action"];
+}
+
 export interface ChainVerdict {
   chain_id: string;
+  /**
+   * The whole document is authentic: in full mode every check passed; in spot mode the spot hop
+   * passed and a valid seal covers the document, since nothing else vouches for the hops the spot
+   * check did not verify.
+   */
   chain_valid: boolean;
   broken_at_hop: number | null;
   failures: ChainFailure[];
@@ -77,14 +95,20 @@ export interface ChainVerdict {
   mode: "full" | "spot";
   /** The hops whose receipts were judged (every kept hop in full mode, the spot hop in spot mode). */
   verified_hops: number[];
-  /** The link of every verified hop. */
-  links: { hop: number; status: LinkStatus }[];
+  /** The link and the receipt's verdict of every verified hop. */
+  links: HopReport[];
+  /** Spot mode: whether the spot hop itself passed (its receipt and its link); null in full mode. */
+  spot_valid: boolean | null;
   /** The seal presented, and whether it vouches for this very document; null without one. */
   seal: { issuer: string; kid: string; sealed_at: number; valid: boolean } | null;
 }
 
 export interface ChainOptions {
-  /** Verify only this hop's receipt; every entry's form, links, repeats and pruning are still judged. */
+  /**
+   * Verify only this hop's receipt; every entry's form, links, repeats and pruning are still
+   * judged. Only a valid seal makes the chain valid then: a spot check authenticates its own hop
+   * (and through a signed link the previous hop's hash), never the entries it did not verify.
+   */
   spot?: number;
   /**
    * Judge each receipt's freshness at `now` (the default, CCS §11.5). False is the archival
@@ -248,11 +272,15 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   const last = entries.length - 1;
   const failures: ChainFailure[] = [];
 
-  const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, deps) : null;
+  const archival = opts.checkFreshness === false;
+  const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
+  const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, sealClock(opts.seal), deps) : null;
   const sealed = sealFailures !== null && sealFailures.length === 0;
 
+  const hopFailures: Failure[][] = [];
   const links = entries.map((e, i) => {
     const judged = judgeHop(claimOf(e, hashes[i]), { hashes: hashes.slice(0, i), previousTraceId: i > 0 ? traceIdOf(entries[i - 1]) : null }, sealed);
+    hopFailures.push(judged.failures);
     failures.push(...judged.failures.map((f) => at(i, f)));
     return judged.link;
   });
@@ -266,7 +294,7 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     verified.map((i) => {
       const e = entries[i] as KeptEntry;
       const issuedAt = typeof e.receipt.issued_at === "number" ? e.receipt.issued_at : opts.now;
-      const now = opts.checkFreshness === false ? (opts.at ?? issuedAt) : opts.now;
+      const now = archival ? (opts.at ?? issuedAt) : opts.now;
       return verifyReceipt(e.receipt, { audience: null, mode: "audit", replay: "ignore", now, policy: opts.policy, runtimeContext: e.runtime_context }, ledgerDeps);
     }),
   );
@@ -277,12 +305,18 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     if (!d.valid && links[i] === "signed") links[i] = "unsigned";
   });
 
+  const isCritical = (f: Failure) => f.severity === "CRITICAL";
+  const spotValid = spot === undefined ? null : decisions[0].valid && !hopFailures[spot].some(isCritical);
+  if (spot !== undefined && !sealed) {
+    const unvouched = entries.length > 1 ? (spot === 0 ? 1 : 0) : spot;
+    failures.push(at(unvouched, failure("CHAIN_UNSEALED", `spot verification vouches for the whole chain only under a seal: without a valid one, hop ${spot} alone was verified`)));
+  }
   const sealedAt = Math.min(chain.total_hops, entries.length) - (chain.total_hops === entries.length ? 1 : 0);
   if (chain.total_hops !== entries.length) failures.push(at(sealedAt, failure("CHAIN_BROKEN", `total_hops is ${chain.total_hops} but the chain has ${entries.length} hops`)));
   if (summary !== chain.summary_hash) failures.push(at(Math.max(0, sealedAt), failure("CHAIN_BROKEN", "summary_hash does not match the receipts in the chain")));
   if (sealFailures) failures.push(...sealFailures.map((f) => at(last, f)));
   failures.sort((a, b) => a.hop - b.hop);
-  const critical = failures.filter((f) => f.severity === "CRITICAL");
+  const critical = failures.filter(isCritical);
   return {
     chain_id: chain.chain_id,
     chain_valid: critical.length === 0,
@@ -292,7 +326,8 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     total_hops: entries.length,
     mode: spot === undefined ? "full" : "spot",
     verified_hops: verified,
-    links: verified.map((i) => ({ hop: i, status: links[i] })),
+    links: verified.map((i, k) => ({ hop: i, status: links[i], verdict: decisions[k].enforcement.verdict, action: decisions[k].enforcement.action })),
+    spot_valid: spotValid,
     seal: opts.seal ? { issuer: opts.seal.issuer, kid: opts.seal.kid, sealed_at: opts.seal.sealed_at, valid: sealed } : null,
   };
 }

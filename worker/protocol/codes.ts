@@ -22,6 +22,7 @@ export const FAILURE_CODES = [
   "RECEIPT_REPEATED",
   "SEAL_INVALID",
   "SEAL_MISMATCH",
+  "SEALER_NOT_TRUSTED",
   "CONFIG_NOT_PINNED",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
@@ -107,6 +108,7 @@ export const STEP_OF: Record<FailureCode, number> = {
   RECEIPT_REPEATED: 7,
   SEAL_INVALID: 3,
   SEAL_MISMATCH: 7,
+  SEALER_NOT_TRUSTED: 3,
   CONFIG_NOT_PINNED: 3,
 };
 

@@ -28,13 +28,19 @@ function chainDeps(services: Services): ChainDeps {
   };
 }
 
-const chainStub = (c: Context<AppEnv>, chainId: string) => {
+/** The chain id a path names: 400 when it cannot be one, before any read. */
+function chainIdOf(c: Context<AppEnv>): string {
+  const chainId = c.req.param("chain_id") ?? "";
   if (!CHAIN_ID.test(chainId)) throw new ApiError(400, "MALFORMED_REQUEST", "chain_id must be 1-128 of [A-Za-z0-9._:-]");
-  return c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
-};
+  return chainId;
+}
+
+/** The chain's EvidenceChain; addressed only for a chain in the registry, or once a new chain's hop 0 has verified. */
+const chainStub = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
 
 /** A live chain is its owner's alone; existence is not hidden, since an append by another party would reveal it anyway. */
 const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chain ${chainId} belongs to another relying party`);
+const unknownChain = (chainId: string) => new ApiError(404, "NOT_FOUND", `chain ${chainId} has no hops`);
 
 export const chainRoutes = new Hono<AppEnv>()
   /**
@@ -69,11 +75,12 @@ export const chainRoutes = new Hono<AppEnv>()
    * to one of the caller's audiences, and then the receipt goes through the receipt route's own
    * predicate in enforce mode with the hop rule as a context check: its nonce is consumed only when
    * every check, the link included, has passed. The EvidenceChain then applies the same hop rule
-   * again in its transaction, against the tail as it is by then.
+   * again in its transaction, against the tail as it is by then. A chain absent from the registry
+   * takes only a hop 0, whose receipt is verified before its EvidenceChain is first addressed, so
+   * a refused call creates no object; the chain is registered once that hop 0 is appended.
    */
   .post("/:chain_id/hops", jsonBody(HopCall), async (c) => {
-  const chainId = c.req.param("chain_id");
-  const stub = chainStub(c, chainId);
+  const chainId = chainIdOf(c);
   const body = validateBody(HopCall, await readStrictJson(c, MAX_VERIFY_BODY));
   if (!Object.hasOwn(body, "entry")) throw new ApiError(400, "MALFORMED_REQUEST", "body must be {entry}");
   const problem = entryProblem(body.entry);
@@ -81,13 +88,16 @@ export const chainRoutes = new Hono<AppEnv>()
   if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
   const entry = body.entry as unknown as KeptEntry;
   const party = c.get("relyingParty").name;
-  const timeout = dependencyTimeout(c.env);
-  const held = await withTimeout(stub.look() as Promise<HeldChain | null>, timeout, "evidence chain");
-  if (held && held.owner !== party) throw notOwned(chainId);
+  const services = c.get("services");
+  const registered = await services.chains.get(chainId);
+  if (registered && registered.owner !== party) throw notOwned(chainId);
+  if (!registered && entry.hop_count !== 0) throw unknownChain(chainId);
   const audience = typeof entry.receipt.audience === "string" ? entry.receipt.audience : null;
   if (audience !== null && !audienceAllowed(c, audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "the receipt is addressed to an audience this relying party does not speak for");
 
-  const services = c.get("services");
+  const timeout = dependencyTimeout(c.env);
+  const held = registered ? await withTimeout(chainStub(c, chainId).look() as Promise<HeldChain | null>, timeout, "evidence chain") : null;
+  if (held && held.owner !== party) throw notOwned(chainId);
   const before = held ?? { hashes: [], previousTraceId: null };
   const previous = entry.previous_receipt_hash ?? null;
   const decision = await verifyReceipt(
@@ -109,19 +119,26 @@ export const chainRoutes = new Hono<AppEnv>()
     return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
   }
   const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string };
-  const result = await withTimeout(stub.append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
+  const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
   if (result.kind === "not-owned") throw notOwned(chainId);
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
-  if (entry.hop_count === 0) countChainStarted(c);
+  if (entry.hop_count === 0) {
+    await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
+    countChainStarted(c);
+  }
   return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
 })
-  /** The caller's live chain with this deployment's seal over it, as it stands now. */
+  /** The caller's live chain with this deployment's seal over it, as it stands now; an id absent from the registry is 404 unread. */
   .get("/:chain_id", async (c) => {
-  const chainId = c.req.param("chain_id");
+  const chainId = chainIdOf(c);
+  const party = c.get("relyingParty").name;
+  const registered = await c.get("services").chains.get(chainId);
+  if (!registered) throw unknownChain(chainId);
+  if (registered.owner !== party) throw notOwned(chainId);
   const reading = chainStub(c, chainId).read(chainId) as Promise<ChainState | null>;
   const state = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
-  if (!state) throw new ApiError(404, "NOT_FOUND", `chain ${chainId} has no hops`);
-  if (state.owner !== c.get("relyingParty").name) throw notOwned(chainId);
+  if (!state) throw unknownChain(chainId);
+  if (state.owner !== party) throw notOwned(chainId);
   const seal = signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now()));
   return c.json({ ...state, seal });
 });

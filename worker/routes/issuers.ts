@@ -36,6 +36,7 @@ export const issuerRoutes = new Hono<AppEnv>()
     pinned_at: record.pinned_at,
     ledger_shards: shards,
     sequence_policy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
+    chain_sealer: record.chain_sealer === true,
     keys: record.keys.map((k) => ({ ...k, short_fingerprint: k.fingerprint.slice(0, 16), revoked: revokedKeys.has(k.fingerprint) })),
     previous_keys: (record.previous_keys ?? []).map((k) => ({ ...k, revoked: revokedKeys.has(k.fingerprint) })),
     revoked,

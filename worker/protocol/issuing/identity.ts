@@ -90,7 +90,11 @@ function parseRetired(text: string | undefined, problems: string[]): PublishedKe
   return out;
 }
 
-/** `GET /.well-known/ccs-issuer`: the body `PUT /v1/admin/anchors` takes as it is. */
-export function issuerDocument(id: SigningIdentity): { issuer: string; org_id: string | null; keys: PublishedKey[] } {
-  return { issuer: id.issuer, org_id: id.orgId, keys: id.published };
+/**
+ * `GET /.well-known/ccs-issuer`: the body `PUT /v1/admin/anchors` takes as it is. A countersign
+ * deployment seals the live chains it holds, so its document asks to be pinned as a chain sealer:
+ * pinning it as published trusts its seals.
+ */
+export function issuerDocument(id: SigningIdentity): { issuer: string; org_id: string | null; chain_sealer: true; keys: PublishedKey[] } {
+  return { issuer: id.issuer, org_id: id.orgId, chain_sealer: true, keys: id.published };
 }
