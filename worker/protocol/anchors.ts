@@ -7,6 +7,7 @@ import { fromBase64Url, utf8Length } from "./encoding.js";
 import { publicKeyProblem } from "./ed25519.js";
 import { DEFAULT_SEQUENCE_POLICY, type SequencePolicy } from "./ledger.js";
 import { MAX_URI_BYTES } from "./receipt.js";
+import type { PinnedManifest } from "./manifest/pinning.js";
 
 export interface AnchorKey {
   kid: string;
@@ -38,6 +39,8 @@ export interface AnchorRecord {
   previous_keys?: PreviousKey[];
   /** SEC-008: the config hashes this issuer's receipts may carry; any, when absent. */
   config_hashes?: string[];
+  /** The issuer's capability manifest, pinned beside the anchor (PUT /v1/admin/manifests). */
+  manifest?: PinnedManifest;
 }
 
 /** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
@@ -52,6 +55,8 @@ export interface PinnedIssuer {
   sequencePolicy: SequencePolicy;
   /** Pinned config hashes (SEC-008), or null when none are pinned. */
   configHashes: string[] | null;
+  /** The pinned manifest, when one is. */
+  manifest: PinnedManifest | null;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -152,6 +157,7 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
     ledgerShards: record.ledger_shards ?? 1,
     sequencePolicy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
     configHashes: record.config_hashes ?? null,
+    manifest: record.manifest ?? null,
   };
 }
 

@@ -15,6 +15,7 @@ import { checkFreshness, grantedSkew, type FreshnessPolicy } from "./checks/fres
 import { mapOutcome, type Enforcement, type EnforcementAction, type ReportedOutcome } from "./checks/outcome.js";
 import { checkSignature } from "./checks/signature.js";
 import { configHashPinned } from "./issuing/rules/sec-008.js";
+import { manifestStaleness, type ManifestBinding } from "./manifest/staleness.js";
 
 export type Mode = "enforce" | "audit";
 
@@ -84,6 +85,8 @@ export interface VerifyDeps {
   anchors(issuer: string): Promise<PinnedIssuer | null>;
   verifier: SignatureVerifier;
   ledger(issuer: string, nonce: string, shards: number): ReplayLedger;
+  /** The manifest a receipt's configuration bound beside the issuer's current one, when known (MANIFEST_STALE). */
+  manifestBinding?(issuer: string, configHash: string): Promise<ManifestBinding | null>;
 }
 
 /** A dependency (anchor store, ledger) failed or timed out: the caller must fail closed. */
@@ -167,10 +170,13 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const failures = [...stateless, ...ledgerFailures(stateful, signature.kid, replay)];
   const critical = failures.some((f) => f.severity === "CRITICAL");
   const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
+  // Staleness is asked only of a receipt its issuer signed: a forgery makes nothing be read.
+  const bound = deps.manifestBinding && signature.failures.length === 0 ? await dependency("manifest store", () => deps.manifestBinding!(r.issuer, r.config_hash)) : null;
+  const stale = manifestStaleness(bound);
   return {
     valid: !critical,
     decision: gateDecision(opts.mode, !critical, enforcement.action),
-    failures: [...failures, ...warnings],
+    failures: [...failures, ...warnings, ...(stale ? [stale] : [])],
     enforcement,
     receipt_hash: await receiptHash,
     nonce_consumed: stateful.consumed,
