@@ -31,6 +31,8 @@ import { intakeRoutes } from "./routes/intake.js";
 import { configRoutes } from "./routes/config.js";
 import { usageRoutes } from "./routes/usage.js";
 import { logLineExporter, type Exporter } from "./observability.js";
+import { kvManifestStore, type ConfigCache, type ManifestStore } from "./manifest-store.js";
+import { manifestRoutes } from "./routes/manifests.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -65,6 +67,8 @@ export interface Services {
   /** This isolate's last rendered status page. */
   statusPage: StatusPageCache;
   sequences: SequenceSource;
+  /** Configuration history and the manifests receipts bound. */
+  manifests: ManifestStore;
   intake: IntakeOverrides;
   exporter: Exporter;
 }
@@ -79,6 +83,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
   const partyCache: RelyingPartyCache = new Map();
+  const configCache: ConfigCache = new Map();
+  const configsRecorded = new Set<string>();
   // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
   let decisions: DecisionCounter | undefined;
   const statusPage: StatusPageCache = { entry: null };
@@ -88,10 +94,12 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
     decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
     const timeout = dependencyTimeout(c.env);
     const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
+    const anchors = kvAnchorStore(c.env, timeout, anchorCache);
     c.set("services", {
       now,
       verifier,
-      anchors: kvAnchorStore(c.env, timeout, anchorCache),
+      anchors,
+      manifests: kvManifestStore(c.env, timeout, anchors, configCache, configsRecorded),
       ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
       relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
       decisions,
@@ -117,6 +125,8 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/v1", usageRoutes);
   app.route("/v1/issuers", issuerRoutes);
   app.route("/v1/admin", adminRoutes);
+  app.use("/v1/profiles/*", requireRelyingParty);
+  app.route("/v1", manifestRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));
   app.onError((err, c) => errorResponse(c, err));
   return app;

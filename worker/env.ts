@@ -39,6 +39,14 @@ export interface Env {
   RULES?: string;
   /** Optional comma-separated config hashes this deployment may issue under (SEC-008). */
   PINNED_CONFIG_HASHES?: string;
+  /** Optional comma-separated subset of countersign's profiles its capability manifest declares (default: all). */
+  PROFILES?: string;
+  /** Seconds a signed capability manifest is valid from its published_at (default 604800, at least 2 days). */
+  MANIFEST_TTL?: string;
+  /** Challenge policy (CCS §4.7): deadline = min(CHALLENGE_BASE_DURATION × CHALLENGE_DEADLINE_MULTIPLIER, CHALLENGE_MAX_DEADLINE) seconds (defaults 60, 5, 600). */
+  CHALLENGE_BASE_DURATION?: string;
+  CHALLENGE_DEADLINE_MULTIPLIER?: string;
+  CHALLENGE_MAX_DEADLINE?: string;
   /** Bearer token of the admin routes. */
   ADMIN_TOKEN?: string;
   /**

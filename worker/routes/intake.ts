@@ -45,6 +45,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   const services = c.get("services");
   const { identity, signer, context } = await issuing(c.env);
   const overrides = services.intake;
+  await services.manifests.recordCurrent(services.now());
   return issueAdmission(intake, audience, context, {
     now: overrides.now ?? services.now,
     randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
