@@ -33,6 +33,7 @@ import { usageRoutes } from "./routes/usage.js";
 import { logLineExporter, type Exporter } from "./observability.js";
 import { kvManifestStore, type ConfigCache, type ManifestStore } from "./manifest-store.js";
 import { manifestRoutes } from "./routes/manifests.js";
+import { challengeRoutes } from "./routes/challenges.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -116,7 +117,9 @@ export function createApp(options: AppOptions = {}): Hono<AppEnv> {
   app.route("/.well-known", wellKnownRoutes);
   for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify", "/v1/chains/*", "/v1/usage", "/v1/usage/*", "/v1/costs/*"]) app.use(path, requireRelyingParty);
   app.use("/v1/intake", requireIntakeToken);
+  app.use("/v1/intake/*", requireIntakeToken);
   app.route("/v1/intake", intakeRoutes);
+  app.route("/v1/intake", challengeRoutes);
   app.route("/v1/config", configRoutes);
   app.route("/v1/receipts", receiptRoutes);
   app.route("/v1/envelopes", envelopeRoutes);

@@ -127,7 +127,7 @@ async function buildIssuing(env: Env): Promise<Issuing> {
   const manifest = await ownManifest(env, identity, signer);
   let config;
   try {
-    config = await canonicalConfig({ signingKeyId: identity.kid, rules: env.RULES ? list(env.RULES) : undefined, policyFloor: floor, manifestHash: manifest.hash });
+    config = await canonicalConfig({ signingKeyId: identity.kid, rules: env.RULES ? list(env.RULES) : undefined, policyFloor: floor, manifestHash: manifest.hash, serverProfileRequired: env.POLICY_FLOOR_REQUIRES_PROFILE === "true" });
   } catch (err) {
     throw new ConfigurationError(`RULES: ${(err as Error).message}`);
   }

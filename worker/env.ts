@@ -2,6 +2,7 @@ import type { EvidenceChain } from "../durable-objects/evidence-chain.js";
 import type { DecisionStats } from "../durable-objects/decision-stats.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 import type { IssuingSequence } from "../durable-objects/issuing-sequence.js";
+import type { IntakeChallenges } from "../durable-objects/intake-challenges.js";
 import type { UsageLedger } from "../durable-objects/usage-ledger.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
@@ -12,6 +13,8 @@ export interface Env {
   DECISION_STATS: DurableObjectNamespace<DecisionStats>;
   /** The sequence counter of each issuing key, by key fingerprint. */
   ISSUING_SEQUENCE: DurableObjectNamespace<IssuingSequence>;
+  /** The open challenge of each trace_id whose intake answered a deny for missing evidence. */
+  INTAKE_CHALLENGES: DurableObjectNamespace<IntakeChallenges>;
   /** One UsageLedger per relying party: the usage, cost and reconciliation evidence it stored. */
   USAGE_LEDGER: DurableObjectNamespace<UsageLedger>;
   /** Comma-separated audiences this deployment serves. */
@@ -35,6 +38,8 @@ export interface Env {
   INTAKE_TIMEOUT_MS?: string;
   /** The verifier policy floor: none, tls, authenticated, mutual-tls or attested (default tls). */
   POLICY_FLOOR?: string;
+  /** "true": a Command without server_profile lacks evidence the policy floor needs (deny + challenge); default false. */
+  POLICY_FLOOR_REQUIRES_PROFILE?: string;
   /** Optional comma-separated subset of the sixteen rules to enable (default: all). */
   RULES?: string;
   /** Optional comma-separated config hashes this deployment may issue under (SEC-008). */

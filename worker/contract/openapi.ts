@@ -113,6 +113,11 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT or INTAKE_FAILED (a dependency)", schema: S.IntakeError } },
   },
   {
+    method: "post", path: "/v1/intake/{trace_id}/evidence", summary: "answer a challenge with the missing evidence before its deadline: the same Command judged again, a fresh receipt", tag: "issuing", auth: "intake", body: S.EvidenceCall,
+    parameters: [pathParam("trace_id", "the challenged Command's trace_id, 16 hex")],
+    responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500, 503) },
+  },
+  {
     method: "get", path: "/v1/config", summary: "this deployment's canonical configuration and its config_hash", tag: "issuing", auth: "none",
     responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(500) },
   },

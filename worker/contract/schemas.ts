@@ -230,8 +230,22 @@ export const SupportCall = z
   .meta({ id: "SupportCall" });
 export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", description: "see docs/ec-receipts.md for the fields" });
 
+export const EvidenceCall = z
+  .object({
+    human_approval: z.object({ approver: z.string(), request_hash: sha256Ref }).strict().optional().meta({ description: "SEC-005: an approval naming this request's request_hash" }),
+    server_profile: z.enum(["none", "tls", "authenticated", "mutual-tls", "attested"]).optional().meta({ description: "the server's declared security profile, for the policy floor" }),
+  })
+  .strict()
+  .meta({ id: "EvidenceCall", description: "the evidence a challenge named, and nothing else" });
+const Gap = z
+  .object({ evidence: z.enum(["human_approval", "server_profile"]), needed_by: z.string(), format: z.string(), request_hash: sha256Ref.optional(), minimum: z.string().optional() })
+  .meta({ id: "EvidenceGap" });
+export const Challenge = z
+  .object({ trace_id: hex(16), missing: z.array(Gap).min(1), issued_at: seconds, expires_at: seconds.meta({ description: "issued_at + min(base_duration × deadline_multiplier, max_deadline)" }), respond_to: z.string() })
+  .meta({ id: "Challenge", description: "rides on a deny receipt: the evidence missing, its form, and the deadline to supply it (CCS §4.7)" });
+
 export const IntakeCall = z.unknown().meta({ id: "IntakeCall", description: "a CCS §3 Command: {intake_version: \"1.3\", agent_id, tool, params, timestamp, trace_id, runtime_context?, delegation_chain?} plus the optional audience, human_approval and server_profile (README, Intake); checked by the intake parser itself, whose failures are the Figure 3 codes" });
-export const IntakeAnswer = z.object({ receipt: Receipt }).passthrough().meta({ id: "IntakeAnswer" });
+export const IntakeAnswer = z.object({ receipt: Receipt, challenge: Challenge.optional() }).passthrough().meta({ id: "IntakeAnswer" });
 export const IntakeError = z
   .object({ error: z.object({ code: z.string(), retry: z.enum(["MAY", "MUST NOT"]).optional(), detail: z.string(), trace_id: z.string().optional() }).passthrough() })
   .meta({ id: "IntakeError", description: "never carries a receipt" });
