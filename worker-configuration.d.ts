@@ -2,7 +2,7 @@
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./worker/index");
-		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger";
+		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger" | "IntakeChallenges";
 	}
 	interface Env {
 		ANCHORS: KVNamespace;
@@ -28,6 +28,7 @@ declare namespace Cloudflare {
 		DECISION_STATS: DurableObjectNamespace<import("./worker/index").DecisionStats>;
 		ISSUING_SEQUENCE: DurableObjectNamespace<import("./worker/index").IssuingSequence>;
 		USAGE_LEDGER: DurableObjectNamespace<import("./worker/index").UsageLedger>;
+		INTAKE_CHALLENGES: DurableObjectNamespace<import("./worker/index").IntakeChallenges>;
 	}
 }
 interface Env extends Cloudflare.Env {}

@@ -18,6 +18,9 @@ import { requestProblem, type PresentedRequest } from "../worker/protocol/checks
 import type { Verdict } from "../worker/protocol/receipt.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, UsageError } from "./offline.js";
+import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
+import { nobleVerifier } from "../worker/protocol/ed25519.js";
+import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
 
 export interface Io {
   out(text: string): void;
@@ -51,6 +54,8 @@ export const USAGE = `usage: countersign <command> [options]
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
+  manifest verify FILE --anchors FILE [--now T] [--skew S]
+                                                      a capability manifest's signature, key, profiles_digest and window, offline
   anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
   relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
        [--url URL] [--admin-token TOKEN]              against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN)
@@ -350,8 +355,37 @@ async function relyingParties(io: Io, args: string[]): Promise<number> {
   return admin(io, values, "POST", "/v1/admin/relying-parties", body);
 }
 
+/**
+ * `manifest verify`: pure code, nothing running. The anchors file is the trust file `verify`
+ * takes; the manifest's verifier_id must be one of its issuers, and a key it lists as revoked
+ * signs nothing.
+ */
+async function manifest(io: Io, args: string[]): Promise<number> {
+  const [action, ...rest] = args;
+  if (action !== "verify") throw new UsageError("manifest takes verify");
+  const { values, positionals } = parse(rest, { anchors: { type: "string" }, now: { type: "string" }, skew: { type: "string" } }, 1);
+  const doc = readJson(io, need(positionals[0], "the manifest file (or -)"), "manifest");
+  const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
+  const now = number(values.now, "--now", Date.now() / 1000);
+  const verifierId = isJsonObject(doc) && typeof doc.verifier_id === "string" ? doc.verifier_id : null;
+  const anchor = trust.anchors.find((a) => isJsonObject(a) && a.issuer === verifierId);
+  let keys: ReturnType<typeof pinnedIssuer>["keys"] = [];
+  if (anchor) {
+    const built = await buildAnchorRecord(anchor, Math.floor(now));
+    if (built.kind === "invalid") throw new UsageError(`anchors file: ${built.errors.join("; ")}`);
+    const revoked = trust.revoked.filter((r) => r.issuer === verifierId);
+    keys = pinnedIssuer(built.record).keys.filter((k) => !revoked.some((r) => r.kid === k.kid || r.fingerprint === k.fingerprint));
+  }
+  const check = await verifyManifest(doc, { keys, now, skew: number(values.skew, "--skew", 30), verifier: nobleVerifier });
+  const out = check.ok
+    ? { valid: true, verifier_id: check.manifest.verifier_id, kid: check.kid, manifest_hash: check.manifestHash, profiles_digest: check.manifest.profiles_digest, expires_at: check.manifest.expires_at, profiles: check.manifest.profiles }
+    : { valid: false, code: check.code, detail: check.detail };
+  emit(io, values.json === true, out, check.ok ? `manifest valid: signed by ${check.kid}, ${check.manifest.profiles.length} profiles` : `manifest invalid: ${check.code}`);
+  return check.ok ? 0 : 1;
+}
+
 const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<number>> = {
-  keygen, sign, verify, replay, anchors, "relying-parties": relyingParties,
+  keygen, sign, verify, replay, anchors, "relying-parties": relyingParties, manifest,
 };
 
 /** Runs one command line; answers the exit code. Never throws. */

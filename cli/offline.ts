@@ -9,22 +9,29 @@ import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { isJsonObject } from "../worker/protocol/strict-json.js";
 import { nodeEnv } from "./offline-env.js";
 
-/** A trust file: `{anchors: [pin bodies], revoked?: [{issuer, kid | fingerprint}]}`, a bare list of pin bodies, or one pin body (what `/.well-known/ccs-issuer` serves). */
+/**
+ * A trust file: `{anchors: [pin bodies], revoked?: [{issuer, kid | fingerprint}], manifests?: [manifest pin bodies]}`,
+ * a bare list of pin bodies, or one pin body (what `/.well-known/ccs-issuer` serves).
+ */
 export interface TrustFile {
   anchors: unknown[];
   revoked: Record<string, unknown>[];
+  /** Bodies of PUT /v1/admin/manifests, pinned after the anchors (MANIFEST_STALE needs them). */
+  manifests: unknown[];
 }
 
 export class UsageError extends Error {}
 
 export function readTrustFile(value: unknown): TrustFile {
-  if (Array.isArray(value)) return { anchors: value, revoked: [] };
+  if (Array.isArray(value)) return { anchors: value, revoked: [], manifests: [] };
   if (isJsonObject(value) && Array.isArray(value.anchors)) {
     const revoked = value.revoked ?? [];
     if (!Array.isArray(revoked) || !revoked.every(isJsonObject)) throw new UsageError("anchors file: revoked must be a list of {issuer, kid | fingerprint}");
-    return { anchors: value.anchors, revoked };
+    const manifests = value.manifests ?? [];
+    if (!Array.isArray(manifests)) throw new UsageError("anchors file: manifests must be a list of {manifest, configurations?}");
+    return { anchors: value.anchors, revoked, manifests };
   }
-  if (isJsonObject(value) && typeof value.issuer === "string") return { anchors: [value], revoked: [] };
+  if (isJsonObject(value) && typeof value.issuer === "string") return { anchors: [value], revoked: [], manifests: [] };
   throw new UsageError("anchors file must be {anchors: [...], revoked?: [...]}, a list of anchors, or one anchor");
 }
 
@@ -67,6 +74,10 @@ export async function offlineVerifier(o: OfflineOptions): Promise<OfflineVerifie
   for (const anchor of o.trust.anchors) {
     const pinned = await send("PUT", "/v1/admin/anchors", anchor, admin);
     if (pinned.status !== 200) throw new UsageError(`anchors file: ${JSON.stringify(pinned.body.error ?? pinned.body)}`);
+  }
+  for (const m of o.trust.manifests) {
+    const pinned = await send("PUT", "/v1/admin/manifests", m, admin);
+    if (pinned.status !== 200) throw new UsageError(`anchors file, manifests: ${JSON.stringify(pinned.body.error ?? pinned.body)}`);
   }
   for (const r of o.trust.revoked) {
     const revoked = await send("POST", "/v1/admin/anchors/revoke", r, admin);

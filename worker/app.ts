@@ -31,6 +31,9 @@ import { intakeRoutes } from "./routes/intake.js";
 import { configRoutes } from "./routes/config.js";
 import { usageRoutes } from "./routes/usage.js";
 import { logLineExporter, type Exporter } from "./observability.js";
+import { kvManifestStore, type ConfigCache, type ManifestStore } from "./manifest-store.js";
+import { manifestRoutes } from "./routes/manifests.js";
+import { challengeRoutes } from "./routes/challenges.js";
 
 export interface AppOptions {
   /** The clock, in Unix seconds. */
@@ -67,6 +70,8 @@ export interface Services {
   /** This isolate's last rendered status page. */
   statusPage: StatusPageCache;
   sequences: SequenceSource;
+  /** Configuration history and the manifests receipts bound. */
+  manifests: ManifestStore;
   intake: IntakeOverrides;
   exporter: Exporter;
 }
@@ -81,6 +86,8 @@ export function createApp(options: AppOptions = {}) {
   const verifier = options.verifier ?? webCryptoVerifier();
   const anchorCache: AnchorCache = new Map();
   const partyCache: RelyingPartyCache = new Map();
+  const configCache: ConfigCache = new Map();
+  const configsRecorded = new Set<string>();
   // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
   let decisions: DecisionCounter | undefined;
   const statusPage: StatusPageCache = { entry: null };
@@ -90,10 +97,12 @@ export function createApp(options: AppOptions = {}) {
       decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
       const timeout = dependencyTimeout(c.env);
       const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
+      const anchors = kvAnchorStore(c.env, timeout, anchorCache);
       c.set("services", {
         now,
         verifier,
-        anchors: kvAnchorStore(c.env, timeout, anchorCache),
+        anchors,
+        manifests: kvManifestStore(c.env, timeout, anchors, configCache, configsRecorded),
         ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
         relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
         chains: kvChainRegistry(c.env, timeout),
@@ -116,8 +125,11 @@ export function createApp(options: AppOptions = {}) {
     .use("/v1/usage", requireRelyingParty)
     .use("/v1/usage/*", requireRelyingParty)
     .use("/v1/costs/*", requireRelyingParty)
+    .use("/v1/profiles/*", requireRelyingParty)
     .use("/v1/intake", requireIntakeToken)
+    .use("/v1/intake/*", requireIntakeToken)
     .route("/v1/intake", intakeRoutes)
+    .route("/v1/intake", challengeRoutes)
     .route("/v1/config", configRoutes)
     .route("/v1/receipts", receiptRoutes)
     .route("/v1/envelopes", envelopeRoutes)
@@ -125,7 +137,8 @@ export function createApp(options: AppOptions = {}) {
     .route("/v1", ecRoutes)
     .route("/v1", usageRoutes)
     .route("/v1/issuers", issuerRoutes)
-    .route("/v1/admin", adminRoutes);
+    .route("/v1/admin", adminRoutes)
+    .route("/v1", manifestRoutes);
   app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));
   app.onError((err, c) => errorResponse(c, err));
   return app;

@@ -6,10 +6,13 @@ import { utf8 } from "./protocol/encoding.js";
 import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
 import { DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
 import { canonicalConfig, configHash } from "./protocol/issuing/config.js";
+import { jcs } from "./protocol/digest.js";
 import type { IssuingContext } from "./protocol/issuing/lifecycle.js";
 import { DEFAULT_POLICY_FLOOR, isSecurityProfile } from "./protocol/issuing/policy-floor.js";
 import { webCryptoSigner, type ReceiptSigner } from "./protocol/issuing/signer.js";
 import { SHA256_REF } from "./protocol/encoding.js";
+import { buildManifestContent, manifestHash, signManifest, validityWindow, type ChallengePolicy, type Manifest, type ManifestContent } from "./protocol/manifest/manifest.js";
+import { COUNTERSIGN_PROFILES, PROFILE_IDS } from "./protocol/manifest/profiles.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
@@ -79,11 +82,26 @@ export const intakeTimeout = (env: Env): number => positive(env.INTAKE_TIMEOUT_M
 
 const list = (text: string | undefined): string[] => (text ?? "").split(",").map((a) => a.trim()).filter(Boolean);
 
-/** What this deployment issues with: its identity and signer, and the issuing context (canonical configuration and its hash). */
+/** A signed manifest is re-signed for a new window this often (seconds), whatever its TTL. */
+export const MANIFEST_REPUBLISH_SECONDS = 86_400;
+export const DEFAULT_MANIFEST_TTL = 7 * 86_400;
+export const DEFAULT_CHALLENGE_POLICY: ChallengePolicy = { base_duration: 60, deadline_multiplier: 5, max_deadline: 600 };
+
+/** This deployment's capability manifest: its content (what manifest_hash covers) and the signed document of a window. */
+export interface OwnManifest {
+  content: ManifestContent;
+  hash: string;
+  ttl: number;
+  /** The manifest signed for the validity window containing `now` (signed once per window per isolate), with its canonical text. */
+  signed(now: number): Promise<{ manifest: Manifest; text: string }>;
+}
+
+/** What this deployment issues with: its identity and signer, the issuing context (canonical configuration and its hash), and its manifest. */
 export interface Issuing {
   identity: SigningIdentity;
   signer: ReceiptSigner;
   context: IssuingContext;
+  manifest: OwnManifest;
 }
 
 const issuings = new WeakMap<Env, Promise<Issuing>>();
@@ -105,15 +123,18 @@ async function buildIssuing(env: Env): Promise<Issuing> {
   if (!isSecurityProfile(floor)) throw new ConfigurationError("POLICY_FLOOR must be one of none, tls, authenticated, mutual-tls, attested");
   const pinned = list(env.PINNED_CONFIG_HASHES);
   if (pinned.some((h) => !SHA256_REF.test(h))) throw new ConfigurationError('PINNED_CONFIG_HASHES must list "sha256:" + 64 hex values');
+  const signer = webCryptoSigner(identity);
+  const manifest = await ownManifest(env, identity, signer);
   let config;
   try {
-    config = await canonicalConfig({ signingKeyId: identity.kid, rules: env.RULES ? list(env.RULES) : undefined, policyFloor: floor });
+    config = await canonicalConfig({ signingKeyId: identity.kid, rules: env.RULES ? list(env.RULES) : undefined, policyFloor: floor, manifestHash: manifest.hash, serverProfileRequired: env.POLICY_FLOOR_REQUIRES_PROFILE === "true" });
   } catch (err) {
     throw new ConfigurationError(`RULES: ${(err as Error).message}`);
   }
   return {
     identity,
-    signer: webCryptoSigner(identity),
+    signer,
+    manifest,
     context: {
       issuer: identity.issuer,
       config,
@@ -121,6 +142,49 @@ async function buildIssuing(env: Env): Promise<Issuing> {
       ttl: positive(env.RECEIPT_TTL, DEFAULT_RECEIPT_TTL),
       maxClockSkew: freshnessPolicy(env).skewCap,
       pinnedConfigHashes: pinned.length > 0 ? pinned : null,
+    },
+  };
+}
+
+/** A positive number of a variable, its default when unset; anything else is a ConfigurationError naming it. */
+function setting(env: Env, name: keyof Env, fallback: number, max: number): number {
+  const text = env[name] as string | undefined;
+  if (text === undefined || text === "") return fallback;
+  const n = Number(text);
+  if (!(Number.isFinite(n) && n > 0 && n <= max)) throw new ConfigurationError(`${name} must be a number above 0 and at most ${max}`);
+  return n;
+}
+
+async function ownManifest(env: Env, identity: SigningIdentity, signer: ReceiptSigner): Promise<OwnManifest> {
+  const declared = env.PROFILES ? list(env.PROFILES) : PROFILE_IDS;
+  const unknown = declared.filter((p) => !PROFILE_IDS.includes(p));
+  if (unknown.length > 0) throw new ConfigurationError(`PROFILES: unknown profiles: ${unknown.join(", ")}`);
+  const ttl = setting(env, "MANIFEST_TTL", DEFAULT_MANIFEST_TTL, 366 * 86_400);
+  if (ttl < 2 * MANIFEST_REPUBLISH_SECONDS) throw new ConfigurationError(`MANIFEST_TTL must be at least ${2 * MANIFEST_REPUBLISH_SECONDS} seconds`);
+  const challengePolicy: ChallengePolicy = {
+    base_duration: setting(env, "CHALLENGE_BASE_DURATION", DEFAULT_CHALLENGE_POLICY.base_duration, 86_400),
+    deadline_multiplier: setting(env, "CHALLENGE_DEADLINE_MULTIPLIER", DEFAULT_CHALLENGE_POLICY.deadline_multiplier, 1000),
+    max_deadline: setting(env, "CHALLENGE_MAX_DEADLINE", DEFAULT_CHALLENGE_POLICY.max_deadline, 86_400),
+  };
+  const content = await buildManifestContent({
+    verifierId: identity.issuer,
+    fingerprint: identity.fingerprint,
+    profiles: COUNTERSIGN_PROFILES.filter((p) => declared.includes(p.id)),
+    challengePolicy,
+  });
+  let last: { publishedAt: number; signed: Promise<{ manifest: Manifest; text: string }> } | null = null;
+  return {
+    content,
+    hash: await manifestHash(content),
+    ttl,
+    signed(now) {
+      const window = validityWindow(now, ttl, MANIFEST_REPUBLISH_SECONDS);
+      if (last?.publishedAt !== window.published_at) {
+        const signed = signManifest(content, window, (m) => signer.sign(m)).then((manifest) => ({ manifest, text: jcs(manifest) }));
+        last = { publishedAt: window.published_at, signed };
+        signed.catch(() => (last = null));
+      }
+      return last.signed;
     },
   };
 }

@@ -11,4 +11,14 @@ export type Env = Cloudflare.Env & {
   RULES?: string;
   /** Comma-separated config hashes this deployment may issue under (SEC-008). */
   PINNED_CONFIG_HASHES?: string;
+  /** "true": a Command without server_profile lacks evidence the policy floor needs (deny + challenge); default false. */
+  POLICY_FLOOR_REQUIRES_PROFILE?: string;
+  /** Comma-separated subset of countersign's profiles its capability manifest declares (default: all). */
+  PROFILES?: string;
+  /** Seconds a signed capability manifest is valid from its published_at (default 604800, at least 2 days). */
+  MANIFEST_TTL?: string;
+  /** Challenge policy (CCS §4.7): deadline = min(CHALLENGE_BASE_DURATION × CHALLENGE_DEADLINE_MULTIPLIER, CHALLENGE_MAX_DEADLINE) seconds (defaults 60, 5, 600). */
+  CHALLENGE_BASE_DURATION?: string;
+  CHALLENGE_DEADLINE_MULTIPLIER?: string;
+  CHALLENGE_MAX_DEADLINE?: string;
 };

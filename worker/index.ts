@@ -4,6 +4,7 @@ import { createApp } from "./app.js";
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
+export { IntakeChallenges } from "../durable-objects/intake-challenges.js";
 export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 export { UsageLedger } from "../durable-objects/usage-ledger.js";
 

@@ -10,6 +10,9 @@ import { freePort, startLocalServer, type LocalServer } from "../../scripts/loca
 import { countersignClient, gateVerify, type VerifyCall } from "../../worker/client.js";
 import { toHex } from "../../worker/protocol/encoding.js";
 import { anchorFor, identity, makeReceipt } from "../../vectors/ccs/factory.js";
+import { buildAnchorRecord, pinnedIssuer } from "../../worker/protocol/anchors.js";
+import { nobleVerifier } from "../../worker/protocol/ed25519.js";
+import { verifyManifest } from "../../worker/protocol/manifest/manifest.js";
 
 const TOKEN = "e2e-admin-token";
 const RP_TOKEN = "e2e-relying-party-token-0123456789abcdef";
@@ -77,6 +80,22 @@ describe("a locally started instance", () => {
     const answer = await gateVerify(closed, call as VerifyCall);
     expect(answer).toMatchObject({ valid: false, decision: "reject", status: null });
     expect(answer.failures.map((f) => f.code)).toEqual(["VERIFIER_UNAVAILABLE"]);
+  });
+
+  it("serves a capability manifest that verifies, with pure code, under the key its /.well-known/ccs-issuer publishes", async () => {
+    const doc = (await (await fetch(`${server.url}/.well-known/ccs-issuer`)).json()) as { issuer: string };
+    const res = await fetch(`${server.url}/.well-known/ccs-manifest`);
+    expect(res.status).toBe(200);
+    const manifest = (await res.json()) as { verifier_id: string };
+    const built = await buildAnchorRecord(doc, Math.floor(Date.now() / 1000));
+    if (built.kind !== "built") throw new Error(built.errors.join("; "));
+    const check = await verifyManifest(manifest, { keys: pinnedIssuer(built.record).keys, now: Date.now() / 1000, skew: 30, verifier: nobleVerifier });
+    expect(check).toMatchObject({ ok: true, kid: IDENTITY.SIGNING_KID });
+    expect(manifest.verifier_id).toBe(doc.issuer);
+    const etag = res.headers.get("etag")!;
+    expect((await fetch(`${server.url}/.well-known/ccs-manifest`, { headers: { "if-none-match": etag } })).status).toBe(304);
+    const config = (await (await fetch(`${server.url}/v1/config`)).json()) as { config: { manifest_hash: string } };
+    expect(config.config.manifest_hash).toBe(check.ok ? check.manifestHash : null);
   });
 
   const intake = (traceId: string) =>

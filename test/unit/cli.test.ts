@@ -114,7 +114,7 @@ describe("countersign sign and verify", () => {
 describe("the CLI reaches the Worker's decision on every committed vector", () => {
   it("vectors/ccs/receipts.json, every call in order", async () => {
     const revoked = ccsVectors.vectors.flatMap((v) => ("setup" in v ? v.setup!.revoke : []));
-    writeFileSync(at("vec-anchors.json"), JSON.stringify({ anchors: ccsVectors.anchors, revoked }));
+    writeFileSync(at("vec-anchors.json"), JSON.stringify({ anchors: ccsVectors.anchors, revoked, manifests: ccsVectors.manifests }));
     const calls = ccsVectors.vectors.flatMap((v) => v.calls as never[]);
     writeFileSync(at("vec.jsonl"), calls.map((c) => rawBodyOf(c)).join("\n") + "\n");
     const res = await run("verify", "--lines", at("vec.jsonl"), "--anchors", at("vec-anchors.json"), "--now", String(ccsVectors.now), "--json");
@@ -142,5 +142,25 @@ describe("the CLI reaches the Worker's decision on every committed vector", () =
       const { status, ...body } = answers[envelopeCalls.length + j];
       expect(chainMismatches(v, { status, body } as ChainAnswer), v.id).toEqual([]);
     });
+  });
+});
+
+describe("countersign manifest verify", () => {
+  it("verifies a manifest offline with pure code (exit 0), and a tampered one is invalid with its code (exit 1)", async () => {
+    const { identity: makeIdentity, anchorFor } = await import("../../vectors/ccs/factory.js");
+    const { manifestOf } = await import("../support/manifests.js");
+    const id = await makeIdentity("cli-manifest", "https://cli-manifest.example", "m1");
+    const now = Math.floor(Date.now() / 1000);
+    const m = await manifestOf(id, [{ id: "ccs/1.3/intake", comparison_scope: "command" }], { published_at: now - 10, expires_at: now + 3600 });
+    writeFileSync(at("manifest.json"), JSON.stringify(m));
+    writeFileSync(at("manifest-anchors.json"), JSON.stringify(anchorFor(id)));
+    const ok = await run("manifest", "verify", at("manifest.json"), "--anchors", at("manifest-anchors.json"), "--json");
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.out)).toMatchObject({ valid: true, verifier_id: id.issuer, kid: "m1", profiles_digest: m.profiles_digest });
+    writeFileSync(at("manifest-bad.json"), JSON.stringify({ ...m, expires_at: m.expires_at + 1 }));
+    const bad = await run("manifest", "verify", at("manifest-bad.json"), "--anchors", at("manifest-anchors.json"), "--json");
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out)).toMatchObject({ valid: false, code: "MANIFEST_SIGNATURE_INVALID" });
+    expect((await run("manifest", "verify", at("manifest.json"))).code).toBe(2);
   });
 });

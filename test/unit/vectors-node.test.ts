@@ -35,6 +35,9 @@ describe("CCS vectors through the app under plain Node (noble Ed25519, in-memory
     for (const anchor of ccsVectors.anchors) {
       expect((await call("/v1/admin/anchors", { method: "PUT", headers: admin, body: JSON.stringify(anchor) })).status).toBe(200);
     }
+    for (const pin of ccsVectors.manifests) {
+      expect((await call("/v1/admin/manifests", { method: "PUT", headers: admin, body: JSON.stringify(pin) })).status).toBe(200);
+    }
   });
 
   for (const vector of ccsVectors.vectors) {

@@ -118,9 +118,11 @@ describe("POST /v1/intake receipts", () => {
     expect((await strict.intake(command({ server_profile: "mutual-tls" }))).body.receipt.block_reason).toBe("policy_floor_violation");
   });
 
-  it("SEC-005 escalates, and a human approval of this request (bound into runtime_context) allows", async () => {
+  it("SEC-005 without an approval is a deny with a challenge, and a human approval of this request (bound into runtime_context) allows", async () => {
     const c = command({ tool: "drop_table", params: { table: "sessions" } });
-    expect((await h.intake(c)).body.receipt).toMatchObject({ verdict: "escalate" });
+    const denied = (await h.intake(c)).body;
+    expect(denied.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
+    expect(denied.challenge.missing[0].evidence).toBe("human_approval");
     const approval = { approver: "ops@example.org", request_hash: await prefixedDigest(jcs(requestOf(c))) };
     const ok = await h.intake({ ...c, human_approval: approval });
     expect(ok.body.receipt.verdict).toBe("allow");

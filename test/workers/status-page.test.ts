@@ -79,7 +79,8 @@ describe("GET /, the status page", () => {
     expect(svgs[0]).toContain('data-series="REPLAY_DETECTED" data-total="1"');
     expect(svgs[1]).toContain(`data-series="${issuer.id.issuer}" data-total="3"`);
     expect(page.text).toMatch(/<span class="big">1<\/span> live chains/);
-    expect(page.text).toContain("Not published yet");
+    expect(page.text).toContain("<code>ccs/1.3/evidence-chain</code>");
+    expect(page.text).toContain("GET /.well-known/ccs-manifest");
     expect(page.text).toContain("first 50 pinned issuers");
   });
 

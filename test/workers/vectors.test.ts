@@ -9,6 +9,7 @@ describe("CCS vectors through POST /v1/receipts/verify in workerd (WebCrypto, KV
 
   beforeAll(async () => {
     for (const anchor of ccsVectors.anchors) expect((await h.pin(anchor)).status).toBe(200);
+    for (const pin of ccsVectors.manifests) expect((await h.admin("PUT", "/v1/admin/manifests", pin)).status).toBe(200);
   });
 
   for (const vector of ccsVectors.vectors) {

@@ -48,6 +48,8 @@ export interface ReceiptSpec {
   runtimeContext?: unknown;
   /** Sign as this identity but claim another issuer (the attacker's own key). */
   claimIssuer?: string;
+  /** The config_hash to carry (default: one derived from the label "config"). */
+  configHash?: string;
   /** SHOULD fields the receipt leaves out; the signature covers the fields present. */
   omit?: (typeof OPTIONAL_FIELDS)[number][];
 }
@@ -71,7 +73,7 @@ export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ recei
     sequence: s.sequence,
     max_clock_skew: s.skew ?? 5,
     rule_summary: "SEC-001=allow|SEC-004=allow|policy-floor=allow",
-    config_hash: "sha256:" + (await labelHex("config", 64)),
+    config_hash: s.configHash ?? "sha256:" + (await labelHex("config", 64)),
     legacy_receipt: await labelHex(`${s.label}/legacy`, 32),
     response: s.response,
     runtime_context: s.runtimeContext,

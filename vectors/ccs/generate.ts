@@ -8,6 +8,11 @@ import { fileURLToPath } from "node:url";
 import { anchorFor, identity, labelHex, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
 import { generatePropagation } from "./propagation.js";
 import { generateIntake } from "./intake.js";
+import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
+import { signWithSeed } from "../../worker/protocol/ed25519.js";
+import { fromBase64Url } from "../../worker/protocol/encoding.js";
+import { fingerprintOf } from "../../worker/protocol/issuing/identity.js";
+import { buildManifestContent, manifestHash, signManifest } from "../../worker/protocol/manifest/manifest.js";
 
 /** 2100-01-01T00:00:00Z: the vectors' clock, far enough ahead that no purge alarm fires during a test run. */
 export const VECTOR_NOW = 4102444800;
@@ -47,6 +52,7 @@ export async function generate() {
   const attacker = await identity("attacker", "https://attacker.example", "x1");
   const unknown = await identity("issuer-unknown/u1", "https://issuer-unknown.example", "u1");
   const pinnedConfig = await identity("issuer-config/c1", "https://issuer-config.example", "c1");
+  const declaring = await identity("issuer-manifest/m1", "https://issuer-manifest.example", "m1");
 
   let sequence = 1000;
   const spec = (label: string, extra: Partial<ReceiptSpec> = {}): ReceiptSpec => ({
@@ -180,15 +186,27 @@ export async function generate() {
     { body: await call(pinnedConfig, spec("neg-config")), expect: reject(["CONFIG_NOT_PINNED"]) },
   ]);
 
+  // A configuration bound to the issuer's first manifest; the manifest pinned now declares fewer profiles.
+  const contentOf = (profiles: { id: string; comparison_scope: string }[]) =>
+    buildManifestContent({ verifierId: declaring.issuer, fingerprint: fingerprintOf(fromBase64Url(declaring.publicKey)!), profiles, challengePolicy: { base_duration: 60, deadline_multiplier: 5, max_deadline: 600 } });
+  const first = await contentOf([{ id: "ccs/1.3/receipt-verification", comparison_scope: "receipt" }, { id: "ccs/1.3/intake", comparison_scope: "command" }]);
+  const now = await contentOf([{ id: "ccs/1.3/receipt-verification", comparison_scope: "receipt" }]);
+  const boundConfig = { rules: ["SEC-001"], policy_version: "vectors", manifest_hash: await manifestHash(first) };
+  const current = await signManifest(now, { published_at: VECTOR_NOW - 86400, expires_at: VECTOR_NOW + 365 * 86400 }, async (m) => signWithSeed(m, declaring.seed));
+  add("WARN-manifest-stale", "the receipt's config_hash binds a manifest whose profiles_digest differs from the issuer's pinned manifest: valid, with the warning", [
+    { body: await call(declaring, spec("warn-manifest-stale", { configHash: await prefixedDigest(jcs(boundConfig)) })), expect: valid("proceed_pending_reconciliation", ["MANIFEST_STALE"]) },
+  ]);
+
   return {
-    description: "countersign CCS v1.3 conformance vectors. Pin `anchors`, apply each vector's setup, judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
+    description: "countersign CCS v1.3 conformance vectors. Pin `anchors`, then `manifests` (PUT /v1/admin/manifests), apply each vector's setup, judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
     generator: "vectors/ccs/generate.ts",
     now: VECTOR_NOW,
     audience: AUDIENCE,
-    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }, { ...anchorFor(pinnedConfig), config_hashes: ["sha256:" + (await labelHex("another-config", 64))] }].map((anchor) => ({
+    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }, { ...anchorFor(pinnedConfig), config_hashes: ["sha256:" + (await labelHex("another-config", 64))] }, anchorFor(declaring)].map((anchor) => ({
       ...anchor,
       keys: anchor.keys.map((k) => (k.kid === aOld.kid ? { ...k, not_after: VECTOR_NOW - 86400 } : k)),
     })),
+    manifests: [{ manifest: current, configurations: [{ config: boundConfig, manifest: first }] }],
     vectors,
   };
 }

@@ -48,6 +48,24 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "the issuer document", schema: S.IssuerDocument }, ...errors(500) },
   },
   {
+    method: "get", path: "/.well-known/ccs-manifest", summary: "this verifier's signed capability manifest, as RFC 8785 text; strong ETag, If-None-Match answers 304", tag: "identity", auth: "none",
+    parameters: [{ name: "If-None-Match", in: "header", description: "an ETag seen before: 304 without a body while it is current" }],
+    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500) },
+  },
+  {
+    method: "get", path: "/v1/verifiers/{verifier_id}/manifest", summary: "a verifier's manifest: this deployment's own, or one pinned beside its anchor", tag: "routing", auth: "none",
+    parameters: [pathParam("verifier_id", "the verifier's issuer URI, percent-encoded")],
+    responses: { 200: { description: "the manifest", schema: S.VerifierManifest }, ...errors(400, 404, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/profiles/resolve", summary: "which verifier of this deployment's set evaluates a profile (HELD, UNDECIDED, SET_EXHAUSTED)", tag: "routing", auth: "relying-party", body: S.ResolveCall,
+    responses: { 200: { description: "a per-comparison result, never a verdict", schema: S.Resolution }, ...errors(400, 401, 413, 500, 503) },
+  },
+  {
+    method: "put", path: "/v1/admin/manifests", summary: "pin another verifier's signed manifest beside its anchor, with configurations it issued under", tag: "admin", auth: "admin", body: S.ManifestPin,
+    responses: { 200: { description: "pinned", schema: S.ManifestPinned }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
     method: "post", path: "/v1/receipts/verify", summary: "enforcement validation of one receipt (consumes its nonce in enforce mode)", tag: "verification", auth: "relying-party", body: S.VerifyCall,
     parameters: [{ name: "Idempotency-Key", in: "header", description: "1-255 visible ASCII: makes an enforce call retry-safe" }],
     responses: { 200: { description: "a decision, valid or not", schema: S.Decision }, ...decisionErrors(400, 401, 403, 413, 500, 503) },
@@ -96,11 +114,16 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT or INTAKE_FAILED (a dependency)", schema: S.IntakeError } },
   },
   {
+    method: "post", path: "/v1/intake/{trace_id}/evidence", summary: "answer a challenge with the missing evidence before its deadline: the same Command judged again, a fresh receipt", tag: "issuing", auth: "intake", body: S.EvidenceCall,
+    parameters: [pathParam("trace_id", "the challenged Command's trace_id, 16 hex")],
+    responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500, 503) },
+  },
+  {
     method: "get", path: "/v1/config", summary: "this deployment's canonical configuration and its config_hash", tag: "issuing", auth: "none",
     responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(500) },
   },
   {
-    method: "get", path: "/v1/config/{hash}", summary: "a configuration by its hash", tag: "issuing", auth: "none",
+    method: "get", path: "/v1/config/{hash}", summary: "any configuration this deployment has issued under, by its hash, with the manifest content it bound", tag: "issuing", auth: "none",
     parameters: [pathParam("hash", "sha256:<64 hex>, percent-encoded or not")],
     responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500) },
   },

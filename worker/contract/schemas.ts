@@ -254,12 +254,81 @@ export const SupportCall = z
   .meta({ id: "SupportCall" });
 export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", description: "see docs/ec-receipts.md for the fields" });
 
+export const EvidenceCall = z
+  .object({
+    human_approval: z.object({ approver: z.string(), request_hash: sha256Ref }).strict().optional().meta({ description: "SEC-005: an approval naming this request's request_hash" }),
+    server_profile: z.enum(["none", "tls", "authenticated", "mutual-tls", "attested"]).optional().meta({ description: "the server's declared security profile, for the policy floor" }),
+  })
+  .strict()
+  .meta({ id: "EvidenceCall", description: "the evidence a challenge named, and nothing else" });
+const Gap = z
+  .object({ evidence: z.enum(["human_approval", "server_profile"]), needed_by: z.string(), format: z.string(), request_hash: sha256Ref.optional(), minimum: z.string().optional() })
+  .meta({ id: "EvidenceGap" });
+export const Challenge = z
+  .object({ trace_id: hex(16), missing: z.array(Gap).min(1), issued_at: seconds, expires_at: seconds.meta({ description: "issued_at + min(base_duration × deadline_multiplier, max_deadline)" }), respond_to: z.string() })
+  .meta({ id: "Challenge", description: "rides on a deny receipt: the evidence missing, its form, and the deadline to supply it (CCS §4.7)" });
+
 export const IntakeCall = z.unknown().meta({ id: "IntakeCall", description: "a CCS §3 Command: {intake_version: \"1.3\", agent_id, tool, params, timestamp, trace_id, runtime_context?, delegation_chain?} plus the optional audience, human_approval and server_profile (README, Intake); checked by the intake parser itself, whose failures are the Figure 3 codes" });
-export const IntakeAnswer = z.object({ receipt: Receipt }).passthrough().meta({ id: "IntakeAnswer" });
+export const IntakeAnswer = z.object({ receipt: Receipt, challenge: Challenge.optional() }).passthrough().meta({ id: "IntakeAnswer" });
 export const IntakeError = z
   .object({ error: z.object({ code: z.string(), retry: z.enum(["MAY", "MUST NOT"]).optional(), detail: z.string(), trace_id: z.string().optional() }).passthrough() })
   .meta({ id: "IntakeError", description: "never carries a receipt" });
-export const ConfigAnswer = z.object({ config: z.object({}).passthrough(), config_hash: sha256Ref }).meta({ id: "ConfigAnswer" });
+export const ConfigAnswer = z
+  .object({ config: z.object({}).passthrough(), config_hash: sha256Ref, manifest: z.object({}).passthrough().meta({ description: "the content of the manifest config.manifest_hash names: the manifest without published_at, expires_at and signature" }) })
+  .meta({ id: "ConfigAnswer" });
+
+const profileId = z.string().regex(/^[A-Za-z0-9._:\/-]{1,128}$/);
+const ProfileEntry = z.object({ id: profileId, comparison_scope: z.string() }).meta({ id: "Profile" });
+const ChallengePolicy = z
+  .object({ base_duration: z.number(), deadline_multiplier: z.number(), max_deadline: z.number() })
+  .meta({ id: "ChallengePolicy", description: "a challenge's expires_at = issued_at + min(base_duration × deadline_multiplier, max_deadline), seconds" });
+export const Manifest = z
+  .object({
+    manifest_version: z.literal("1"),
+    verifier_id: Uri,
+    profiles: z.array(ProfileEntry),
+    challenge_policy: ChallengePolicy,
+    signing_key_fingerprint: hex(64),
+    published_at: seconds,
+    expires_at: seconds,
+    profiles_digest: sha256Ref.meta({ description: "sha256: + SHA-256 of the RFC 8785 bytes of profiles" }),
+    signature: hex(128).meta({ description: "Ed25519 over the RFC 8785 bytes of every other member" }),
+  })
+  .strict()
+  .meta({ id: "Manifest", description: "a signed capability manifest (CCS §4.6; kv-schemas/manifest.schema.json)" });
+const Binding = z.object({ config_hash: sha256Ref, manifest_hash: sha256Ref, profiles_digest: sha256Ref }).meta({ id: "ManifestBinding" });
+export const ManifestPin = z.unknown().meta({ id: "ManifestPin", description: "kv-schemas/manifest-pin.schema.json: {manifest, configurations?: [{config, config_hash?, manifest?}]}" });
+export const ManifestPinned = z
+  .object({ verifier_id: Uri, manifest_hash: sha256Ref, profiles_digest: sha256Ref, expires_at: seconds, bindings: z.array(Binding) })
+  .meta({ id: "ManifestPinned" });
+export const VerifierManifest = z
+  .object({
+    verifier_id: Uri,
+    here: z.boolean().meta({ description: "this deployment's own manifest" }),
+    current: z.boolean().meta({ description: "within its validity window now" }),
+    manifest: Manifest,
+    manifest_hash: sha256Ref,
+    pinned_at: seconds.optional(),
+    bindings: z.array(Binding).optional(),
+  })
+  .meta({ id: "VerifierManifest" });
+export const ResolveCall = z
+  .object({ profile: profileId, exclude: z.array(Uri).max(64).optional().meta({ description: "verifiers already asked: a SET_EXHAUSTED trace from elsewhere" }) })
+  .strict()
+  .meta({ id: "ResolveCall" });
+export const Resolution = z
+  .object({
+    result: z.enum(["HELD", "UNDECIDED", "SET_EXHAUSTED"]).meta({ description: "a per-comparison result, never a verdict" }),
+    profile: profileId,
+    verifier_id: Uri.optional().meta({ description: "HELD: the verifier that holds the profile" }),
+    here: z.boolean().optional(),
+    reason: z.enum(["PROFILE_NOT_HELD", "NO_COMPARISON_RELATION"]).optional(),
+    consult: z.array(Uri).optional().meta({ description: "PROFILE_NOT_HELD: verifiers whose pinned manifest declared the profile but is no longer current" }),
+    queried_verifiers: z.array(Uri),
+    complete: z.boolean().meta({ description: "false when more verifiers are pinned than one resolve reads" }),
+  })
+  .strict()
+  .meta({ id: "Resolution" });
 
 export const UsageCall = z.unknown().meta({ id: "UsageCall", description: "docs/usage-evidence.md: each body is checked by the usage evidence factories through the strict boundary (USAGE_EVIDENCE_INVALID, EVIDENCE_IDENTITY_MISMATCH)" });
 export const UsageRecord = z.object({}).passthrough().meta({ id: "UsageRecord", description: "docs/usage-evidence.md" });

@@ -7,6 +7,7 @@ import { fromBase64Url, utf8Length } from "./encoding.js";
 import { publicKeyProblem } from "./ed25519.js";
 import { DEFAULT_SEQUENCE_POLICY, type SequencePolicy } from "./ledger.js";
 import { MAX_URI_BYTES } from "./receipt.js";
+import type { PinnedManifest } from "./manifest/pinning.js";
 
 export interface AnchorKey {
   kid: string;
@@ -40,6 +41,8 @@ export interface AnchorRecord {
   config_hashes?: string[];
   /** Whether this issuer's chain seals are trusted; absent is false. */
   chain_sealer?: boolean;
+  /** The issuer's capability manifest, pinned beside the anchor (PUT /v1/admin/manifests). */
+  manifest?: PinnedManifest;
 }
 
 /** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
@@ -59,6 +62,8 @@ export interface PinnedIssuer {
    * a seal vouches for receipts of any issuer, so it is trusted only when pinned as a sealer.
    */
   chainSealer: boolean;
+  /** The pinned manifest, when one is. */
+  manifest: PinnedManifest | null;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -164,6 +169,7 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
     sequencePolicy: record.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
     configHashes: record.config_hashes ?? null,
     chainSealer: record.chain_sealer === true,
+    manifest: record.manifest ?? null,
   };
 }
 

@@ -24,6 +24,7 @@ export const FAILURE_CODES = [
   "SEAL_MISMATCH",
   "SEALER_NOT_TRUSTED",
   "CONFIG_NOT_PINNED",
+  "MANIFEST_STALE",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -44,6 +45,12 @@ export const CALL_ERROR_CODES = [
   "ANCHOR_KEY_REVOKED",
   "ANCHOR_SHARDS_IMMUTABLE",
   "ANCHOR_KEY_IN_USE",
+  "MANIFEST_INVALID",
+  "MANIFEST_SIGNATURE_INVALID",
+  "MANIFEST_EXPIRED",
+  "MANIFEST_KEY_UNKNOWN",
+  "CHALLENGE_EXPIRED",
+  "CHALLENGE_ANSWERED",
   "VERIFIER_UNAVAILABLE",
   "INTERNAL_ERROR",
   "SERVICE_MISCONFIGURED",
@@ -87,6 +94,9 @@ export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 413 | 500 | 503> = {
 
 export type Severity = "CRITICAL" | "WARNING";
 
+/** Codes that inform without invalidating: the evidence stays valid and the decision unchanged. */
+export const WARNING_CODES: ReadonlySet<FailureCode> = new Set(["OUTCOME_INDETERMINATE", "MANIFEST_STALE"]);
+
 /** The CCS §12.2 step each code belongs to; 7 is evidence propagation (CCS §11: envelopes, chains). */
 export const STEP_OF: Record<FailureCode, number> = {
   MALFORMED_RECEIPT: 0,
@@ -110,6 +120,7 @@ export const STEP_OF: Record<FailureCode, number> = {
   SEAL_MISMATCH: 7,
   SEALER_NOT_TRUSTED: 3,
   CONFIG_NOT_PINNED: 3,
+  MANIFEST_STALE: 3,
 };
 
 export interface Failure {
@@ -122,7 +133,7 @@ export interface Failure {
 export function failure(code: FailureCode, detail: string): Failure {
   return {
     code,
-    severity: code === "OUTCOME_INDETERMINATE" ? "WARNING" : "CRITICAL",
+    severity: WARNING_CODES.has(code) ? "WARNING" : "CRITICAL",
     step: STEP_OF[code],
     detail,
   };

@@ -15,6 +15,7 @@ import { checkFreshness, grantedSkew, type FreshnessPolicy } from "./checks/fres
 import { mapOutcome, type Enforcement, type EnforcementAction, type ReportedOutcome } from "./checks/outcome.js";
 import { checkSignature } from "./checks/signature.js";
 import { configHashPinned } from "./issuing/rules/sec-008.js";
+import { manifestStaleness, type ManifestBinding } from "./manifest/staleness.js";
 
 export type Mode = "enforce" | "audit";
 
@@ -88,6 +89,8 @@ export interface VerifyDeps {
   anchors(issuer: string): Promise<PinnedIssuer | null>;
   verifier: SignatureVerifier;
   ledger(issuer: string, nonce: string, shards: number): ReplayLedger;
+  /** The manifest a receipt's configuration bound beside the issuer's current one, when known (MANIFEST_STALE). */
+  manifestBinding?(issuer: string, configHash: string): Promise<ManifestBinding | null>;
 }
 
 /** A dependency (anchor store, ledger) failed or timed out: the caller must fail closed. */
@@ -156,6 +159,10 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
     fingerprint: signature.fingerprint,
     sequencePolicy: pinned?.sequencePolicy ?? DEFAULT_SEQUENCE_POLICY,
   };
+  // Staleness is asked only of a receipt its issuer signed: a forgery makes nothing be read.
+  const bound = deps.manifestBinding && signature.failures.length === 0 ? await dependency("manifest store", () => deps.manifestBinding!(r.issuer, r.config_hash)) : null;
+  const staleness = manifestStaleness(bound);
+  const stale = staleness ? [staleness] : [];
   let stateful: LedgerAnswer = { revoked: false, replay: null, consumed: false };
   const provisional = mapOutcome(r, stateless.length === 0, opts.reportedOutcome);
   // An unpinned issuer has no ledger: asking one for it would create storage for any name.
@@ -168,7 +175,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
       ? {
           retryTag: await idempotencyTag(opts.idempotency),
           // What this call answers if its claim lands: kept with the nonce, answered again to a retry.
-          answer: JSON.stringify(answer(r, opts, provisional.enforcement, provisional.warnings, await receiptHash, signature.kid, true)),
+          answer: JSON.stringify(answer(r, opts, provisional.enforcement, [...provisional.warnings, ...stale], await receiptHash, signature.kid, true)),
         }
       : { retryTag: null };
     stateful = await dependency("issuer ledger", () => ledger.claim({ ...query, retainUntil, ...retry }));
@@ -178,7 +185,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const failures = [...stateless, ...ledgerFailures(stateful, signature.kid, replay)];
   const critical = failures.some((f) => f.severity === "CRITICAL");
   const { enforcement, warnings } = critical ? mapOutcome(r, false) : provisional;
-  return { ...answer(r, opts, enforcement, [...failures, ...warnings], await receiptHash, signature.kid, stateful.consumed), valid: !critical, decision: gateDecision(opts.mode, !critical, enforcement.action) };
+  return { ...answer(r, opts, enforcement, [...failures, ...warnings, ...stale], await receiptHash, signature.kid, stateful.consumed), valid: !critical, decision: gateDecision(opts.mode, !critical, enforcement.action) };
 }
 
 /** A decision on a judged receipt; `valid`/`decision` as for a receipt with no critical failure (callers override). */

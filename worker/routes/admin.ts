@@ -11,6 +11,9 @@ import { HEX64 } from "../protocol/encoding.js";
 import { uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
+import { freshnessPolicy } from "../config.js";
+import { pinnedIssuer } from "../protocol/anchors.js";
+import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
@@ -96,7 +99,11 @@ export const adminRoutes = new Hono<AppEnv>()
     const named = shared.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
     throw new ApiError(409, "ANCHOR_KEY_IN_USE", `key ${named} is pinned for another issuer; a key belongs to one issuer, so that revoking it revokes it everywhere`);
   }
-  const { record, unpinned } = carryKeyHistory(built.record, existing, at);
+  const carried = carryKeyHistory(built.record, existing, at);
+  const { unpinned } = carried;
+  // A pinned manifest stays beside the anchor while the key that signed it is still pinned.
+  const manifest = existing?.manifest;
+  const record = manifest && carried.record.keys.some((k) => k.fingerprint === manifest.document.signing_key_fingerprint) ? { ...carried.record, manifest } : carried.record;
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
   await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
   await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, record.issuer) : undefined)));
@@ -114,6 +121,11 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
+  // A manifest signed by a revoked key no longer says anything.
+  if (record.manifest?.document.signing_key_fingerprint === key.fingerprint) {
+    const { manifest: _dropped, ...rest } = record;
+    await anchors.put(rest);
+  }
   return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at });
 })
   /**
@@ -143,4 +155,27 @@ export const adminRoutes = new Hono<AppEnv>()
   const { anchors, decisions } = c.get("services");
   const stats = await readDecisionStats(c.env, minutes, dependencyTimeout(c.env));
   return c.json({ ...stats, isolate: { anchor_cache: anchors.cacheSize(), uri_memo: uriMemoSize(), decision_labels: decisions.labels() } });
+})
+  /**
+   * Pins another verifier's signed manifest beside its anchor: refused when the issuer is not
+   * pinned, when the signature does not verify under the pinned key the manifest names (a revoked
+   * one counts as not pinned), when that key is not pinned, or when the manifest has expired.
+   * Configurations given with it bind their config_hash to the manifest they name.
+   */
+  .put("/manifests", async (c) => {
+  const body = await readStrictJson(c, MAX_ADMIN_BODY);
+  const id = pinnedVerifierId(body);
+  const problem = id === null ? "manifest.verifier_id is required" : issuerProblem(id);
+  if (problem) throw new ApiError(400, "MANIFEST_INVALID", problem);
+  const { now, anchors, ledgers, verifier } = c.get("services");
+  const record = await anchors.get(id!);
+  if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${id} is not pinned; pin its anchor first`);
+  const revoked = new Set((await ledgers.revocations(record.issuer, record.ledger_shards ?? 1)).map((r) => r.fingerprint));
+  const keys = pinnedIssuer(record).keys.filter((k) => !revoked.has(k.fingerprint));
+  const at = now();
+  const pin = await buildPinnedManifest(body, record, keys, { now: at, skew: freshnessPolicy(c.env).skewCap, verifier });
+  if (pin.kind === "refused") throw new ApiError(400, pin.code, pin.detail);
+  await anchors.put({ ...record, manifest: pin.pinned });
+  const { document, manifest_hash, bindings } = pin.pinned;
+  return c.json({ verifier_id: record.issuer, manifest_hash, profiles_digest: document.profiles_digest, expires_at: document.expires_at, bindings });
 });

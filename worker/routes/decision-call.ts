@@ -49,8 +49,13 @@ export function audienceAllowed(c: Context<AppEnv>, audience: string): boolean {
   return c.get("relyingParty").audiences.includes(audience) && audiences(c.env).has(audience);
 }
 
-export function verifyDeps({ anchors, verifier, ledgers }: Services): VerifyDeps {
-  return { anchors: (issuer) => anchors.pinned(issuer), verifier, ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards) };
+export function verifyDeps({ anchors, verifier, ledgers, manifests }: Services): VerifyDeps {
+  return {
+    anchors: (issuer) => anchors.pinned(issuer),
+    verifier,
+    ledger: (issuer, nonce, shards) => ledgers.forDecision(issuer, nonce, shards),
+    manifestBinding: (issuer, configHash) => manifests.binding(issuer, configHash),
+  };
 }
 
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);

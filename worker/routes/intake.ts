@@ -6,14 +6,13 @@
  */
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { audiences, freshnessPolicy, intakeTimeout, issuing, MAX_INTAKE_BODY } from "../config.js";
+import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY } from "../config.js";
 import { ApiError, readStrictJson } from "../http.js";
 import { INTAKE_RETRY, INTAKE_STATUS, type IntakeErrorCode } from "../protocol/codes.js";
 import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
-import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission } from "../protocol/issuing/lifecycle.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { verifyDeps } from "./decision-call.js";
+import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
 
 export const intakeRoutes = new Hono<AppEnv>();
 
@@ -43,17 +42,9 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   const audience = intake.audience ?? served[0];
   if (!audience || !served.includes(audience)) throw new IntakeError("INTAKE_MALFORMED", "audience is not one this deployment issues for", intake.command.trace_id);
   const services = c.get("services");
-  const { identity, signer, context } = await issuing(c.env);
-  const overrides = services.intake;
-  return issueAdmission(intake, audience, context, {
-    now: overrides.now ?? services.now,
-    randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
-    nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
-    signer: overrides.signer ?? signer,
-    inputRules: overrides.inputRules,
-    delegation: (value) =>
-      verifyDelegation(value, { audiences: served, now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null }, verifyDeps(services)),
-  });
+  const own = await issuing(c.env);
+  await services.manifests.recordCurrent(services.now());
+  return issueAdmission(intake, audience, own.context, admissionDeps(c, own));
 }
 
 function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): Response {
@@ -83,8 +74,7 @@ intakeRoutes.post("/", async (c) => {
   let traceId: string | null = null;
   try {
     const admission = await deadline(admit(c, (t) => (traceId = t)), intakeTimeout(c.env));
-    const { receipt, runtime_context, results } = admission;
-    return c.json({ receipt, ...(runtime_context ? { runtime_context } : {}), rules: results });
+    return c.json(admissionAnswer(admission, await openChallenge(c, admission)));
   } catch (err) {
     return intakeError(c, err, traceId);
   }

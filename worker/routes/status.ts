@@ -11,7 +11,8 @@ import type { AppEnv } from "../app.js";
 import { dependencyTimeout } from "../config.js";
 import { sha256 } from "../protocol/digest.js";
 import { readStatusFigures } from "../stores.js";
-import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusView } from "../status-page/render.js";
+import { issuingIfConfigured } from "../manifest-store.js";
+import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
 export const STATUS_ISSUER_LIMIT = 50;
 export const STATUS_SHARD_BUDGET = 200;
@@ -66,10 +67,20 @@ async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssue
   return { issuers, complete: listed.complete };
 }
 
+/** This deployment's manifest as signed now, or null when it has no signing identity. */
+async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | null> {
+  const own = await issuingIfConfigured(c.env);
+  if (!own) return null;
+  const { manifest } = await own.manifest.signed(c.get("services").now());
+  const { verifier_id, profiles, profiles_digest, published_at, expires_at, challenge_policy } = manifest;
+  return { verifier_id, profiles, profiles_digest, manifest_hash: own.manifest.hash, published_at, expires_at, challenge_policy };
+}
+
 async function statusView(c: Context<AppEnv>): Promise<StatusView> {
-  const [listed, figures] = await Promise.all([
+  const [listed, figures, manifest] = await Promise.all([
     pinnedIssuers(c).catch(partial("anchors")),
     readStatusFigures(c.env, STATUS_MINUTES, STATUS_LABELS, dependencyTimeout(c.env)).catch(partial("decision stats")),
+    ownManifest(c).catch(partial("manifest")),
   ]);
   return {
     generatedAt: Math.floor(Date.now() / 1000),
@@ -82,6 +93,7 @@ async function statusView(c: Context<AppEnv>): Promise<StatusView> {
     liveChains: figures?.chainsStarted ?? null,
     labelLimit: STATUS_LABELS,
     refreshSeconds: STATUS_REUSE_SECONDS,
+    manifest,
   };
 }
 

@@ -26,6 +26,17 @@ export interface StatusIssuer {
   nonces: number | null;
 }
 
+/** This deployment's capability manifest as the page shows it. */
+export interface StatusManifest {
+  verifier_id: string;
+  profiles: { id: string; comparison_scope: string }[];
+  profiles_digest: string;
+  manifest_hash: string;
+  published_at: number;
+  expires_at: number;
+  challenge_policy: { base_duration: number; deadline_multiplier: number; max_deadline: number };
+}
+
 export interface StatusView {
   /** Unix seconds the page was made at. */
   generatedAt: number;
@@ -47,6 +58,8 @@ export interface StatusView {
   labelLimit: number;
   /** How long an isolate reuses a rendered page, seconds. */
   refreshSeconds: number;
+  /** This deployment's manifest; null when it signs nothing (no signing identity configured). Absent: not shown. */
+  manifest?: StatusManifest | null;
 }
 
 /** What each counted label means; failure codes are documented in the README's code table. */
@@ -114,6 +127,16 @@ function decisionsSection(v: StatusView): string {
 <p class="note">One decision counts once per issuer. Issuers are pinned ones; anything else counts as <code>unpinned</code>. At most ${v.labelLimit} issuers are drawn.${folded}</p>`;
 }
 
+function manifestSection(v: StatusView): string {
+  const m = v.manifest;
+  if (!m) return `<p class="note">No capability manifest: this deployment has no signing identity configured, so it publishes none.</p>`;
+  const rows = m.profiles.map((p) => `<tr><td><code>${esc(p.id)}</code></td><td>${esc(p.comparison_scope)}</td></tr>`).join("");
+  const c = m.challenge_policy;
+  return `<p class="meta">Published at <code>GET /.well-known/ccs-manifest</code> for <code>${esc(m.verifier_id)}</code>, signed for ${when(m.published_at)} to ${when(m.expires_at)}.</p>
+<table><thead><tr><th>profile</th><th>comparison scope</th></tr></thead><tbody>${rows || `<tr><td colspan="2">no profile declared</td></tr>`}</tbody></table>
+<p class="note">profiles_digest <code>${esc(m.profiles_digest)}</code>; manifest_hash <code>${esc(m.manifest_hash)}</code> (in the canonical configuration). Challenge deadline: min(${c.base_duration} s × ${c.deadline_multiplier}, ${c.max_deadline} s) after the deny.</p>`;
+}
+
 export function renderStatusPage(v: StatusView): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -128,7 +151,7 @@ ${issuersSection(v)}
 <h2>Live chains</h2>
 <p><span class="big">${count(v.liveChains)}</span> live chains started (a chain counts once it holds hop 0).</p>
 <h2>Capability manifest</h2>
-<p class="note">Not published yet: <code>GET /.well-known/ccs-manifest</code> is not served by this version.</p>
+${manifestSection(v)}
 </body></html>
 `;
 }

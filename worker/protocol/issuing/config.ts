@@ -18,9 +18,11 @@ export interface CanonicalConfig {
   verifier_version: string;
   schema_version: "1.3";
   deployment_mode: "out-of-process";
-  /** SHA-256 of the capability manifest; absent until this deployment publishes one. */
+  /** `sha256:` + SHA-256 of the capability manifest's content (worker/protocol/manifest/manifest.ts). */
   manifest_hash?: string;
   policy_floor: SecurityProfile;
+  /** Present (true) when a Command must declare its server's profile: an undeclared one is missing evidence (CCS §4.7). */
+  server_profile_required?: true;
 }
 
 export interface ConfigInput {
@@ -28,6 +30,10 @@ export interface ConfigInput {
   /** Enabled rule names, a subset of the registered ones; all of them by default. Kept in registered order. */
   rules?: readonly string[];
   policyFloor?: SecurityProfile;
+  /** An undeclared server profile is missing evidence, challenged rather than allowed. */
+  serverProfileRequired?: boolean;
+  /** The manifest_hash of the capability manifest published beside this configuration. */
+  manifestHash?: string;
 }
 
 /** `countersign-policy/1+` and the first 16 hex of the digest of the scope data. */
@@ -47,6 +53,8 @@ export async function canonicalConfig(i: ConfigInput): Promise<CanonicalConfig> 
     schema_version: SCHEMA_VERSION,
     deployment_mode: "out-of-process",
     policy_floor: i.policyFloor ?? DEFAULT_POLICY_FLOOR,
+    ...(i.manifestHash ? { manifest_hash: i.manifestHash } : {}),
+    ...(i.serverProfileRequired ? { server_profile_required: true as const } : {}),
   };
 }
 

@@ -19,6 +19,7 @@ import { checkPolicyFloor, POLICY_FLOOR_VIOLATION } from "./policy-floor.js";
 import { combine, INPUT_RULES, judge, OUTPUT_RULES, ruleSummary, type InputRule, type OutputRule, type RuleResult } from "./rules/index.js";
 import type { ToolOutput } from "./rules/types.js";
 import type { ReceiptSigner } from "./signer.js";
+import { evidenceDeny, evidenceGaps, type EvidenceGap } from "./challenge.js";
 
 /** What this deployment issues under: fixed per configuration. */
 export interface IssuingContext {
@@ -50,6 +51,10 @@ export interface Admission {
   /** The runtime context the receipt binds (the caller's plus what intake adds), or null when it binds none. */
   runtime_context: Record<string, unknown> | null;
   results: RuleResult[];
+  /** Evidence the Command lacks: when any, the receipt is a deny and the answer carries a challenge (CCS §4.7). */
+  gaps: EvidenceGap[];
+  /** The Command as judged, to be judged again with the missing evidence. */
+  intake: Intake;
 }
 
 /** Timestamps are kept to the millisecond, so issued_at + ttl prints as expected. */
@@ -84,6 +89,8 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
     if (check.kind === "linked") link = check.link;
     results.push({ name: "delegation", verdict: check.kind === "linked" ? "allow" : "deny", reason: check.kind === "linked" ? `hop ${check.link.hop_count}` : `delegation_invalid: ${check.codes.join(", ")}` });
   }
+  const gaps = evidenceGaps(intake, results, requestHash, ctx.config);
+  if (gaps.length > 0) results.push(evidenceDeny(gaps));
   const combined = combine(results);
   const blockReason = floor.verdict === "deny" ? POLICY_FLOOR_VIOLATION : combined.block_reason;
 
@@ -124,7 +131,7 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
     },
     deps.signer,
   );
-  return { receipt, runtime_context: context, results };
+  return { receipt, runtime_context: context, results, gaps, intake };
 }
 
 export interface FinalisingDeps extends Omit<IssuingDeps, "delegation" | "inputRules"> {

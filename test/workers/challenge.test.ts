@@ -1,0 +1,130 @@
+/**
+ * The challenge loop through the Worker: an intake that lacks evidence answers a deny receipt with
+ * a challenge (what is missing, its form, a derived deadline); evidence in time gives a fresh
+ * evaluation of the same Command, late evidence CHALLENGE_EXPIRED, and nothing is ever an allow
+ * before the evidence is there.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Env } from "../../worker/env.js";
+import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
+import { AUDIENCE, harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
+
+const ctx = () => createExecutionContext();
+let traces = 0;
+const command = (extra: Record<string, unknown> = {}) => ({
+  intake_version: "1.3", agent_id: "challenge-agent", tool: "drop_table", params: { table: "sessions" }, timestamp: TEST_NOW - 1, trace_id: (0xc000 + ++traces).toString(16).padStart(16, "0"), ...extra,
+});
+const requestHash = (c: Record<string, any>) => prefixedDigest(jcs({ agent_id: c.agent_id, tool: c.tool, params: c.params, timestamp: c.timestamp, trace_id: c.trace_id }));
+const answer = (h: Harness, traceId: string, evidence: unknown, authorization = `Bearer ${INTAKE_TOKEN}`) =>
+  h.call(`/v1/intake/${traceId}/evidence`, { method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify(evidence) });
+
+let h: Harness;
+beforeAll(async () => {
+  h = harness(env, ctx());
+  expect((await h.pin((await h.call("/.well-known/ccs-issuer")).body)).status).toBe(200);
+});
+
+describe("a Command lacking evidence", () => {
+  it("is a deny receipt with a challenge: which evidence, in which form, expires_at = issued_at + min(base × multiplier, max)", async () => {
+    const c = command();
+    const r = await h.intake(c);
+    expect(r.status).toBe(200);
+    expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
+    expect(r.body.receipt.rule_summary).toContain("SEC-005=escalate");
+    expect(r.body.receipt.rule_summary).toContain("evidence=deny");
+    expect(r.body.challenge).toEqual({
+      trace_id: c.trace_id,
+      missing: [{ evidence: "human_approval", needed_by: "SEC-005", format: expect.stringContaining("request_hash"), request_hash: await requestHash(c) }],
+      issued_at: r.body.receipt.issued_at,
+      expires_at: r.body.receipt.issued_at + Math.min(60 * 5, 600),
+      respond_to: `/v1/intake/${c.trace_id}/evidence`,
+    });
+    // The deny is genuine evidence: a relying party verifying it gets a valid deny, never an allow.
+    expect((await h.verify({ receipt: r.body.receipt, audience: AUDIENCE, mode: "audit" })).body).toMatchObject({ valid: true, enforcement: { action: "block", verdict: "deny" } });
+  });
+
+  it("the deadline follows the challenge policy, capped by max_deadline", async () => {
+    const capped = harness({ ...env, CHALLENGE_MAX_DEADLINE: "120" } as Env, ctx());
+    const r = await capped.intake(command());
+    expect(r.body.challenge.expires_at).toBe(r.body.receipt.issued_at + 120);
+  });
+
+  it("a Command denied on other grounds gets no challenge: evidence could not change it", async () => {
+    const r = await h.intake(command({ tool: "shell_exec", params: { cmd: "rm -rf /" } }));
+    expect(r.body.receipt.verdict).toBe("deny");
+    expect(r.body).not.toHaveProperty("challenge");
+  });
+});
+
+describe("POST /v1/intake/{trace_id}/evidence", () => {
+  it("answered in time: the same Command judged again with the evidence, a fresh receipt; answered once", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    const r = await answer(h, c.trace_id, { human_approval: approval });
+    expect(r.status).toBe(200);
+    expect(r.body.receipt).toMatchObject({ verdict: "allow", block_reason: "", trace_id: c.trace_id, request_hash: denied.receipt.request_hash, action: denied.receipt.action });
+    expect(r.body.receipt.nonce).not.toBe(denied.receipt.nonce);
+    expect(r.body.receipt.sequence).toBeGreaterThan(denied.receipt.sequence);
+    expect(r.body.runtime_context).toEqual({ human_approval: approval });
+    expect(r.body).not.toHaveProperty("challenge");
+    expect((await h.verify({ receipt: r.body.receipt, audience: AUDIENCE, mode: "audit" })).body).toMatchObject({ valid: true, enforcement: { verdict: "allow" } });
+    const twice = await answer(h, c.trace_id, { human_approval: approval });
+    expect([twice.status, twice.body.error.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
+  });
+
+  it("answered late: CHALLENGE_EXPIRED, and the deny stands", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 });
+    const r = await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([r.status, r.body.error.code]).toEqual([409, "CHALLENGE_EXPIRED"]);
+    expect(r.text).not.toContain('"receipt"');
+    const atDeadline = harness(env, ctx(), { now: () => denied.challenge.expires_at });
+    expect((await answer(atDeadline, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.receipt.verdict).toBe("allow");
+  });
+
+  it("evidence that still does not satisfy the check is a fresh deny, the challenge kept open until the same deadline", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const wrong = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } });
+    expect(wrong.status).toBe(200);
+    expect(wrong.body.receipt.verdict).toBe("deny");
+    expect(wrong.body.challenge.expires_at).toBe(denied.challenge.expires_at);
+    const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(right.body.receipt.verdict).toBe("allow");
+  });
+
+  it("the server profile the policy floor needs, when the configuration requires it", async () => {
+    const strict = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as Env, ctx());
+    const c = command({ tool: "search_web", params: { query: "tides" } });
+    const r = await strict.intake(c);
+    expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: server_profile" });
+    expect(r.body.challenge.missing).toEqual([expect.objectContaining({ evidence: "server_profile", needed_by: "policy-floor", minimum: "tls" })]);
+    expect((await strict.call("/v1/config")).body.config.server_profile_required).toBe(true);
+    const weak = await answer(strict, c.trace_id, { server_profile: "none" });
+    expect(weak.body.receipt).toMatchObject({ verdict: "deny", block_reason: "policy_floor_violation" });
+    expect(weak.body).not.toHaveProperty("challenge");
+    const c2 = command({ tool: "search_web", params: { query: "tides" } });
+    await strict.intake(c2);
+    const ok = await answer(strict, c2.trace_id, { server_profile: "mutual-tls" });
+    expect(ok.body.receipt.verdict).toBe("allow");
+    expect(ok.body.runtime_context).toEqual({ server_profile: "mutual-tls" });
+  });
+
+  it("refuses without the intake token, evidence not asked for, a malformed trace_id, and an unknown challenge", async () => {
+    const c = command();
+    await h.intake(c);
+    expect((await answer(h, c.trace_id, { server_profile: "tls" }, "Bearer wrong")).status).toBe(401);
+    const extra = await answer(h, c.trace_id, { server_profile: "tls" });
+    expect([extra.status, extra.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect((await answer(h, c.trace_id, {})).status).toBe(400);
+    expect((await answer(h, c.trace_id, { human_approval: { approver: "x", request_hash: "nope" } })).status).toBe(400);
+    expect((await answer(h, "XYZ", { server_profile: "tls" })).status).toBe(400);
+    expect((await answer(h, "00000000000000ff", { server_profile: "tls" })).status).toBe(404);
+    // The refusals above gave the challenge back: it still answers.
+    expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.receipt.verdict).toBe("allow");
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * Another verifier's manifest pinned beside its anchor: verified under the anchor's keys, kept
+ * with the configurations known for the issuer, each bound to the profiles_digest of the manifest
+ * its manifest_hash names, so the verification path can tell a receipt's manifest stale.
+ */
+import { validateManifestPin } from "../../../kv-schemas/index.js";
+import type { AnchorRecord, TrustedKey } from "../anchors.js";
+import { jcs, prefixedDigest } from "../digest.js";
+import type { SignatureVerifier } from "../ed25519.js";
+import { contentProblems, manifestHash, profilesDigest, verifyManifest, type Manifest, type ManifestContent, type ManifestRefusal } from "./manifest.js";
+
+/** Configurations kept per issuer; beyond it the oldest binding is dropped (its receipts are then never told stale). */
+export const MAX_MANIFEST_BINDINGS = 64;
+
+export interface ManifestBindingRecord {
+  config_hash: string;
+  manifest_hash: string;
+  profiles_digest: string;
+}
+
+/** The `manifest` member of an anchor record. */
+export interface PinnedManifest {
+  document: Manifest;
+  manifest_hash: string;
+  pinned_at: number;
+  bindings: ManifestBindingRecord[];
+}
+
+export type ManifestPin =
+  | { kind: "pinned"; pinned: PinnedManifest }
+  | { kind: "refused"; code: ManifestRefusal | "MALFORMED_REQUEST"; detail: string };
+
+interface PinBody {
+  manifest: unknown;
+  configurations?: { config: Record<string, unknown> & { manifest_hash: string }; config_hash?: string; manifest?: unknown }[];
+}
+
+/** The manifest's verifier_id, when the body names one; the route reads its anchor by it. */
+export function pinnedVerifierId(body: unknown): string | null {
+  const m = (body as { manifest?: { verifier_id?: unknown } } | null)?.manifest;
+  return typeof m?.verifier_id === "string" ? m.verifier_id : null;
+}
+
+/**
+ * Checks a `PUT /v1/admin/manifests` body against the issuer's anchor (`keys` are its pinned keys,
+ * revoked ones already removed) and builds what is stored: the manifest, and the bindings of the
+ * previous pin followed by the configurations given now (newest last, one per config_hash).
+ */
+export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, keys: readonly TrustedKey[], o: { now: number; skew: number; verifier: SignatureVerifier }): Promise<ManifestPin> {
+  const shape = validateManifestPin(body);
+  if (!shape.ok) {
+    const inManifest = shape.errors.every((e) => e.startsWith("#/manifest"));
+    return { kind: "refused", code: inManifest ? "MANIFEST_INVALID" : "MALFORMED_REQUEST", detail: shape.errors.slice(0, 3).join("; ") };
+  }
+  const pin = body as PinBody;
+  const check = await verifyManifest(pin.manifest, { keys, now: o.now, skew: o.skew, verifier: o.verifier });
+  if (!check.ok) return { kind: "refused", code: check.code, detail: check.detail };
+  const manifest = check.manifest;
+  if (manifest.verifier_id !== anchor.issuer) return { kind: "refused", code: "MANIFEST_KEY_UNKNOWN", detail: "verifier_id is not the pinned issuer" };
+  const known = new Map<string, string>([[check.manifestHash, manifest.profiles_digest]]);
+  for (const b of anchor.manifest?.bindings ?? []) known.set(b.manifest_hash, b.profiles_digest);
+  const added: ManifestBindingRecord[] = [];
+  for (const [i, c] of (pin.configurations ?? []).entries()) {
+    const where = `configurations[${i}]`;
+    const configHash = await prefixedDigest(jcs(c.config));
+    if (c.config_hash !== undefined && c.config_hash !== configHash) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}: config_hash is not the hash of config` };
+    let digest = known.get(c.config.manifest_hash);
+    if (c.manifest !== undefined) {
+      const problems = contentProblems(c.manifest);
+      if (problems.length > 0) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}.manifest: ${problems[0]}` };
+      const content = c.manifest as ManifestContent;
+      if (content.verifier_id !== anchor.issuer) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}.manifest: verifier_id is not the pinned issuer` };
+      if ((await manifestHash(content)) !== c.config.manifest_hash) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}: config.manifest_hash is not the hash of manifest` };
+      if ((await profilesDigest(content.profiles)) !== content.profiles_digest) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}.manifest: profiles_digest is not the digest of profiles` };
+      digest = content.profiles_digest;
+    }
+    if (digest === undefined) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}: config.manifest_hash names a manifest not known here; give its content as manifest` };
+    added.push({ config_hash: configHash, manifest_hash: c.config.manifest_hash, profiles_digest: digest });
+  }
+  const fresh = new Set(added.map((b) => b.config_hash));
+  const bindings = [...(anchor.manifest?.bindings ?? []).filter((b) => !fresh.has(b.config_hash)), ...added].slice(-MAX_MANIFEST_BINDINGS);
+  return { kind: "pinned", pinned: { document: manifest, manifest_hash: check.manifestHash, pinned_at: o.now, bindings } };
+}
+
+/** What the verification path compares for a pinned issuer's receipt: the digest its configuration bound, and the current one. */
+export function pinnedBinding(pinned: PinnedManifest | undefined, configHash: string): { bound: string; current: string } | null {
+  const bound = pinned?.bindings.find((b) => b.config_hash === configHash);
+  return pinned && bound ? { bound: bound.profiles_digest, current: pinned.document.profiles_digest } : null;
+}

@@ -1,0 +1,90 @@
+/**
+ * The challenge loop on Workers (CCS §4.7): an intake deny for missing evidence opens a challenge
+ * in the trace's IntakeChallenges object, and `POST /v1/intake/{trace_id}/evidence` (intake token)
+ * answers it: before the deadline the same Command is judged again with the evidence and a fresh
+ * receipt is issued; after it CHALLENGE_EXPIRED, and the deny stands. The rules live in
+ * worker/protocol/issuing/challenge.ts; this module stores and routes.
+ */
+import { Hono, type Context } from "hono";
+import type { AppEnv } from "../app.js";
+import type { StoredChallenge, Take } from "../../durable-objects/intake-challenges.js";
+import { audiences, freshnessPolicy, issuing, MAX_ADMIN_BODY, type Issuing } from "../config.js";
+import { EvidenceCall } from "../contract/schemas.js";
+import { ApiError, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { HEX16 } from "../protocol/encoding.js";
+import { buildChallenge, challengeDeadline, evidenceProblem, intakeMessage, type Challenge, type EvidenceGap } from "../protocol/issuing/challenge.js";
+import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
+import { verifyDelegation } from "../protocol/issuing/delegation.js";
+import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
+import { dependencyTimeout } from "../config.js";
+import { verifyDeps } from "./decision-call.js";
+
+/** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
+export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
+  const services = c.get("services");
+  const overrides = services.intake;
+  return {
+    now: overrides.now ?? services.now,
+    randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
+    nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
+    signer: overrides.signer ?? signer,
+    inputRules: overrides.inputRules,
+    delegation: (value) =>
+      verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null }, verifyDeps(services)),
+  };
+}
+
+const challenges = (c: Context<AppEnv>, traceId: string) => c.env.INTAKE_CHALLENGES.get(c.env.INTAKE_CHALLENGES.idFromName(traceId));
+const stored = <T>(c: Context<AppEnv>, work: Promise<T>) => withTimeout(work, dependencyTimeout(c.env), "challenge store");
+
+/** Opens the challenge of an admission that lacks evidence and answers it; null when nothing is missing. */
+export async function openChallenge(c: Context<AppEnv>, admission: Admission, expiresAt?: number): Promise<Challenge | null> {
+  if (admission.gaps.length === 0) return null;
+  const { receipt } = admission;
+  const { manifest } = await issuing(c.env);
+  const deadline = expiresAt ?? challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
+  const record: StoredChallenge = { message: JSON.stringify(intakeMessage(admission.intake)), audience: receipt.audience, gaps: JSON.stringify(admission.gaps), issued_at: receipt.issued_at, expires_at: deadline };
+  await stored(c, challenges(c, receipt.trace_id).open(record));
+  return buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline);
+}
+
+/** The intake answer: the receipt, its runtime context, the rule results, and the challenge when evidence is missing. */
+export function admissionAnswer(admission: Admission, challenge: Challenge | null) {
+  const { receipt, runtime_context, results } = admission;
+  return { receipt, ...(runtime_context ? { runtime_context } : {}), rules: results, ...(challenge ? { challenge } : {}) };
+}
+
+export const challengeRoutes = new Hono<AppEnv>();
+
+/**
+ * Answers a challenge with the missing evidence. The Command is the stored one; only the evidence
+ * the challenge asked for may be added. Still missing something: a fresh deny with the challenge
+ * kept open until the same deadline.
+ */
+challengeRoutes.post("/:trace_id/evidence", async (c) => {
+  const traceId = c.req.param("trace_id");
+  if (!HEX16.test(traceId)) throw new ApiError(400, "MALFORMED_REQUEST", "trace_id must be 16 lowercase hex");
+  const evidence = validateBody(EvidenceCall, await readStrictJson(c, MAX_ADMIN_BODY));
+  const own = await issuing(c.env);
+  const store = challenges(c, traceId);
+  const taken = (await stored(c, store.take(c.get("services").now()) as Promise<unknown>)) as Take;
+  if (taken.kind === "unknown") throw new ApiError(404, "NOT_FOUND", "no challenge is open for this trace_id");
+  if (taken.kind === "expired") throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
+  if (taken.kind === "answered") throw new ApiError(409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence");
+  const { challenge } = taken;
+  let admission: Admission;
+  try {
+    const gaps = JSON.parse(challenge.gaps) as EvidenceGap[];
+    const problem = evidenceProblem(evidence, gaps);
+    if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
+    const intake = parseIntake({ ...JSON.parse(challenge.message), ...evidence });
+    admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
+  } catch (err) {
+    await stored(c, store.release(null));
+    if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
+    throw err;
+  }
+  if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps)));
+  const next = admission.gaps.length > 0 ? buildChallenge(traceId, admission.gaps, admission.receipt.issued_at, challenge.expires_at) : null;
+  return c.json(admissionAnswer(admission, next));
+});

@@ -1,0 +1,69 @@
+/**
+ * Other verifiers' manifests and profile routing: `GET /v1/verifiers/{id}/manifest` (public, as
+ * pinned anchors are) and `POST /v1/profiles/resolve` (relying-party token). Pinning is an admin
+ * route (worker/routes/admin.ts).
+ */
+import { Hono } from "hono";
+import type { AppEnv } from "../app.js";
+import { freshnessPolicy, MAX_ADMIN_BODY } from "../config.js";
+import { ResolveCall } from "../contract/schemas.js";
+import { ApiError, readStrictJson, validateBody } from "../http.js";
+import { issuingIfConfigured } from "../manifest-store.js";
+import { issuerProblem } from "../protocol/anchors.js";
+import { manifestCurrent } from "../protocol/manifest/manifest.js";
+import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
+
+export const manifestRoutes = new Hono<AppEnv>();
+
+/** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
+export const RESOLVE_VERIFIER_LIMIT = 100;
+
+/** The verifier id a path names, decoded: 400 when it cannot be one, before any read. */
+function verifierOf(encoded: string): string {
+  let id: string;
+  try {
+    id = decodeURIComponent(encoded);
+  } catch {
+    throw new ApiError(400, "MALFORMED_REQUEST", "the verifier id in the path is not valid percent-encoded UTF-8");
+  }
+  const problem = issuerProblem(id);
+  if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem.replace("issuer", "verifier id"));
+  return id;
+}
+
+/** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
+manifestRoutes.get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
+  const id = verifierOf(c.req.param("verifier_id"));
+  const { now, anchors } = c.get("services");
+  const at = now();
+  const own = await issuingIfConfigured(c.env);
+  if (own && id === own.identity.issuer) {
+    const { manifest } = await own.manifest.signed(at);
+    return c.json({ verifier_id: id, here: true, current: true, manifest, manifest_hash: own.manifest.hash });
+  }
+  const pinned = (await anchors.get(id))?.manifest;
+  if (!pinned) throw new ApiError(404, "NOT_FOUND", `no manifest is pinned for ${id}`);
+  return c.json({
+    verifier_id: id,
+    here: false,
+    current: manifestCurrent(pinned.document, at, freshnessPolicy(c.env).skewCap),
+    manifest: pinned.document,
+    manifest_hash: pinned.manifest_hash,
+    pinned_at: pinned.pinned_at,
+    bindings: pinned.bindings,
+  });
+});
+
+/** Which verifier of this deployment's set evaluates a profile: HELD, UNDECIDED (with its reason) or SET_EXHAUSTED; never a verdict. */
+manifestRoutes.post("/profiles/resolve", async (c) => {
+  const body = validateBody(ResolveCall, await readStrictJson(c, MAX_ADMIN_BODY));
+  const { now, anchors } = c.get("services");
+  const at = now();
+  const own = await issuingIfConfigured(c.env);
+  const self: Candidate = own ? { verifier_id: own.identity.issuer, manifest: (await own.manifest.signed(at)).manifest } : { verifier_id: c.env.ISSUER ?? "", manifest: null };
+  const listed = await anchors.listPinned(RESOLVE_VERIFIER_LIMIT);
+  const records = await Promise.all(listed.issuers.map((issuer) => anchors.get(issuer)));
+  const pinned: Candidate[] = records.flatMap((r) => (r?.manifest ? [{ verifier_id: r.issuer, manifest: r.manifest.document }] : []));
+  const resolution = resolveProfile({ profile: body.profile, exclude: body.exclude ?? [], self, pinned, now: at, skew: freshnessPolicy(c.env).skewCap });
+  return c.json({ ...resolution, complete: listed.complete });
+});
