@@ -3,6 +3,7 @@ import type { DecisionStats } from "../durable-objects/decision-stats.js";
 import type { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 import type { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 import type { UsageLedger } from "../durable-objects/usage-ledger.js";
+import type { ReceiptJournal } from "../durable-objects/receipt-journal.js";
 
 /** Bindings and variables of the Worker (wrangler.toml, .dev.vars). */
 export interface Env {
@@ -14,6 +15,12 @@ export interface Env {
   ISSUING_SEQUENCE: DurableObjectNamespace<IssuingSequence>;
   /** One UsageLedger per relying party: the usage, cost and reconciliation evidence it stored. */
   USAGE_LEDGER: DurableObjectNamespace<UsageLedger>;
+  /** The tool receipt journal (the CCS local evidence store): JOURNAL_SHARDS objects per tenant. */
+  RECEIPT_JOURNAL: DurableObjectNamespace<ReceiptJournal>;
+  /** Shards of each tenant's journal (default 8). Fixed for the deployment's life: records are found by it. */
+  JOURNAL_SHARDS?: string;
+  /** Default execution lease in seconds of POST /v1/receipts/{trace_id}/start (default 300). */
+  JOURNAL_LEASE_SECONDS?: string;
   /** Comma-separated audiences this deployment serves. */
   AUDIENCES: string;
   /** This deployment's organisation (an https:// URI): cross-org envelopes must name it as receiver_org_id. */

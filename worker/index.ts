@@ -6,5 +6,6 @@ export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 export { UsageLedger } from "../durable-objects/usage-ledger.js";
+export { ReceiptJournal } from "../durable-objects/receipt-journal.js";
 
 export default createApp();
