@@ -15,9 +15,6 @@ let n = 0;
 const key = (label: string) => `${label}-${Date.now().toString(36)}-${++n}`;
 
 export function journalPortSuite(adapter: string, make: () => AnyJournal) {
-  const wrap = <T extends ToolReceiptJournal[keyof ToolReceiptJournal]>(fn: T) => fn;
-  void wrap;
-
   /** A record driven to `ready` (reserved → awaiting_policy → ready). */
   async function ready(j: AnyJournal) {
     const r = await j.reserve({ idempotency_key: key("ready"), action_digest: "sha256:a", at: AT, attributes: { tool: "search_web" } });

@@ -1,10 +1,11 @@
 /**
- * The in-memory adapter of the journal port, for tests and the CLI: the same rules as the
+ * The in-memory adapter of the journal port (synchronous, so it is a ToolReceiptJournal as it
+ * stands), for tests and the CLI: the same rules as the
  * Durable Object adapter, over Maps. Nothing is durable; a process is one world. Leases lapse
  * when `lapseDue` is called with a clock past their deadline (on the journal's own clock, in ms).
  */
-import { journalCore, type JournalRow, type JournalStorage } from "./core.js";
-import type { JournalEntry, JournalQuery, RecordSummary, ToolReceiptJournal } from "./port.js";
+import { journalCore, type JournalCore, type JournalRow, type JournalStorage } from "./core.js";
+import type { JournalEntry, JournalQuery, RecordSummary } from "./port.js";
 
 export function memoryJournalStorage(): JournalStorage & { rows: Map<string, JournalRow>; entries: Map<string, JournalEntry[]> } {
   const rows = new Map<string, JournalRow>();
@@ -23,7 +24,7 @@ export function memoryJournalStorage(): JournalStorage & { rows: Map<string, Jou
 }
 
 /** A journal in memory; lease deadlines are kept on the caller's clock (seconds × 1000). */
-export function memoryJournal(storage = memoryJournalStorage()): ToolReceiptJournal & { lapseDue(nowMs: number): string[]; storage: typeof storage } {
+export function memoryJournal(storage = memoryJournalStorage()): JournalCore & { storage: typeof storage } {
   const core = journalCore(storage, { leaseDeadline: (at, seconds) => (at + seconds) * 1000 });
   return { ...core, storage };
 }
