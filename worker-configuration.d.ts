@@ -2,7 +2,7 @@
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./worker/index");
-		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger" | "IntakeChallenges";
+		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger" | "IntakeChallenges" | "ReceiptJournal";
 	}
 	interface Env {
 		ANCHORS: KVNamespace;
@@ -16,6 +16,8 @@ declare namespace Cloudflare {
 		RECEIPT_TTL: string;
 		INTAKE_TIMEOUT_MS: string;
 		POLICY_FLOOR: string;
+		JOURNAL_SHARDS: string;
+		JOURNAL_LEASE_SECONDS: string;
 		ADMIN_TOKEN: string;
 		SIGNING_KEY: string;
 		SIGNING_KID: string;
@@ -29,6 +31,7 @@ declare namespace Cloudflare {
 		ISSUING_SEQUENCE: DurableObjectNamespace<import("./worker/index").IssuingSequence>;
 		USAGE_LEDGER: DurableObjectNamespace<import("./worker/index").UsageLedger>;
 		INTAKE_CHALLENGES: DurableObjectNamespace<import("./worker/index").IntakeChallenges>;
+		RECEIPT_JOURNAL: DurableObjectNamespace<import("./worker/index").ReceiptJournal>;
 	}
 }
 interface Env extends Cloudflare.Env {}

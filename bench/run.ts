@@ -307,6 +307,23 @@ async function main() {
     }
     pairRatios["intake, 1 signing key"] = round(median(intakeRatios));
 
+    // The two-phase path: intake + start + finalise of one Command per request, on the journal.
+    log("HTTP: two-phase (intake + start + finalise)");
+    const twoPhaseRatios: number[] = [];
+    const journalBefore = (await (await fetch(`${server.url}/bench/journal`)).json()) as { records: number; rows_written: number };
+    let finalised = 0;
+    for (let round = 0; round < HTTP_ROUNDS; round++) {
+      const now = Math.floor(Date.now() / 1000);
+      const bodies = Array.from({ length: HTTP_REQUESTS }, (_, i) => intakeBody(0x4000000 + round * HTTP_REQUESTS + i + 1, now));
+      const baseline = await load(server, "baseline: one DO round trip", "/bench/baseline", bodies);
+      const twoPhase = await load(server, "two-phase: intake + start + finalise", "/bench/two-phase", bodies, `Bearer ${INTAKE_TOKEN}`);
+      http.push(baseline, twoPhase);
+      finalised += twoPhase.accepted;
+      twoPhaseRatios.push(twoPhase.rps / baseline.rps);
+    }
+    pairRatios["two-phase: intake + start + finalise"] = round(median(twoPhaseRatios));
+    const journalAfter = (await (await fetch(`${server.url}/bench/journal`)).json()) as { records: number; rows_written: number };
+
     // Nonce storage: short-lived and long-lived receipts of one issuer, then its purge alarm
     // (which first fires PURGE_INTERVAL after the first claim), then its row count.
     log("ledger: loading the purge issuer, then waiting for its alarm");
@@ -362,6 +379,8 @@ async function main() {
         hot_issuer_4_shards_over_baseline: pairRatios["enforce, 1 hot issuer, 4 shards"],
         intake_issue_over_raw_sign: round(cpu["intake:issue"] / cpu["intake:raw-sign"]),
         intake_http_over_baseline: pairRatios["intake, 1 signing key"],
+        two_phase_http_over_baseline: pairRatios["two-phase: intake + start + finalise"],
+        journal_rows_written_per_finalised_receipt: finalised > 0 ? round((journalAfter.rows_written - journalBefore.rows_written) / finalised, 1) : null,
         hot_issuer_4_shards_over_1_shard: round(medianRps("enforce, 1 hot issuer, 4 shards") / medianRps("enforce, 1 issuer")),
       },
       duration_s: round((Date.now() - started) / 1000, 0),

@@ -39,6 +39,7 @@ export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 export { UsageLedger } from "../durable-objects/usage-ledger.js";
+export { ReceiptJournal } from "../durable-objects/receipt-journal.js";
 
 export class BenchEcho extends DurableObject {
   ping(): number {
@@ -217,6 +218,31 @@ app.post("/bench/claim", async (c) => {
   const ledger = c.env.ISSUER_LEDGER.get(c.env.ISSUER_LEDGER.idFromName(`bench-claim-${c.req.query("run") ?? ""}`));
   const answer = await ledger.claim({ issuer: "https://bench-claim.example", nonce, sequence: claims, fingerprint: "0".repeat(64), sequencePolicy: "repeat", retainUntil: Date.now() / 1000 + 60, retryTag: null });
   return c.json({ decision: answer.consumed ? "accept" : "reject" });
+});
+
+/**
+ * The two-phase path of one Command, end to end through the service's own routes: intake (reserve,
+ * judge, sign, append), start (claim) and finalize (fence, OUT rules, response_hash, sign, append).
+ * One HTTP request here is one finalised receipt; `accept` when the final receipt was signed.
+ */
+app.post("/bench/two-phase", async (c) => {
+  const text = await c.req.text();
+  const traceId = (JSON.parse(text) as { trace_id: string }).trace_id;
+  const call = (path: string, body: string) =>
+    app.fetch(new Request(new URL(path, c.req.url), { method: "POST", headers: { "content-type": "application/json", authorization: c.req.header("authorization") ?? "" }, body }), c.env, c.executionCtx);
+  const admitted = await call("/v1/intake", text);
+  if (admitted.status !== 200) return c.json({ decision: "reject", step: "intake", status: admitted.status });
+  const started = await call(`/v1/receipts/${traceId}/start`, "{}");
+  if (started.status !== 200) return c.json({ decision: "reject", step: "start", status: started.status });
+  const { fence } = (await started.json()) as { fence: number };
+  const finalised = await call(`/v1/receipts/${traceId}/finalize`, JSON.stringify({ fence, response: { results: ["sunny"] } }));
+  return c.json({ decision: finalised.status === 200 ? "accept" : "reject", step: "finalize", status: finalised.status });
+});
+
+/** Rows written by the journal shards of the intake tenant since they started. */
+app.get("/bench/journal", async (c) => {
+  const stats = await Promise.all(Array.from({ length: 8 }, (_, i) => c.env.RECEIPT_JOURNAL.get(c.env.RECEIPT_JOURNAL.idFromName(`ccs#${i}`)).stats()));
+  return c.json({ records: stats.reduce((n, s) => n + s.records, 0), rows_written: stats.reduce((n, s) => n + s.rows_written, 0) });
 });
 
 app.get("/bench/ledger", async (c) => {

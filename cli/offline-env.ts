@@ -5,6 +5,19 @@
 import type { Env } from "../worker/env.js";
 import type { LedgerStub } from "../worker/stores.js";
 import { memoryLedger } from "../worker/protocol/memory-ledger.js";
+import { memoryJournal, queryRows } from "../worker/protocol/journal/memory.js";
+
+/** A ReceiptJournal shard in memory, with the Durable Object's RPC surface. */
+function memoryJournalObject() {
+  const journal = memoryJournal();
+  return { ...journal, query: (q: Parameters<typeof queryRows>[1]) => queryRows(journal.storage.rows.values(), q), stats: () => ({ records: journal.storage.rows.size, entries: [...journal.storage.entries.values()].flat().length, rows_written: 0 }) };
+}
+
+/** A RECEIPT_JOURNAL namespace in memory: one journal object per name, made on first use. */
+export function memoryJournalNamespace() {
+  const journals = new Map<string, ReturnType<typeof memoryJournalObject>>();
+  return { idFromName: (name: string) => name, get: (name: string) => journals.get(name) ?? journals.set(name, memoryJournalObject()).get(name)! };
+}
 
 export function nodeEnv(vars: Partial<Env> = {}) {
   const kv = new Map<string, string>();
@@ -22,6 +35,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
     },
     // Decision counts are operational figures of a deployment: offline they are dropped.
     DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => {} }) },
+    RECEIPT_JOURNAL: memoryJournalNamespace(),
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",
     ...vars,

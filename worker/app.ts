@@ -7,7 +7,7 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
-import { decisionFlush, dependencyTimeout, ledgerShardKey } from "./config.js";
+import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
 import {
@@ -16,7 +16,11 @@ import {
 } from "./stores.js";
 import type { InputRule } from "./protocol/issuing/rules/index.js";
 import type { ReceiptSigner } from "./protocol/issuing/signer.js";
-import { requireIntakeToken, requireRelyingParty } from "./auth.js";
+import { requireIntakeOrAdmin, requireIntakeToken, requireRelyingParty } from "./auth.js";
+import { durableJournalStub, journalClient, type JournalClient, type JournalStub } from "./journal-store.js";
+import { evidenceRoutes } from "./routes/evidence.js";
+import { executionRoutes } from "./routes/execution.js";
+import { journalRoutes } from "./routes/journal.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { wellKnownRoutes } from "./routes/well-known.js";
 import { openApiDocument } from "./contract/openapi.js";
@@ -47,6 +51,8 @@ export interface AppOptions {
   exporter?: Exporter;
   /** Replaces parts of the issuing path (fault injection in tests). */
   intake?: IntakeOverrides;
+  /** Replaces the ReceiptJournal stubs (fault injection in tests). */
+  journalStub?: (env: Env) => (name: string) => JournalStub;
 }
 
 /** What a test may swap on the issuing path: the clock it signs with, the signer, the sequence source, the input rules. */
@@ -74,6 +80,8 @@ export interface Services {
   manifests: ManifestStore;
   intake: IntakeOverrides;
   exporter: Exporter;
+  /** A tenant's receipt journal (INTAKE_TENANT for the records intake writes). */
+  journal(tenant: string): JournalClient;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -111,6 +119,7 @@ export function createApp(options: AppOptions = {}) {
         sequences: durableSequences(c.env, timeout),
         intake: options.intake ?? {},
         exporter: options.exporter ?? logLineExporter,
+        journal: (tenant) => journalClient((options.journalStub ?? durableJournalStub)(c.env), tenant, journalShards(c.env), timeout),
       });
       await next();
     })
@@ -128,8 +137,17 @@ export function createApp(options: AppOptions = {}) {
     .use("/v1/profiles/*", requireRelyingParty)
     .use("/v1/intake", requireIntakeToken)
     .use("/v1/intake/*", requireIntakeToken)
+    .use("/v1/receipts/:trace_id/start", requireIntakeToken)
+    .use("/v1/receipts/:trace_id/finalize", requireIntakeToken)
+    .use("/v1/receipts/:trace_id/reconcile", requireIntakeOrAdmin)
+    .use("/v1/evidence", requireIntakeOrAdmin)
+    .use("/v1/evidence/*", requireIntakeOrAdmin)
+    .use("/v1/journal/*", requireRelyingParty)
     .route("/v1/intake", intakeRoutes)
     .route("/v1/intake", challengeRoutes)
+    .route("/v1/receipts", executionRoutes)
+    .route("/v1/evidence", evidenceRoutes)
+    .route("/v1/journal", journalRoutes)
     .route("/v1/config", configRoutes)
     .route("/v1/receipts", receiptRoutes)
     .route("/v1/envelopes", envelopeRoutes)

@@ -1,6 +1,8 @@
 /**
  * Who is calling. Admin routes take ADMIN_TOKEN; verification, envelope and chain routes take a
- * relying party's token; intake takes INTAKE_TOKEN. All answer 401 with `WWW-Authenticate` and nothing else.
+ * relying party's token, and so do the /v1/journal port routes (each party its own journal); intake
+ * and the execution lifecycle take INTAKE_TOKEN; the evidence store and reconciliation take
+ * INTAKE_TOKEN or ADMIN_TOKEN. All answer 401 with `WWW-Authenticate` and nothing else.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
@@ -37,5 +39,17 @@ export const requireIntakeToken: MiddlewareHandler<AppEnv> = async (c, next) => 
   if (!(await bearerMatches(c.req.header("authorization"), c.env.INTAKE_TOKEN))) {
     throw new ApiError(401, "UNAUTHORIZED", "a valid intake bearer token is required", INTAKE_REALM);
   }
+  await next();
+};
+
+/**
+ * The evidence store and reconciliation: the agent runtime that holds INTAKE_TOKEN reads its own
+ * local evidence store (CCS §11.1) and resolves its interrupted executions; an operator or
+ * auditor does both with ADMIN_TOKEN. Relying parties (other organisations) never read it.
+ */
+export const requireIntakeOrAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const header = c.req.header("authorization");
+  const [intake, admin] = await Promise.all([bearerMatches(header, c.env.INTAKE_TOKEN), bearerMatches(header, c.env.ADMIN_TOKEN)]);
+  if (!intake && !admin) throw new ApiError(401, "UNAUTHORIZED", "a valid intake or admin bearer token is required", INTAKE_REALM);
   await next();
 };

@@ -80,6 +80,23 @@ export const MAX_INTAKE_BODY = 256 * 1024;
 
 export const intakeTimeout = (env: Env): number => positive(env.INTAKE_TIMEOUT_MS, DEFAULT_INTAKE_TIMEOUT_MS);
 
+export const DEFAULT_JOURNAL_SHARDS = 8;
+export const MAX_JOURNAL_SHARDS = 64;
+export const DEFAULT_LEASE_SECONDS = 300;
+
+/** Shards per journal tenant: JOURNAL_SHARDS, an integer 1..64; anything else is a ConfigurationError. */
+export function journalShards(env: Env): number {
+  if (env.JOURNAL_SHARDS === undefined || env.JOURNAL_SHARDS === "") return DEFAULT_JOURNAL_SHARDS;
+  const n = Number(env.JOURNAL_SHARDS);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_JOURNAL_SHARDS) throw new ConfigurationError(`JOURNAL_SHARDS must be an integer from 1 to ${MAX_JOURNAL_SHARDS}`);
+  return n;
+}
+
+export const leaseSeconds = (env: Env): number => {
+  const n = positive(env.JOURNAL_LEASE_SECONDS, DEFAULT_LEASE_SECONDS);
+  return n > 0 && n <= 3600 ? n : DEFAULT_LEASE_SECONDS;
+};
+
 const list = (text: string | undefined): string[] => (text ?? "").split(",").map((a) => a.trim()).filter(Boolean);
 
 /** A signed manifest is re-signed for a new window this often (seconds), whatever its TTL. */

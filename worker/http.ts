@@ -11,6 +11,7 @@ import { sha256 } from "./protocol/digest.js";
 import { isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
 import { ConfigurationError } from "./config.js";
+import { JournalInputError } from "./protocol/journal/core.js";
 
 /** The code of a strict-parse violation inside the thing being verified, rather than the call around it. */
 export type SubjectMalformed = "MALFORMED_RECEIPT" | "ENVELOPE_MALFORMED";
@@ -37,7 +38,8 @@ export const DECISION_ROUTES = /^\/v1\/(receipts|envelopes)\/verify$/;
 /**
  * One error shape for every 4xx/5xx: `{error: {code, detail}}`, plus the decision fields (a
  * rejection) on the decision routes. Bad input is a 4xx ApiError; a dependency that failed or
- * timed out is 503; a broken configuration is 500 SERVICE_MISCONFIGURED; any other exception is
+ * timed out is 503; a broken configuration is 500 SERVICE_MISCONFIGURED; input the journal
+ * refuses is a 400 with its code; any other exception is
  * 500 INTERNAL_ERROR. Whatever is not an ApiError is logged once, here.
  */
 export function errorResponse(c: Context, err: unknown): Response {
@@ -45,8 +47,9 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (err instanceof ApiError) e = err;
   else if (err instanceof VerifierUnavailable) e = new ApiError(503, "VERIFIER_UNAVAILABLE", `${err.dependency} did not answer; failing closed`);
   else if (err instanceof ConfigurationError) e = new ApiError(500, "SERVICE_MISCONFIGURED", err.message);
+  else if (err instanceof JournalInputError) e = new ApiError(400, err.code, err.message);
   else e = new ApiError(500, "INTERNAL_ERROR", "internal error; nothing was decided");
-  if (!(err instanceof ApiError)) console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
+  if (!(err instanceof ApiError) && !(err instanceof JournalInputError)) console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);

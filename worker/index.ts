@@ -7,5 +7,6 @@ export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
 export { IntakeChallenges } from "../durable-objects/intake-challenges.js";
 export { IssuingSequence } from "../durable-objects/issuing-sequence.js";
 export { UsageLedger } from "../durable-objects/usage-ledger.js";
+export { ReceiptJournal } from "../durable-objects/receipt-journal.js";
 
 export default createApp();

@@ -19,7 +19,7 @@ export const RP_TOKEN = "test-relying-party-token-0123456789abcdef";
 export const INTAKE_TOKEN = "test-intake-token";
 
 /** Routes that take a relying-party token: the harness presents RP_TOKEN unless the call sets its own authorization. */
-const RELYING_PARTY_ROUTES = /^\/v1\/(receipts\/verify|envelopes\/verify|chains\/|usage(\/|\?|$)|costs\/|profiles\/)/;
+const RELYING_PARTY_ROUTES = /^\/v1\/(receipts\/verify|envelopes\/verify|chains\/|usage(\/|\?|$)|costs\/|profiles\/|journal\/)/;
 
 export interface Harness {
   /** A call as the test relying party on the routes that need one; `authorization: ""` sends none. */

@@ -75,6 +75,21 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect([twice.status, twice.body.error.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
   });
 
+  it("the journal keeps the challenged deny open and records the admission the evidence earns: the trace then starts like any other", async () => {
+    const c = command();
+    await h.intake(c);
+    const intakeAuth = { authorization: `Bearer ${INTAKE_TOKEN}` };
+    const waiting = await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth });
+    expect(waiting.body.record.state).toBe("awaiting_approval");
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    expect((await answer(h, c.trace_id, { human_approval: approval })).body.receipt.verdict).toBe("allow");
+    const ready = await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth });
+    expect(ready.body.record.state).toBe("ready");
+    expect(ready.body.receipts.map((r: { verdict: string }) => r.verdict)).toEqual(["deny", "allow"]);
+    const started = await h.call(`/v1/receipts/${c.trace_id}/start`, { method: "POST", headers: { ...intakeAuth, "content-type": "application/json" }, body: "{}" });
+    expect(started.status).toBe(200);
+  });
+
   it("answered late: CHALLENGE_EXPIRED, and the deny stands", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;

@@ -8,6 +8,7 @@ import { RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
 import type { InputRule } from "../../worker/protocol/issuing/rules/index.js";
 import intakeVectors from "../../vectors/ccs/intake.json" with { type: "json" };
 import { AUDIENCE, harness, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { memoryJournalNamespace } from "../../cli/offline-env.js";
 
 const ctx = () => createExecutionContext();
 let traces = 0;
@@ -86,7 +87,7 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
   });
 
   it("covers every intake error code", () => {
-    expect([...INTAKE_ERROR_CODES].sort()).toEqual(["INTAKE_FAILED", "INTAKE_MALFORMED", "INTAKE_MISSING_FIELD", "INTAKE_OVERFLOW", "INTAKE_TIMEOUT", "INTAKE_VERSION_UNSUPPORTED"]);
+    expect([...INTAKE_ERROR_CODES].sort()).toEqual(["INTAKE_FAILED", "INTAKE_MALFORMED", "INTAKE_MISSING_FIELD", "INTAKE_OVERFLOW", "INTAKE_TIMEOUT", "INTAKE_TRACE_CONFLICT", "INTAKE_VERSION_UNSUPPORTED"]);
   });
 });
 
@@ -156,7 +157,8 @@ describe("intake vectors through the route", () => {
 
   it("CV-003: two rule sets give two config hashes for the same command", async () => {
     const v = byId("CV-003");
-    const narrow = harness({ ...env, RULES: v.rule_sets[1].join(",") } as Env, ctx());
+    // Another rule set is another deployment, with its own journal.
+    const narrow = harness({ ...env, RULES: v.rule_sets[1].join(","), RECEIPT_JOURNAL: memoryJournalNamespace() } as unknown as Env, ctx());
     const c = atNow(v.intake);
     const [a, b] = [await h.intake(c), await narrow.intake(c)];
     expect(a.body.receipt.config_hash).not.toBe(b.body.receipt.config_hash);
@@ -165,7 +167,9 @@ describe("intake vectors through the route", () => {
 
   it("CV-004: commands differing only in params have different request hashes", async () => {
     const [a, b] = byId("CV-004").intakes;
-    const [ra, rb] = [await h.intake(a), await h.intake(b)];
+    // The vector's two Commands share a trace_id; one journal admits a trace_id for one Command only.
+    const other = harness({ ...env, RECEIPT_JOURNAL: memoryJournalNamespace() } as unknown as Env, ctx());
+    const [ra, rb] = [await h.intake(a), await other.intake(b)];
     expect(ra.body.receipt.request_hash).not.toBe(rb.body.receipt.request_hash);
     expect(byId("CV-004").receipts[0].request_hash).toBe(ra.body.receipt.request_hash);
   });

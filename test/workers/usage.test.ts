@@ -41,6 +41,19 @@ function setup(options: Parameters<typeof harness>[2] = {}) {
 }
 
 describe("POST /v1/usage/receipts", () => {
+  it("a journal_record in this deployment's record-id form must name a record of the caller's own journal, of the same invocation", async () => {
+    const { post } = setup();
+    const reserved = await post("/v1/journal/reserve", { idempotency_key: "usage-journal-1", action_digest: "sha256:u", attributes: { invocation_id: "inv-journaled" } });
+    expect(reserved.body.kind).toBe("created");
+    const id = reserved.body.record.record_id;
+    const ok = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-journaled" }), journal_record: id });
+    expect(ok.status).toBe(201);
+    expect(ok.body.journal_record).toBe(id);
+    const other = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-not-journaled" }), journal_record: id });
+    expect(other.status).toBe(400);
+    expect(other.body.error.code).toBe("EVIDENCE_IDENTITY_MISMATCH");
+  });
+
   it("validates and stores a receipt once, with what rides on it; a retry is the stored answer; GET reads it back", async () => {
     const { post, get } = setup();
     const r = receipt();
@@ -97,6 +110,7 @@ describe("POST /v1/usage/receipts", () => {
       [{ receipt: receipt({ invocation_id: "inv-cred", model: { ...MODEL, authorization: "Bearer x" } }) }, "USAGE_EVIDENCE_INVALID"],
       [{ receipt: receipt({ invocation_id: "inv-budget" }), budget_decisions: [{ invocation_id: "inv-else", decision: "allow", phase: "before-invocation", limit: { name: "d", metric: "total_tokens", threshold: "1" }, decided_at: 1 }] }, "EVIDENCE_IDENTITY_MISMATCH"],
       [{ receipt: receipt({ invocation_id: "inv-journal" }), journal_record: "https://x/y" }, "MALFORMED_REQUEST"],
+      [{ receipt: receipt({ invocation_id: "inv-journal-missing" }), journal_record: "0".repeat(32) }, "USAGE_EVIDENCE_INVALID"],
       [{ receipt: receipt({ invocation_id: "inv-both" }), observed: {} }, "MALFORMED_REQUEST"],
       [{ receipt: receipt({ invocation_id: "inv-extra" }), extra: 1 }, "MALFORMED_REQUEST"],
     ];

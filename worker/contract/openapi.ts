@@ -6,7 +6,7 @@ import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
 import * as S from "./schemas.js";
 
-type Auth = "admin" | "relying-party" | "intake" | "none";
+type Auth = "admin" | "relying-party" | "intake" | "intake-or-admin" | "none";
 
 export interface Operation {
   method: "get" | "post" | "put" | "delete";
@@ -30,7 +30,7 @@ const ERROR_TEXT: Record<number, string> = {
   401: "no valid bearer token (UNAUTHORIZED, with WWW-Authenticate)",
   403: "the token may not do this (AUDIENCE_NOT_ALLOWED, CHAIN_NOT_OWNED)",
   404: "not found (NOT_FOUND)",
-  409: "conflicts with what is held",
+  409: "conflicts with what is held (the code says which)",
   413: "body too large (REQUEST_TOO_LARGE)",
   422: "the receipt does not verify",
   500: "a fault of ours (INTERNAL_ERROR) or an incomplete configuration (SERVICE_MISCONFIGURED)",
@@ -110,14 +110,59 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "both predicates with every intermediate field", schema: S.EcAnswer }, ...errors(400, 413, 500) },
   },
   {
-    method: "post", path: "/v1/intake", summary: "an agent runtime's Command, judged by the sixteen rules: a signed admission receipt", tag: "issuing", auth: "intake", body: S.IntakeCall,
-    responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT or INTAKE_FAILED (a dependency)", schema: S.IntakeError } },
+    method: "post", path: "/v1/intake", summary: "an agent runtime's Command, judged by the sixteen rules: a signed admission receipt, durable in the journal before it is answered", tag: "issuing", auth: "intake", body: S.IntakeCall,
+    responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 409: { description: "INTAKE_TRACE_CONFLICT: the trace_id was admitted for another Command", schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT or INTAKE_FAILED (a dependency)", schema: S.IntakeError } },
   },
   {
     method: "post", path: "/v1/intake/{trace_id}/evidence", summary: "answer a challenge with the missing evidence before its deadline: the same Command judged again, a fresh receipt", tag: "issuing", auth: "intake", body: S.EvidenceCall,
     parameters: [pathParam("trace_id", "the challenged Command's trace_id, 16 hex")],
     responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
+  {
+    method: "post", path: "/v1/receipts/{trace_id}/start", summary: "claim the execution of an allow admission: an execution lease and its fence token", tag: "journal", auth: "intake", body: S.StartCall,
+    parameters: [pathParam("trace_id", "16 lowercase hex")],
+    responses: { 200: { description: "claimed", schema: S.Started }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD or EXECUTION_NOT_ELIGIBLE", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/receipts/{trace_id}/finalize", summary: "record the tool's result under the fence: OUT rules, response_hash, the signed final receipt", tag: "journal", auth: "intake", body: S.FinalizeCall,
+    parameters: [pathParam("trace_id", "16 lowercase hex")],
+    responses: { 200: { description: "finalised (or the same finalisation again: idempotent_replay)", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "FENCE_CONFLICT, ALREADY_FINALISED, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
+  },
+  {
+    method: "post", path: "/v1/receipts/{trace_id}/reconcile", summary: "resolve an execution whose outcome is unknown (lapsed lease) or indeterminate", tag: "journal", auth: "intake-or-admin", body: S.ReconcileCall,
+    parameters: [pathParam("trace_id", "16 lowercase hex")],
+    responses: { 200: { description: "reconciled", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/evidence/{trace_id}", summary: "the local evidence store: a record as its history derives it, the history, every receipt", tag: "journal", auth: "intake-or-admin",
+    parameters: [pathParam("trace_id", "16 lowercase hex")],
+    responses: { 200: { description: "the evidence", schema: S.Evidence }, ...errors(400, 401, 404, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/evidence", summary: "pages through the evidence store by agent, tool, verdict, state and time range", tag: "journal", auth: "intake-or-admin",
+    parameters: [
+      { name: "agent_id", in: "query", description: "exact agent_id" },
+      { name: "tool", in: "query", description: "exact tool" },
+      { name: "verdict", in: "query", description: "allow, deny or escalate (of the latest receipt)" },
+      { name: "state", in: "query", description: "a journal state" },
+      { name: "from", in: "query", description: "created at or after, Unix seconds" },
+      { name: "to", in: "query", description: "created at or before, Unix seconds" },
+      { name: "cursor", in: "query", description: "next_cursor of the previous page" },
+      { name: "limit", in: "query", description: "1-200 (default 50)" },
+    ],
+    responses: { 200: { description: "one page in (created_at, record_id) order", schema: S.EvidencePage }, ...errors(400, 401, 500, 503) },
+  },
+  ...([
+    ["reserve", S.ReserveCall, "reserve an idempotency key for an action digest: created | existing | conflict"],
+    ["append", S.AppendCall, "append one transition at an expected revision: appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
+    ["claim", S.ClaimCall, "claim the execution lease: claimed (with its fence) | held | not-eligible | revision-conflict | not-found"],
+    ["verify-fence", S.VerifyFenceCall, "whether a fence holds the lease: valid | fence-conflict | not-found"],
+    ["load", S.LoadCall, "a record with its ordered history: found | not-found"],
+    ["load-by-idempotency", S.LoadByIdempotencyCall, "a record by its idempotency key: found | not-found"],
+  ] as const).map(([name, body, summary]): Operation => ({
+    method: "post", path: `/v1/journal/${name}`, summary: `the journal port: ${summary}`, tag: "journal", auth: "relying-party", body,
+    responses: { 200: { description: "the port's result, by kind", schema: S.JournalResult }, ...errors(400, 401, 413, 500, 503) },
+  })),
   {
     method: "get", path: "/v1/config", summary: "this deployment's canonical configuration and its config_hash", tag: "issuing", auth: "none",
     responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(500) },
@@ -198,6 +243,7 @@ const SECURITY: Record<Auth, Record<string, string[]>[]> = {
   admin: [{ admin: [] }],
   "relying-party": [{ relyingParty: [] }],
   intake: [{ intake: [] }],
+  "intake-or-admin": [{ intake: [] }, { admin: [] }],
   none: [],
 };
 
@@ -249,7 +295,7 @@ export function openApiDocument(): object {
       securitySchemes: {
         admin: { type: "http", scheme: "bearer", description: "ADMIN_TOKEN" },
         relyingParty: { type: "http", scheme: "bearer", description: "a relying party's token (POST /v1/admin/relying-parties)" },
-        intake: { type: "http", scheme: "bearer", description: "INTAKE_TOKEN, held by the agent runtimes that submit Commands" },
+        intake: { type: "http", scheme: "bearer", description: "INTAKE_TOKEN, held by the agent runtimes that submit Commands and drive their execution" },
       },
     },
     "x-failure-codes": FAILURE_CODES,

@@ -8,6 +8,8 @@
 import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
 import { MAX_URI_BYTES, RECEIPT_FIELDS } from "../protocol/receipt.js";
+import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
+import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -332,6 +334,110 @@ export const Resolution = z
 
 export const UsageCall = z.unknown().meta({ id: "UsageCall", description: "docs/usage-evidence.md: each body is checked by the usage evidence factories through the strict boundary (USAGE_EVIDENCE_INVALID, EVIDENCE_IDENTITY_MISMATCH)" });
 export const UsageRecord = z.object({}).passthrough().meta({ id: "UsageRecord", description: "docs/usage-evidence.md" });
+
+const JournalState = z.enum(JOURNAL_STATES).meta({ id: "JournalState", description: "a state of the receipt recovery lifecycle (README, The receipt journal)" });
+const Effect = z.enum(EFFECT_DISPOSITIONS).meta({ id: "EffectDisposition" });
+const recordId = z.string().regex(/^[0-9a-f]{32}$/).meta({ description: "32 hex: derived from the idempotency key" });
+const lease = z.number().positive().max(MAX_LEASE_SECONDS).meta({ description: `seconds, at most ${MAX_LEASE_SECONDS}` });
+const extensions = z.record(z.string(), z.unknown()).optional().meta({ description: "provider extensions by reverse-DNS namespace (com.example.name); credential-shaped values are stored redacted" });
+const fence = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const toolOutput = {
+  content_type: z.string().max(256).optional(),
+  declared: z.object({ max_size: z.number().int().min(0).optional(), content_type: z.string().max(256).optional() }).strict().optional(),
+  extensions,
+};
+
+export const StartCall = z.object({ lease_seconds: lease.optional() }).strict().meta({ id: "StartCall", description: "optional: the lease length (default JOURNAL_LEASE_SECONDS)" });
+export const Started = z
+  .object({ trace_id: hex(16), record_id: recordId, fence, lease_until: seconds, state: z.literal("started"), receipt: Receipt })
+  .meta({ id: "Started", description: "the execution lease: present `fence` when finalising" });
+
+const oneOutcome = (v: { response?: unknown; error?: unknown; outcome?: unknown }) => ["response", "error", "outcome"].filter((k) => Object.hasOwn(v, k)).length === 1;
+export const FinalizeCall = z
+  .object({ fence, response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.literal("indeterminate").optional(), effect: Effect.optional(), ...toolOutput })
+  .strict()
+  .refine(oneOutcome, "exactly one of response, error and outcome")
+  .meta({ id: "FinalizeCall", description: "{fence, response} | {fence, error} | {fence, outcome: \"indeterminate\"}, with an optional effect disposition" });
+export const ReconcileCall = z
+  .object({ response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.enum(["indeterminate", "reconciliation_required"]).optional(), effect: Effect.optional(), reason: z.string().max(1024).optional(), ...toolOutput })
+  .strict()
+  .refine(oneOutcome, "exactly one of response, error and outcome")
+  .meta({ id: "ReconcileCall", description: "resolves an unknown (lapsed) or indeterminate execution" });
+export const Finalised = z
+  .object({
+    trace_id: hex(16),
+    record_id: recordId,
+    state: JournalState,
+    effect: Effect,
+    outcome_status: z.enum(["confirmed", "dispatched", "indeterminate", "unknown"]).nullable(),
+    receipt: Receipt.nullable().meta({ description: "the signed final receipt; null when the outcome is indeterminate (the admission receipt stands)" }),
+    rules: z.array(z.object({ name: z.string(), verdict: z.string(), reason: z.string() }).passthrough()),
+    idempotent_replay: z.literal(true).optional(),
+  })
+  .meta({ id: "Finalised" });
+
+export const JournalRecord = z
+  .object({
+    record_id: recordId,
+    idempotency_key: z.string(),
+    action_digest: z.string(),
+    attributes: z.object({}).passthrough(),
+    state: JournalState,
+    effect: Effect,
+    revision: z.number().int(),
+    fence: z.number().int(),
+    lease: z.object({ fence: z.number().int(), until: seconds }).nullable(),
+    lease_lapsed: z.boolean(),
+    verdict: z.string().nullable(),
+    outcome_status: z.enum(["confirmed", "dispatched", "indeterminate", "unknown"]).nullable(),
+    created_at: seconds,
+    updated_at: seconds,
+  })
+  .meta({ id: "JournalRecord" });
+export const JournalEntry = z
+  .object({
+    revision: z.number().int(),
+    at: seconds,
+    event: z.enum(["reserve", "append", "claim", "lapse"]),
+    from: JournalState.nullable(),
+    to: JournalState,
+    effect: Effect,
+    fence: z.number().int().nullable(),
+    lease_until: z.number().nullable(),
+    receipt: z.object({}).passthrough().nullable(),
+    detail: z.object({}).passthrough().nullable(),
+    extensions: z.object({}).passthrough().nullable(),
+    prev: z.string().meta({ description: "SHA-256 hex of the previous entry's canonical JSON" }),
+  })
+  .meta({ id: "JournalEntry" });
+export const Evidence = z.object({ record: JournalRecord, history: z.array(JournalEntry), receipts: z.array(z.object({}).passthrough()) }).meta({ id: "Evidence" });
+export const EvidencePage = z
+  .object({
+    records: z.array(
+      z.object({
+        record_id: recordId, trace_id: z.string().nullable(), agent_id: z.string().nullable(), tool: z.string().nullable(), verdict: z.string().nullable(), state: JournalState, effect: Effect,
+        outcome_status: z.string().nullable(), revision: z.number().int(), created_at: seconds, updated_at: seconds,
+      }),
+    ),
+    next_cursor: z.string().nullable(),
+  })
+  .meta({ id: "EvidencePage" });
+
+const idempotencyKey = z.string().min(1).max(MAX_IDEMPOTENCY_KEY).regex(/^[\x21-\x7e]+$/);
+export const ReserveCall = z.object({ idempotency_key: idempotencyKey, action_digest: z.string().min(1).max(256), attributes: z.record(z.string(), z.unknown()).optional() }).strict().meta({ id: "JournalReserveCall" });
+const transition = { to: JournalState, effect: Effect, receipt: z.record(z.string(), z.unknown()).optional(), detail: z.record(z.string(), z.unknown()).optional(), extensions };
+export const AppendCall = z
+  .object({ record_id: recordId, expected_revision: z.number().int().min(1), fence: fence.optional(), ...transition })
+  .strict()
+  .meta({ id: "JournalAppendCall" });
+export const ClaimCall = z.object({ record_id: recordId, expected_revision: z.number().int().min(1).optional(), lease_seconds: lease.optional() }).strict().meta({ id: "JournalClaimCall" });
+export const VerifyFenceCall = z.object({ record_id: recordId, fence }).strict().meta({ id: "JournalVerifyFenceCall" });
+export const LoadCall = z.object({ record_id: recordId }).strict().meta({ id: "JournalLoadCall" });
+export const LoadByIdempotencyCall = z.object({ idempotency_key: idempotencyKey }).strict().meta({ id: "JournalLoadByIdempotencyCall" });
+export const JournalResult = z
+  .object({ kind: z.string().meta({ description: "the port's result kind: created | existing | conflict; appended | revision-conflict | not-found | fence-conflict | illegal-transition; claimed | held | not-eligible; valid; found" }) })
+  .passthrough()
+  .meta({ id: "JournalResult" });
 
 export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });

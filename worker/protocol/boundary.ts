@@ -55,10 +55,47 @@ export const AUTHORITY_FIELDS: ReadonlySet<string> = new Set([
 const authorityName = (key: string): string => key.replace(/[_-]/g, "").toLowerCase();
 export const isAuthorityField = (key: string): boolean => AUTHORITY_FIELDS.has(authorityName(key));
 
+/** What a redacted credential becomes: the member stays, so a reader sees that one was there. */
+export const REDACTED = "[redacted]";
+
+/** Names (compared as authority fields are) whose value is a credential, whatever it looks like. */
+const CREDENTIAL_NAMES = new Set(["token", "authorization", "proxyauthorization", "cookie", "setcookie", "credential", "credentials", "signedurl", "privatekey", "sessionid"]);
+const CREDENTIAL_SUFFIXES = ["apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "authtoken", "bearertoken", "securitytoken", "privatekey", "signature"];
+export const isCredentialName = (key: string): boolean => {
+  const name = authorityName(key);
+  return CREDENTIAL_NAMES.has(name) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
+};
+
+/**
+ * Values shaped like credentials wherever they sit: an authorization scheme and its token, the
+ * common API key and token forms (sk-/pk-/rk-, AWS access key ids, GitHub, Google, Slack), JWTs,
+ * private key blocks, and URLs that carry a signature or a token in their query.
+ */
+const CREDENTIAL_VALUES: readonly RegExp[] = [
+  /^\s*(bearer|basic|digest|token|negotiate)\s+\S/i,
+  /\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}/,
+  /\b(AKIA|ASIA)[0-9A-Z]{16}\b/,
+  /\bgh[pousr]_[A-Za-z0-9]{20,}/,
+  /\bAIza[0-9A-Za-z_-]{30,}/,
+  /\bxox[abprs]-[A-Za-z0-9-]{10,}/,
+  /\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*/,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
+  /[?&](x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|sig|token|access_token|api_key|apikey|key)=/i,
+];
+export const isCredentialValue = (s: string): boolean => CREDENTIAL_VALUES.some((r) => r.test(s));
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface BoundaryOptions {
   maxDepth?: number;
+  /**
+   * `refuse` (the default): a credential anywhere is a smuggling attempt and the whole value is
+   * refused. `redact`: for provider extensions, which may legitimately mention that a request
+   * was authorised: the value of a credential-named member, and any string shaped like a
+   * credential, is replaced by REDACTED before it is copied (an accessor is never invoked);
+   * the other authority fields are still refused.
+   */
+  credentials?: "refuse" | "redact";
 }
 
 /** Parses `text` strictly, then snapshots the result (which refuses the prototype and authority keys the parser admits). */
@@ -75,7 +112,7 @@ export function fromJsonText(text: string, options: BoundaryOptions = {}): JsonV
 
 /** A deep frozen copy of `value` as plain JSON data, or a BoundaryError naming the first shape refused and where. */
 export function snapshotJson(value: unknown, options: BoundaryOptions = {}): JsonValue {
-  return copy(value, [], 0, options.maxDepth ?? DEFAULT_MAX_DEPTH);
+  return copy(value, [], 0, options.maxDepth ?? DEFAULT_MAX_DEPTH, options.credentials === "redact");
 }
 
 function refuse(reason: BoundaryReason, path: JsonPath, message: string): never {
@@ -87,9 +124,9 @@ function checkString(s: string, path: JsonPath): string {
   return s;
 }
 
-function copy(value: unknown, path: JsonPath, depth: number, maxDepth: number): JsonValue {
+function copy(value: unknown, path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   if (value === null || typeof value === "boolean") return value;
-  if (typeof value === "string") return checkString(value, path);
+  if (typeof value === "string") return redact && isCredentialValue(value) ? REDACTED : checkString(value, path);
   if (typeof value === "number") {
     if (!Number.isFinite(value)) refuse("non_finite", path, "number is not finite");
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) refuse("unsafe_integer", path, "integer outside the safe range ±(2^53−1)");
@@ -100,13 +137,13 @@ function copy(value: unknown, path: JsonPath, depth: number, maxDepth: number): 
   const proto = Object.getPrototypeOf(value);
   if (Array.isArray(value)) {
     if (proto !== Array.prototype) refuse("array_subclass", path, "an array subclass is not a JSON array");
-    return copyArray(value, path, depth, maxDepth);
+    return copyArray(value, path, depth, maxDepth, redact);
   }
   if (proto !== Object.prototype && proto !== null) refuse("class_instance", path, "a class instance is not a JSON object");
-  return copyObject(value as object, path, depth, maxDepth);
+  return copyObject(value as object, path, depth, maxDepth, redact);
 }
 
-function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: number): JsonValue {
+function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   const keys = Reflect.ownKeys(value);
   // An array's own keys are its indices then "length"; anything else is a hole or a hidden member.
   if (keys.length !== value.length + 1) refuse(keys.length < value.length + 1 ? "sparse_array" : "hidden_property", path, "array is sparse or carries extra members");
@@ -115,24 +152,28 @@ function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: nu
     const d = Object.getOwnPropertyDescriptor(value, i);
     if (!d) refuse("sparse_array", [...path, i], "sparse array");
     if (!("value" in d)) refuse("accessor", [...path, i], "array element is an accessor");
-    out.push(copy(d.value, [...path, i], depth + 1, maxDepth));
+    out.push(copy(d.value, [...path, i], depth + 1, maxDepth, redact));
   }
   return Object.freeze(out);
 }
 
-function copyObject(value: object, path: JsonPath, depth: number, maxDepth: number): JsonValue {
+function copyObject(value: object, path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   const out: Record<string, JsonValue> = {};
   for (const key of Reflect.ownKeys(value)) {
     if (typeof key === "symbol") refuse("symbol_key", path, "symbol-keyed member");
     const at = [...path, key];
     checkString(key, at);
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
+    if (redact && isCredentialName(key)) {
+      out[key] = REDACTED;
+      continue;
+    }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
     const d = Object.getOwnPropertyDescriptor(value, key)!;
     if (!("value" in d)) refuse("accessor", at, "member is an accessor");
     if (!d.enumerable) refuse("hidden_property", at, "non-enumerable member");
     // An undefined member is an absent one, as in JSON text; an undefined array element is refused below.
-    if (d.value !== undefined) out[key] = copy(d.value, at, depth + 1, maxDepth);
+    if (d.value !== undefined) out[key] = copy(d.value, at, depth + 1, maxDepth, redact);
   }
   return Object.freeze(out);
 }

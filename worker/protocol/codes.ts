@@ -40,6 +40,14 @@ export const CALL_ERROR_CODES = [
   "USAGE_EVIDENCE_INVALID",
   "EVIDENCE_IDENTITY_MISMATCH",
   "USAGE_RECORD_CONFLICT",
+  "JOURNAL_REVISION_CONFLICT",
+  "FENCE_CONFLICT",
+  "ILLEGAL_TRANSITION",
+  "EXECUTION_HELD",
+  "EXECUTION_NOT_ELIGIBLE",
+  "ALREADY_FINALISED",
+  "EXTENSION_INVALID",
+  "JOURNAL_HISTORY_INVALID",
   "ANCHOR_INVALID",
   "ANCHOR_KEY_REJECTED",
   "ANCHOR_KEY_REVOKED",
@@ -59,7 +67,9 @@ export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 /**
  * Intake errors (CCS §3.4, Figure 3), each with the retry hint the caller must follow, plus
- * INTAKE_FAILED for any exception on the intake path (the draft's own fail-closed wrapper).
+ * INTAKE_FAILED for any exception on the intake path (the draft's own fail-closed wrapper) and
+ * INTAKE_TRACE_CONFLICT for a trace_id already admitted for another Command (the journal's
+ * idempotency key is the trace_id).
  * An intake error is never a receipt: the caller treats it as a denial.
  */
 export const INTAKE_ERROR_CODES = [
@@ -68,6 +78,7 @@ export const INTAKE_ERROR_CODES = [
   "INTAKE_OVERFLOW",
   "INTAKE_TIMEOUT",
   "INTAKE_VERSION_UNSUPPORTED",
+  "INTAKE_TRACE_CONFLICT",
   "INTAKE_FAILED",
 ] as const;
 export type IntakeErrorCode = (typeof INTAKE_ERROR_CODES)[number];
@@ -79,16 +90,18 @@ export const INTAKE_RETRY: Record<IntakeErrorCode, RetryHint> = {
   INTAKE_OVERFLOW: "MUST NOT",
   INTAKE_TIMEOUT: "MAY",
   INTAKE_VERSION_UNSUPPORTED: "MUST NOT",
+  INTAKE_TRACE_CONFLICT: "MUST NOT",
   INTAKE_FAILED: "MAY",
 };
 
 /** HTTP status of each intake error: bad input is 4xx, a timeout 503, an internal failure 500. */
-export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 413 | 500 | 503> = {
+export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 409 | 413 | 500 | 503> = {
   INTAKE_MALFORMED: 400,
   INTAKE_MISSING_FIELD: 400,
   INTAKE_OVERFLOW: 413,
   INTAKE_TIMEOUT: 503,
   INTAKE_VERSION_UNSUPPORTED: 400,
+  INTAKE_TRACE_CONFLICT: 409,
   INTAKE_FAILED: 500,
 };
 

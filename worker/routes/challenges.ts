@@ -18,6 +18,7 @@ import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { verifyDeps } from "./decision-call.js";
+import { recordEvidencedAdmission } from "./intake.js";
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -84,6 +85,7 @@ challengeRoutes.post("/:trace_id/evidence", async (c) => {
     if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
     throw err;
   }
+  await recordEvidencedAdmission(c, traceId, admission);
   if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps)));
   const next = admission.gaps.length > 0 ? buildChallenge(traceId, admission.gaps, admission.receipt.issued_at, challenge.expires_at) : null;
   return c.json(admissionAnswer(admission, next));

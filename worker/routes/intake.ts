@@ -3,14 +3,28 @@
  * `{error: {code, retry, detail, trace_id?}}` and never both. Everything on the path, parsing to
  * signing, runs inside one deadline and one catch: a timeout is INTAKE_TIMEOUT, any exception
  * INTAKE_FAILED, so a failure can only ever be an error answer (fail closed).
+ *
+ * The admission is durable before it is answered (CCS §4.2 phase a): the trace_id is reserved in
+ * the receipt journal with the digest of everything that decides the admission, the Command is
+ * judged and signed, and the decision is appended with its signed receipt in one journal
+ * transaction; only then does the answer leave. A retry of the same intake is answered with the
+ * admission already held (no second sequence number, no second nonce); the same trace_id with
+ * anything else is INTAKE_TRACE_CONFLICT. An admission that lacks evidence (a deny with a
+ * challenge, CCS §4.7) waits in `awaiting_approval` for that evidence rather than closing as denied.
  */
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY } from "../config.js";
 import { ApiError, readStrictJson } from "../http.js";
 import { INTAKE_RETRY, INTAKE_STATUS, type IntakeErrorCode } from "../protocol/codes.js";
-import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
+import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
 import { issueAdmission, type Admission } from "../protocol/issuing/lifecycle.js";
+import type { RuleResult } from "../protocol/issuing/rules/index.js";
+import { jcs, prefixedDigest } from "../protocol/digest.js";
+import type { Receipt } from "../protocol/receipt.js";
+import type { JournalEntry } from "../protocol/journal/port.js";
+import type { JournalState } from "../protocol/journal/lifecycle.js";
+import { INTAKE_TENANT } from "../journal-store.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
 import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
 
@@ -28,7 +42,47 @@ function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
-async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): Promise<Admission> {
+/** The journal state an admission decides: allow is ready to start, deny is final, escalate awaits approval. */
+const DECIDED: Record<Receipt["verdict"], JournalState> = { allow: "ready", deny: "denied", escalate: "awaiting_approval" };
+
+/** A deny for missing evidence is not final: the record awaits the evidence its challenge names. */
+export const decidedState = (admission: Pick<Admission, "receipt" | "gaps">): JournalState =>
+  admission.gaps.length > 0 ? "awaiting_approval" : DECIDED[admission.receipt.verdict];
+
+/**
+ * The reservation's action digest: the Command and what beside it decides the admission (audience,
+ * declared server profile), so a retry with any of it changed is a conflict. A human approval is
+ * not part of it: it is what moves an escalated record on (awaiting_approval → ready or denied).
+ */
+const intakeDigest = (intake: Intake, audience: string): Promise<string> =>
+  prefixedDigest(jcs({ command: intake.command, audience, server_profile: intake.serverProfile }));
+
+interface DecisionDetail {
+  runtime_context_jcs: string | null;
+  rules: RuleResult[];
+  approval_jcs: string | null;
+}
+
+/** The latest admission decision a record's history holds (the one an execution starts from), or null while it is only reserved. */
+export function storedAdmission(history: readonly JournalEntry[]): (StoredAdmission & { approval_jcs: string | null }) | null {
+  const entry = history.findLast((e) => e.event === "append" && (e.from === "awaiting_policy" || e.from === "awaiting_approval") && e.receipt);
+  if (!entry) return null;
+  const detail = entry.detail as unknown as DecisionDetail;
+  return {
+    receipt: entry.receipt as unknown as Receipt,
+    runtime_context: detail.runtime_context_jcs === null ? null : (JSON.parse(detail.runtime_context_jcs) as Record<string, unknown>),
+    results: detail.rules,
+    approval_jcs: detail.approval_jcs,
+  };
+}
+
+/** What the journal keeps of an admission: enough to answer a retry with it. */
+type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results">;
+/** A fresh admission (judged now), or the one the journal already held (a retry). */
+type Admitted = (Admission & { replay: false }) | (StoredAdmission & { replay: true });
+type JournalPort = ReturnType<AppEnv["Variables"]["services"]["journal"]>["port"];
+
+async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): Promise<Admitted> {
   let body: unknown;
   try {
     body = await readStrictJson(c, MAX_INTAKE_BODY);
@@ -44,7 +98,77 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   const services = c.get("services");
   const own = await issuing(c.env);
   await services.manifests.recordCurrent(services.now());
-  return issueAdmission(intake, audience, own.context, admissionDeps(c, own));
+  const now = services.intake.now ?? services.now;
+  const traceId = intake.command.trace_id;
+  const journal = services.journal(INTAKE_TENANT).port;
+  const reserved = await journal.reserve({
+    idempotency_key: traceId,
+    action_digest: await intakeDigest(intake, audience),
+    at: now(),
+    attributes: { trace_id: traceId, agent_id: intake.command.agent_id, tool: intake.command.tool },
+  });
+  if (reserved.kind === "corrupt") throw new Error(`journal record of ${traceId} refused: ${reserved.reason}`);
+  if (reserved.kind === "conflict") throw new IntakeError("INTAKE_TRACE_CONFLICT", "this trace_id was already admitted for another Command; a trace_id names one Command", traceId);
+  const approval = intake.humanApproval ? jcs(intake.humanApproval) : null;
+  let expected = reserved.record.revision;
+  let fromApproval = false;
+  if (reserved.kind === "existing" && reserved.record.state !== "reserved") {
+    const loaded = await journal.load(reserved.record.record_id);
+    if (loaded.kind !== "found") throw new Error(`journal record of ${traceId}: ${loaded.kind}`);
+    const latest = storedAdmission(loaded.history);
+    if (!latest) throw new Error("the journal holds no admission for a decided trace_id");
+    // Only an escalated record presented with a new approval is judged again; anything else is a retry.
+    if (loaded.record.state !== "awaiting_approval" || approval === null || approval === latest.approval_jcs) {
+      const { approval_jcs: _approval, ...answer } = latest;
+      return { ...answer, replay: true as const };
+    }
+    expected = loaded.record.revision;
+    fromApproval = true;
+  }
+  const admission = await issueAdmission(intake, audience, own.context, admissionDeps(c, own));
+  const decision = decisionOf(admission, approval);
+  const appended = await journal.appendMany({
+    record_id: reserved.record.record_id,
+    expected_revision: expected,
+    at: admission.receipt.issued_at,
+    transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
+  });
+  if (appended.kind === "appended") return { ...admission, replay: false as const };
+  // Another attempt of the same intake got there first: its admission is the one.
+  if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
+  throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
+}
+
+/** The journal transition an admission decides, carrying its signed receipt. */
+function decisionOf(admission: Admission, approval: string | null) {
+  return {
+    to: decidedState(admission),
+    effect: "not-started" as const,
+    receipt: admission.receipt,
+    // The runtime context is kept as the canonical text its hash covers: it is the caller's, not the journal's.
+    detail: { runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null, rules: admission.results, approval_jcs: approval } satisfies DecisionDetail,
+  };
+}
+
+/**
+ * Records the admission a challenge's evidence earned, on the record that awaited it, in one
+ * journal transaction: from then on the trace starts, finalises and is queried as any other.
+ */
+export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: string, admission: Admission): Promise<void> {
+  const journal = c.get("services").journal(INTAKE_TENANT).port;
+  const loaded = await journal.loadByIdempotency(traceId);
+  if (loaded.kind !== "found") throw new Error(`journal record of ${traceId}: ${loaded.kind}`);
+  if (loaded.record.state !== "awaiting_approval") throw new ApiError(409, "CHALLENGE_ANSWERED", "this trace is no longer waiting for evidence");
+  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decisionOf(admission, null)] });
+  if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
+}
+
+async function held(journal: JournalPort, recordId: string): Promise<Admitted> {
+  const loaded = await journal.load(recordId);
+  const admission = loaded.kind === "found" ? storedAdmission(loaded.history) : null;
+  if (!admission) throw new Error("the journal holds no admission for a reserved trace_id");
+  const { approval_jcs: _approval, ...answer } = admission;
+  return { ...answer, replay: true as const };
 }
 
 function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): Response {
@@ -74,6 +198,8 @@ intakeRoutes.post("/", async (c) => {
   let traceId: string | null = null;
   try {
     const admission = await deadline(admit(c, (t) => (traceId = t)), intakeTimeout(c.env));
+    // A retry is answered with the admission held; its challenge, if any, was opened the first time.
+    if (admission.replay) return c.json({ ...admissionAnswer({ ...admission, gaps: [] } as unknown as Admission, null), idempotent_replay: true });
     return c.json(admissionAnswer(admission, await openChallenge(c, admission)));
   } catch (err) {
     return intakeError(c, err, traceId);

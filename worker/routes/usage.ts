@@ -19,6 +19,8 @@ import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt 
 import { createProviderCostRecord, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
 import { usageLedger } from "../usage-store.js";
+import { partyTenant } from "../journal-store.js";
+import { RECORD_ID } from "../protocol/journal/core.js";
 
 /** At most this many budget decisions ride on one receipt. */
 export const MAX_BUDGET_DECISIONS = 16;
@@ -85,6 +87,20 @@ async function storedReceipt(c: Context<AppEnv>, id: string): Promise<{ row: Sto
   return { row, receipt: createUsageReceipt(JSON.parse(row.receipt)) };
 }
 
+/**
+ * A `journal_record` in the form of this deployment's record ids (32 hex) names a record of the
+ * caller's own journal (/v1/journal): it must exist there, and when its reservation named an
+ * `invocation_id` it must be this receipt's. One read of one shard; any other identifier names a
+ * journal kept elsewhere and is stored as given.
+ */
+async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocationId: string): Promise<void> {
+  const loaded = await c.get("services").journal(partyTenant(c.get("relyingParty").name)).port.load(recordId);
+  if (loaded.kind === "not-found") throw new ApiError(400, "USAGE_EVIDENCE_INVALID", "journal_record names no record of this relying party's journal");
+  if (loaded.kind === "corrupt") throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
+  const named = loaded.record.attributes.invocation_id;
+  if (typeof named === "string" && named !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
+}
+
 export const usageRoutes = new Hono<AppEnv>()
   /**
    * Validates and stores one usage receipt — given as `receipt`, or as `observed: {response,
@@ -105,6 +121,7 @@ export const usageRoutes = new Hono<AppEnv>()
   if (body.journal_record !== undefined && (typeof body.journal_record !== "string" || !IDENTIFIER.test(body.journal_record))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "journal_record must be 1-128 of [A-Za-z0-9._:-]");
   }
+  if (typeof body.journal_record === "string" && RECORD_ID.test(body.journal_record)) await checkJournalRecord(c, body.journal_record, receipt.invocation_id);
   const cache = body.cache === undefined ? null : evidence(() => createCacheAttributionRecord({ receipt, disposition: body.cache }));
   const decisions = body.budget_decisions ?? [];
   if (!Array.isArray(decisions) || decisions.length > MAX_BUDGET_DECISIONS) throw new ApiError(400, "MALFORMED_REQUEST", `budget_decisions must be an array of at most ${MAX_BUDGET_DECISIONS}`);

@@ -1,0 +1,159 @@
+/**
+ * ReceiptJournal: one shard of one tenant's tool receipt journal (the CCS local evidence store).
+ * Records are spread over a fixed number of shards by their id (docs/capacity.md); each object
+ * holds its records' index rows and their append-only histories. Every method runs the protocol's
+ * journal rules (worker/protocol/journal/core.ts) inside one synchronous SQLite transaction: the
+ * replay, the checks and the write happen with no await between them, and the answer leaves only
+ * once the write is durable. A lease that passes its deadline is lapsed by the alarm. Nothing is
+ * written before the first reservation: reads of an empty shard create no table.
+ */
+import { DurableObject } from "cloudflare:workers";
+import type { Env } from "../worker/env.js";
+import { JournalInputError, journalCore, type JournalCore, type JournalRow, type JournalStorage } from "../worker/protocol/journal/core.js";
+import type { AppendInput, AppendManyInput, ClaimInput, JournalEntry, JournalQuery, RecordSummary, ReserveInput, VerifyFenceInput } from "../worker/protocol/journal/port.js";
+
+/** A caller's input refused by the journal's rules, carried back over RPC as a value. */
+export type Invalid = { kind: "invalid"; code: JournalInputError["code"]; detail: string };
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS records (
+    record_id TEXT PRIMARY KEY, idempotency_key TEXT NOT NULL, action_digest TEXT NOT NULL,
+    state TEXT NOT NULL, effect TEXT NOT NULL, revision INTEGER NOT NULL, fence INTEGER NOT NULL,
+    lease_fence INTEGER, lease_until REAL, lease_deadline_ms INTEGER,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    agent_id TEXT, tool TEXT, trace_id TEXT, verdict TEXT, outcome_status TEXT
+  ) WITHOUT ROWID`,
+  "CREATE INDEX IF NOT EXISTS records_by_time ON records (created_at, record_id)",
+  "CREATE INDEX IF NOT EXISTS records_by_lease ON records (lease_deadline_ms) WHERE lease_deadline_ms IS NOT NULL",
+  "CREATE TABLE IF NOT EXISTS entries (record_id TEXT NOT NULL, revision INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (record_id, revision)) WITHOUT ROWID",
+];
+
+const ROW_COLUMNS = [
+  "record_id", "idempotency_key", "action_digest", "state", "effect", "revision", "fence", "lease_fence", "lease_until", "lease_deadline_ms",
+  "created_at", "updated_at", "agent_id", "tool", "trace_id", "verdict", "outcome_status",
+] as const;
+
+export class ReceiptJournal extends DurableObject<Env> {
+  private readonly sql: SqlStorage;
+  private readonly core: JournalCore;
+  private hasSchema: boolean;
+  /** Rows written by this instance since it started (SQLite's own count, indexes included): for the capacity figures. */
+  private rowsWritten = 0;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.sql = ctx.storage.sql;
+    this.hasSchema = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").toArray().length > 0;
+    this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
+  }
+
+  private exec<T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]): SqlStorageCursor<T> {
+    return this.sql.exec<T>(query, ...bindings);
+  }
+
+  private storage(): JournalStorage {
+    return {
+      row: (id) => (this.hasSchema ? ((this.exec("SELECT * FROM records WHERE record_id = ?", id).toArray()[0] as unknown as JournalRow | undefined) ?? null) : null),
+      history: (id) =>
+        this.hasSchema ? this.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? ORDER BY revision", id).toArray().map((r) => JSON.parse(r.entry) as JournalEntry) : [],
+      write: (row, added, created) => {
+        if (!this.hasSchema) {
+          for (const statement of SCHEMA) this.sql.exec(statement);
+          this.hasSchema = true;
+        }
+        const values = ROW_COLUMNS.map((c) => row[c]);
+        const statement = created
+          ? `INSERT INTO records (${ROW_COLUMNS.join(", ")}) VALUES (${ROW_COLUMNS.map(() => "?").join(", ")})`
+          : `UPDATE records SET ${ROW_COLUMNS.slice(1).map((c) => `${c} = ?`).join(", ")} WHERE record_id = ?`;
+        const cursor = created ? this.exec(statement, ...values) : this.exec(statement, ...values.slice(1), row.record_id);
+        cursor.toArray();
+        this.rowsWritten += cursor.rowsWritten;
+        for (const e of added) {
+          const c = this.exec("INSERT INTO entries (record_id, revision, entry) VALUES (?, ?, ?)", row.record_id, e.revision, JSON.stringify(e));
+          c.toArray();
+          this.rowsWritten += c.rowsWritten;
+        }
+      },
+      due: (nowMs) =>
+        this.hasSchema ? this.exec<{ record_id: string }>("SELECT record_id FROM records WHERE lease_deadline_ms IS NOT NULL AND lease_deadline_ms <= ?", nowMs).toArray().map((r) => r.record_id) : [],
+    };
+  }
+
+  /** One operation in one transaction; a refused input comes back as a value. */
+  private run<T>(op: () => T): T | Invalid {
+    try {
+      return this.ctx.storage.transactionSync(op);
+    } catch (err) {
+      if (err instanceof JournalInputError) return { kind: "invalid", code: err.code, detail: err.message };
+      throw err;
+    }
+  }
+
+  /** Wakes the alarm for the earliest lease deadline held here, if it is not already set earlier. */
+  private async scheduleLapse(): Promise<void> {
+    if (!this.hasSchema) return;
+    const next = this.exec<{ at: number | null }>("SELECT MIN(lease_deadline_ms) AS at FROM records WHERE lease_deadline_ms IS NOT NULL").one().at;
+    if (next === null) return;
+    const current = await this.ctx.storage.getAlarm();
+    if (current === null || current > next) await this.ctx.storage.setAlarm(next);
+  }
+
+  reserve(input: ReserveInput) {
+    return this.run(() => this.core.reserve(input));
+  }
+
+  append(input: AppendInput) {
+    return this.run(() => this.core.append(input));
+  }
+
+  appendMany(input: AppendManyInput) {
+    return this.run(() => this.core.appendMany(input));
+  }
+
+  async claim(input: ClaimInput) {
+    const result = this.run(() => this.core.claim(input));
+    if (result.kind === "claimed") await this.scheduleLapse();
+    return result;
+  }
+
+  verifyFence(input: VerifyFenceInput) {
+    return this.run(() => this.core.verifyFence(input));
+  }
+
+  load(recordId: string) {
+    return this.run(() => this.core.load(recordId));
+  }
+
+  loadByIdempotency(key: string) {
+    return this.run(() => this.core.loadByIdempotency(key));
+  }
+
+  /** Lapses every lease past its deadline, then sleeps until the next one. */
+  async alarm(): Promise<void> {
+    this.ctx.storage.transactionSync(() => this.core.lapseDue(Date.now()));
+    await this.scheduleLapse();
+  }
+
+  /** One page of this shard's records in (created_at, record_id) order, and whether more follow. */
+  query(q: JournalQuery): { records: RecordSummary[]; more: boolean } {
+    if (!this.hasSchema) return { records: [], more: false };
+    const after = q.after ?? { created_at: -1, record_id: "" };
+    const rows = this.exec<Record<string, SqlStorageValue>>(
+      `SELECT record_id, trace_id, agent_id, tool, verdict, state, effect, outcome_status, revision, created_at, updated_at FROM records
+       WHERE (created_at > ?1 OR (created_at = ?1 AND record_id > ?2))
+         AND (?3 IS NULL OR agent_id = ?3) AND (?4 IS NULL OR tool = ?4) AND (?5 IS NULL OR verdict = ?5) AND (?6 IS NULL OR state = ?6)
+         AND (?7 IS NULL OR created_at >= ?7) AND (?8 IS NULL OR created_at <= ?8)
+       ORDER BY created_at, record_id LIMIT ?9`,
+      after.created_at, after.record_id, q.agent_id ?? null, q.tool ?? null, q.verdict ?? null, q.state ?? null, q.from ?? null, q.to ?? null, q.limit + 1,
+    ).toArray() as unknown as RecordSummary[];
+    return { records: rows.slice(0, q.limit), more: rows.length > q.limit };
+  }
+
+  /** Records and entries held, and rows written since this instance started. */
+  stats(): { records: number; entries: number; rows_written: number } {
+    if (!this.hasSchema) return { records: 0, entries: 0, rows_written: this.rowsWritten };
+    const records = this.exec<{ n: number }>("SELECT COUNT(*) AS n FROM records").one().n;
+    const entries = this.exec<{ n: number }>("SELECT COUNT(*) AS n FROM entries").one().n;
+    return { records, entries, rows_written: this.rowsWritten };
+  }
+}

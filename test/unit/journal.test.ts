@@ -1,0 +1,125 @@
+/**
+ * The journal under Node: the shared port suite on the memory adapter, the whole 16 × 16
+ * transition table as port results, effect dispositions consistent with state, a lapsed lease
+ * reported as `unknown`, and a corrupted or reordered history refused on load.
+ */
+import { describe, expect, it } from "vitest";
+import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTransition, type JournalState } from "../../worker/protocol/journal/lifecycle.js";
+import { memoryJournal } from "../../worker/protocol/journal/memory.js";
+import { entryDigest } from "../../worker/protocol/journal/core.js";
+import { journalPortSuite } from "../support/journal-suite.js";
+
+const AT = 1_900_000_000;
+journalPortSuite("memory", () => {
+  const j = memoryJournal();
+  const asyncify = <A extends unknown[], R>(f: (...a: A) => R) => async (...a: A) => f(...a);
+  return {
+    reserve: asyncify(j.reserve), append: asyncify(j.append), appendMany: asyncify(j.appendMany), claim: asyncify(j.claim),
+    verifyFence: asyncify(j.verifyFence), load: asyncify(j.load), loadByIdempotency: asyncify(j.loadByIdempotency),
+  };
+});
+
+/** The shortest path of edges from `reserved` to every state. */
+function paths(): Map<JournalState, JournalState[]> {
+  const found = new Map<JournalState, JournalState[]>([["reserved", []]]);
+  const queue: JournalState[] = ["reserved"];
+  while (queue.length) {
+    const s = queue.shift()!;
+    for (const t of TRANSITIONS[s]) if (!found.has(t)) (found.set(t, [...found.get(s)!, t]), queue.push(t));
+  }
+  return found;
+}
+
+describe("the lifecycle", () => {
+  it("is exactly the llm-core diagram: 30 edges, and every state reachable from reserved", () => {
+    expect(Object.values(TRANSITIONS).flat()).toHaveLength(30);
+    expect([...paths().keys()].sort()).toEqual([...JOURNAL_STATES].sort());
+    expect(isAllowedTransition("ready", "ready")).toBe(false);
+    expect(isAllowedTransition("indeterminate", "indeterminate")).toBe(false);
+  });
+
+  it("nothing before started carries an effect other than not-started, and every state can carry one", () => {
+    for (const s of ["reserved", "awaiting_policy", "awaiting_approval", "ready", "denied", "expired", "cancelled_before_start"] as const) expect(EFFECTS[s]).toEqual(["not-started"]);
+    for (const s of JOURNAL_STATES) expect(EFFECTS[s].length).toBeGreaterThan(0);
+    for (const s of ["started", "succeeded", "failed_after_start", "indeterminate", "reconciliation_required", "compensation_required", "compensating", "compensated", "compensation_failed"] as const) expect(EFFECTS[s]).not.toContain("not-started");
+  });
+
+  const route = paths();
+  for (const from of JOURNAL_STATES) {
+    it(`from ${from}: every allowed edge is appended, every other target is an illegal-transition result`, () => {
+      for (const to of JOURNAL_STATES) {
+        const j = memoryJournal();
+        const r = j.reserve({ idempotency_key: `${from}->${to}`, action_digest: "d", at: AT });
+        if (r.kind !== "created") throw new Error(r.kind);
+        let revision = 1;
+        for (const step of route.get(from)!) {
+          const a = j.append({ record_id: r.record.record_id, expected_revision: revision, at: AT, to: step, effect: EFFECTS[step][0] });
+          if (a.kind !== "appended") throw new Error(`${step}: ${a.kind}`);
+          revision = a.record.revision;
+        }
+        const result = j.append({ record_id: r.record.record_id, expected_revision: revision, at: AT, to, effect: EFFECTS[to][0] });
+        if (isAllowedTransition(from, to)) expect(result, `${from} → ${to}`).toMatchObject({ kind: "appended", record: { state: to } });
+        else expect(result, `${from} → ${to}`).toMatchObject({ kind: "illegal-transition", from, to });
+        // An effect the target state cannot carry is refused on an allowed edge too.
+        if (isAllowedTransition(from, to)) {
+          const wrong = EFFECT_DISPOSITIONS.find((e) => !EFFECTS[to].includes(e))!;
+          const again = memoryJournal();
+          const rr = again.reserve({ idempotency_key: "x", action_digest: "d", at: AT });
+          if (rr.kind !== "created") throw new Error(rr.kind);
+          let rev = 1;
+          for (const step of route.get(from)!) rev = (again.append({ record_id: rr.record.record_id, expected_revision: rev, at: AT, to: step, effect: EFFECTS[step][0] }) as { record: { revision: number } }).record.revision;
+          expect(again.append({ record_id: rr.record.record_id, expected_revision: rev, at: AT, to, effect: wrong })).toMatchObject({ kind: "illegal-transition" });
+        }
+      }
+    });
+  }
+});
+
+describe("leases and recovery from history", () => {
+  function started() {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "lease", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started" }] });
+    const c = j.claim({ record_id: r.record.record_id, at: AT, lease_seconds: 30 });
+    if (c.kind !== "claimed") throw new Error(c.kind);
+    return { j, id: r.record.record_id };
+  }
+
+  it("a lease that lapses without a result is reported unknown, revokes its fence, and stays open until reconciled", () => {
+    const { j, id } = started();
+    expect(j.lapseDue((AT + 29) * 1000)).toEqual([]);
+    expect(j.lapseDue((AT + 30) * 1000)).toEqual([id]);
+    const loaded = j.load(id);
+    expect(loaded).toMatchObject({ kind: "found", record: { state: "started", effect: "unknown", outcome_status: "unknown", lease: null, lease_lapsed: true, fence: 2 } });
+    expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, fence: 1, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect(j.claim({ record_id: id, at: AT + 40, lease_seconds: 30 })).toEqual({ kind: "not-eligible", state: "started", lease_lapsed: true });
+    expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", outcome_status: "confirmed" } });
+  });
+
+  it("a reordered history is refused on load, never reinterpreted", () => {
+    const { j, id } = started();
+    const entries = j.storage.entries.get(id)!;
+    [entries[1], entries[2]] = [entries[2], entries[1]];
+    expect(j.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/out of order/) });
+  });
+
+  it("an altered entry, even with its revision intact, is refused: the next entry no longer follows it", () => {
+    const { j, id } = started();
+    const entries = j.storage.entries.get(id)!;
+    entries[2] = { ...entries[2], to: "awaiting_approval" };
+    expect(j.load(id)).toMatchObject({ kind: "corrupt" });
+    expect(j.claim({ record_id: id, at: AT, lease_seconds: 1 })).toMatchObject({ kind: "corrupt" });
+  });
+
+  it("a rewritten chain with an illegal edge is refused, and so is an index row that disagrees", () => {
+    const { j, id } = started();
+    const entries = j.storage.entries.get(id)!;
+    entries.splice(2, 1);
+    entries[2] = { ...entries[2], revision: 3, from: "awaiting_policy", prev: entryDigest(entries[1]) };
+    expect(j.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/awaiting_policy → started is not a lifecycle edge/) });
+    const other = started();
+    other.j.storage.rows.set(other.id, { ...other.j.storage.rows.get(other.id)!, state: "succeeded" });
+    expect(other.j.load(other.id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/index row/) });
+  });
+});

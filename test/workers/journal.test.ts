@@ -1,0 +1,373 @@
+/**
+ * The receipt journal on Durable Objects: the shared port suite on the DO adapter, two-phase
+ * receipts through the routes (admission durable before the answer, idempotent intake, fenced
+ * finalisation, a lapsed lease reported unknown across a restart and then reconciled), the
+ * evidence store and its paging over 1,000 records, the port routes per relying party, who may
+ * call what, and the rows written per finalised receipt.
+ */
+import { env } from "cloudflare:workers";
+import { abortAllDurableObjects, createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { journalShards } from "../../worker/config.js";
+import { durableJournalStub, INTAKE_TENANT, journalClient, journalObjectName } from "../../worker/journal-store.js";
+import { recordIdOf } from "../../worker/protocol/journal/core.js";
+import { ADMIN_TOKEN, AUDIENCE, harness, INTAKE_TOKEN, RP_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { journalPortSuite } from "../support/journal-suite.js";
+
+journalPortSuite("Durable Object", () => journalClient(durableJournalStub(env), "port-suite", 4, 10_000).port);
+
+const ctx = () => createExecutionContext();
+let traces = 0;
+const trace = () => (0xa000 + ++traces).toString(16).padStart(16, "0");
+const command = (extra: Record<string, unknown> = {}) => ({
+  intake_version: "1.3", agent_id: "journal-agent", tool: "search_web", params: { query: "weather in Tokyo" }, timestamp: TEST_NOW - 1, trace_id: trace(), ...extra,
+});
+const requestOf = (c: Record<string, any>) => ({ agent_id: c.agent_id, tool: c.tool, params: c.params, timestamp: c.timestamp, trace_id: c.trace_id });
+const shardOfTrace = (traceId: string) => env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(journalObjectName(INTAKE_TENANT, recordIdOf(traceId), journalShards(env))));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let h: Harness;
+const post = (path: string, body: unknown, token = INTAKE_TOKEN) =>
+  h.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: token ? `Bearer ${token}` : "" }, body: JSON.stringify(body) });
+const evidence = (traceId: string, token = INTAKE_TOKEN) => h.call(`/v1/evidence/${traceId}`, { headers: { authorization: token ? `Bearer ${token}` : "" } });
+const start = (traceId: string, body: unknown = {}) => post(`/v1/receipts/${traceId}/start`, body);
+const finalize = (traceId: string, body: unknown) => post(`/v1/receipts/${traceId}/finalize`, body);
+const reconcile = (traceId: string, body: unknown, token = INTAKE_TOKEN) => post(`/v1/receipts/${traceId}/reconcile`, body, token);
+const sequenceNow = async () => {
+  const doc = await h.call("/.well-known/ccs-issuer");
+  const fingerprint = doc.body.keys[0].fingerprint as string;
+  return env.ISSUING_SEQUENCE.get(env.ISSUING_SEQUENCE.idFromName(fingerprint)).current();
+};
+
+beforeAll(async () => {
+  h = harness(env, ctx());
+  const doc = await h.call("/.well-known/ccs-issuer");
+  expect((await h.pin(doc.body)).status).toBe(200);
+});
+
+describe("admission, durable before the answer", () => {
+  it("an allow admission is in the evidence store even when every object is aborted right after the answer", async () => {
+    const c = command();
+    const admitted = await h.intake(c);
+    expect(admitted.status).toBe(200);
+    await abortAllDurableObjects();
+    const e = await evidence(c.trace_id);
+    expect(e.status).toBe(200);
+    expect(e.body.record).toMatchObject({ state: "ready", effect: "not-started", outcome_status: "dispatched", verdict: "allow", revision: 3, attributes: { trace_id: c.trace_id, agent_id: "journal-agent", tool: "search_web" } });
+    expect(e.body.history.map((x: any) => x.to)).toEqual(["reserved", "awaiting_policy", "ready"]);
+    expect(e.body.receipts).toEqual([admitted.body.receipt]);
+  });
+
+  it("a deny is final at admission: denied, confirmed, and it cannot be started", async () => {
+    const c = command({ tool: "shell_exec", params: { command: "rm -rf /" } });
+    const admitted = await h.intake(c);
+    expect(admitted.body.receipt.verdict).toBe("deny");
+    const e = await evidence(c.trace_id);
+    expect(e.body.record).toMatchObject({ state: "denied", effect: "not-started", outcome_status: "confirmed", verdict: "deny" });
+    expect(e.body.receipts[0].response_hash).toBe("");
+    const s = await start(c.trace_id);
+    expect(s.status).toBe(409);
+    expect(s.body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+  });
+
+  it("the same intake again answers the same admission, with no second sequence number or nonce; another Command under its trace_id is refused", async () => {
+    const c = command();
+    const first = await h.intake(c);
+    const before = await sequenceNow();
+    const again = await h.intake(c);
+    expect(again.status).toBe(200);
+    expect(again.body.receipt).toEqual(first.body.receipt);
+    expect(again.body.idempotent_replay).toBe(true);
+    expect(await sequenceNow()).toBe(before);
+    const other = await h.intake({ ...c, params: { query: "weather in Osaka" } });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toMatchObject({ code: "INTAKE_TRACE_CONFLICT", retry: "MUST NOT", trace_id: c.trace_id });
+    expect(await sequenceNow()).toBe(before);
+  });
+
+  it("concurrent retries of one intake answer one admission", async () => {
+    const c = command();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => h.intake(c)));
+    expect(answers.every((a) => a.status === 200)).toBe(true);
+    expect(new Set(answers.map((a) => a.body.receipt.nonce)).size).toBe(1);
+    expect((await evidence(c.trace_id)).body.receipts).toHaveLength(1);
+  });
+
+  it("a Command lacking its approval awaits it (a deny with a challenge, not final), and the approved intake moves it on to ready", async () => {
+    const c = command({ tool: "drop_table", params: { table: "sessions" } });
+    const first = await h.intake(c);
+    expect(first.body.receipt.verdict).toBe("deny");
+    expect(first.body.challenge.missing[0].evidence).toBe("human_approval");
+    expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "awaiting_approval", outcome_status: "dispatched" });
+    const { prefixedDigest, jcs } = await import("../../worker/protocol/digest.js");
+    const approval = { approver: "ops@example.org", request_hash: await prefixedDigest(jcs(requestOf(c))) };
+    expect((await h.intake({ ...c, human_approval: approval })).body.receipt.verdict).toBe("allow");
+    const e = await evidence(c.trace_id);
+    expect(e.body.record.state).toBe("ready");
+    expect(e.body.history.map((x: any) => x.to)).toEqual(["reserved", "awaiting_policy", "awaiting_approval", "ready"]);
+    expect((await start(c.trace_id)).status).toBe(200);
+  });
+});
+
+describe("execution: start, finalise, reconcile", () => {
+  it("start claims with a fence; finalise signs the final receipt once, which the verifier accepts; a second finalise answers the same receipt", async () => {
+    const c = command();
+    await h.intake(c);
+    const s = await start(c.trace_id);
+    expect(s.status).toBe(200);
+    expect(s.body).toMatchObject({ trace_id: c.trace_id, fence: 1, state: "started", lease_until: TEST_NOW + 300 });
+    const response = { results: ["sunny", 24] };
+    const f = await finalize(c.trace_id, { fence: 1, response });
+    expect(f.status).toBe(200);
+    expect(f.body).toMatchObject({ state: "succeeded", effect: "applied", outcome_status: "confirmed", receipt: { verdict: "allow", trace_id: c.trace_id } });
+    const { prefixedDigest, jcs } = await import("../../worker/protocol/digest.js");
+    expect(f.body.receipt.response_hash).toBe(await prefixedDigest(jcs(response)));
+    const again = await finalize(c.trace_id, { fence: 1, response });
+    expect(again.body).toMatchObject({ idempotent_replay: true, receipt: f.body.receipt });
+    expect((await finalize(c.trace_id, { fence: 1, response: { results: ["rain"] } })).body.error.code).toBe("ALREADY_FINALISED");
+    expect((await finalize(c.trace_id, { fence: 2, response })).body.error.code).toBe("FENCE_CONFLICT");
+    const v = await h.verify({ receipt: f.body.receipt, audience: AUDIENCE, request: requestOf(c), response, mode: "audit" });
+    expect(v.body).toMatchObject({ valid: true, enforcement: { outcome_status: "confirmed" } });
+    const e = await evidence(c.trace_id);
+    expect(e.body.receipts).toHaveLength(2);
+    expect(e.body.history.map((x: any) => [x.event, x.to])).toEqual([["reserve", "reserved"], ["append", "awaiting_policy"], ["append", "ready"], ["claim", "started"], ["append", "succeeded"]]);
+  });
+
+  it("two starts race: one holds the lease, the other is EXECUTION_HELD", async () => {
+    const c = command();
+    await h.intake(c);
+    const [a, b] = await Promise.all([start(c.trace_id), start(c.trace_id)]);
+    expect([a.status, b.status].sort()).toEqual([200, 409]);
+    expect([a, b].find((r) => r.status === 409)!.body.error.code).toBe("EXECUTION_HELD");
+  });
+
+  it("a finalise with a stale fence is refused, and an error result is failed_after_start with its own receipt", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const stale = await finalize(c.trace_id, { fence: 5, error: { message: "timeout" } });
+    expect(stale.status).toBe(409);
+    expect(stale.body.error.code).toBe("FENCE_CONFLICT");
+    const f = await finalize(c.trace_id, { fence: 1, error: { message: "upstream 502" }, effect: "none" });
+    expect(f.body).toMatchObject({ state: "failed_after_start", effect: "none", outcome_status: "confirmed" });
+    expect(f.body.receipt.response_hash).toMatch(/^sha256:/);
+  });
+
+  it("an admission survives a restart between intake and finalise: the lapsed lease is unknown, the old fence is refused, and it is reconcilable", async () => {
+    const c = command();
+    await h.intake(c);
+    const s = await start(c.trace_id, { lease_seconds: 0.2 });
+    expect(s.status).toBe(200);
+    await abortAllDurableObjects();
+    await sleep(300);
+    // The alarm may already have fired on its own after the restart; if it is still pending, run it now.
+    await runDurableObjectAlarm(shardOfTrace(c.trace_id));
+    const e = await evidence(c.trace_id);
+    expect(e.body.record).toMatchObject({ state: "started", effect: "unknown", outcome_status: "unknown", lease: null, lease_lapsed: true });
+    expect(e.body.history.at(-1)).toMatchObject({ event: "lapse", from: "started", to: "started", at: s.body.lease_until });
+    expect((await finalize(c.trace_id, { fence: 1, response: { late: true } })).body.error.code).toBe("FENCE_CONFLICT");
+    expect((await start(c.trace_id)).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+    const r = await reconcile(c.trace_id, { response: { late: true }, reason: "tool log shows completion" }, ADMIN_TOKEN);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ state: "succeeded", outcome_status: "confirmed", receipt: { verdict: "allow" } });
+    expect((await reconcile(c.trace_id, { response: { late: true }, reason: "tool log shows completion" })).body).toMatchObject({ idempotent_replay: true, receipt: r.body.receipt });
+  });
+
+  it("an indeterminate outcome has no final receipt and can be reconciled as reconciliation_required", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const f = await finalize(c.trace_id, { fence: 1, outcome: "indeterminate" });
+    expect(f.body).toMatchObject({ state: "indeterminate", effect: "unknown", outcome_status: "indeterminate", receipt: null });
+    expect((await reconcile(c.trace_id, { outcome: "indeterminate" })).body.error.code).toBe("ILLEGAL_TRANSITION");
+    expect((await reconcile(c.trace_id, { outcome: "reconciliation_required" })).body).toMatchObject({ state: "reconciliation_required" });
+    expect((await reconcile(c.trace_id, { response: {} })).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+  });
+
+  it("bad calls are 400 with a code, never 5xx; unknown traces 404", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    expect((await finalize(c.trace_id, { fence: 1 })).body.error.code).toBe("MALFORMED_REQUEST");
+    expect((await finalize(c.trace_id, { fence: 1, response: 1, error: 2 })).body.error.code).toBe("MALFORMED_REQUEST");
+    expect((await finalize(c.trace_id, { fence: 1, response: {}, effect: "sideways" })).body.error.code).toBe("MALFORMED_REQUEST");
+    expect((await finalize("NOT-HEX", { fence: 1, response: {} })).status).toBe(400);
+    expect((await finalize(c.trace_id, { fence: 1, response: {}, effect: "compensated" })).body.error.code).toBe("ILLEGAL_TRANSITION");
+    expect((await start("00000000000000ff")).status).toBe(404);
+    expect((await evidence("00000000000000ff")).status).toBe(404);
+  });
+
+  it("provider extensions on finalise: smuggled credentials never reach the evidence store, an unnamespaced one is EXTENSION_INVALID", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const secret = "sk-live-0123456789abcdefghijklmnop";
+    const refused = await finalize(c.trace_id, { fence: 1, response: {}, extensions: { openai: { id: "x" } } });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe("EXTENSION_INVALID");
+    const f = await finalize(c.trace_id, {
+      fence: 1, response: {},
+      extensions: { "com.example.provider": { request_id: "req_1", Authorization: `Bearer ${secret}`, signed: "https://storage.example/x?X-Goog-Signature=abcd", echo: secret } },
+    });
+    expect(f.status).toBe(200);
+    const e = await evidence(c.trace_id);
+    expect(e.text).not.toContain(secret);
+    expect(e.text).not.toContain("X-Goog-Signature");
+    expect(e.body.history.at(-1).extensions).toEqual({ "com.example.provider": { request_id: "req_1", Authorization: "[redacted]", signed: "[redacted]", echo: "[redacted]" } });
+  });
+});
+
+describe("who may call", () => {
+  it("lifecycle routes take the intake token; the evidence store and reconcile take intake or admin; a relying party may not read evidence", async () => {
+    const c = command();
+    await h.intake(c);
+    for (const token of ["", RP_TOKEN, ADMIN_TOKEN]) {
+      expect((await post(`/v1/receipts/${c.trace_id}/start`, {}, token)).status).toBe(401);
+      expect((await post(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: {} }, token)).status).toBe(401);
+    }
+    for (const token of ["", RP_TOKEN]) {
+      expect((await evidence(c.trace_id, token)).status).toBe(401);
+      expect((await h.call("/v1/evidence", { headers: { authorization: token ? `Bearer ${token}` : "" } })).status).toBe(401);
+      expect((await reconcile(c.trace_id, { response: {} }, token)).status).toBe(401);
+    }
+    expect((await evidence(c.trace_id, ADMIN_TOKEN)).status).toBe(200);
+    expect((await post("/v1/journal/reserve", { idempotency_key: "k", action_digest: "d" }, "")).status).toBe(401);
+    expect((await post("/v1/journal/reserve", { idempotency_key: "k", action_digest: "d" }, INTAKE_TOKEN)).status).toBe(401);
+  });
+
+  it("unauthenticated calls write nothing to any journal shard", async () => {
+    const count = async () => {
+      let total = 0;
+      for (let i = 0; i < journalShards(env); i++) total += (await env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(`${INTAKE_TENANT}#${i}`)).stats()).entries;
+      return total;
+    };
+    const before = await count();
+    const c = command();
+    await h.call("/v1/intake", { method: "POST", headers: { authorization: "Bearer nope" }, body: JSON.stringify(c) });
+    await post(`/v1/receipts/${c.trace_id}/start`, {}, "");
+    await post("/v1/journal/reserve", { idempotency_key: "anon", action_digest: "d" }, "");
+    expect(await count()).toBe(before);
+  });
+});
+
+describe("recovery from the stored history", () => {
+  it("a reordered or altered history in SQLite is refused on load, never reinterpreted", async () => {
+    const port = journalClient(durableJournalStub(env), "corruption", 1, 10_000).port;
+    const stub = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("corruption#0"));
+    const make = async (key: string) => {
+      const r = await port.reserve({ idempotency_key: key, action_digest: "d", at: TEST_NOW });
+      if (r.kind !== "created") throw new Error(r.kind);
+      await port.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: TEST_NOW, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started" }] });
+      return r.record.record_id;
+    };
+    const reordered = await make("reordered");
+    const altered = await make("altered");
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const [two, three] = [2, 3].map((rev) => sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = ?", reordered, rev).one().entry);
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 2", three, reordered);
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 3", two, reordered);
+      const entry = JSON.parse(sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = 3", altered).one().entry);
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 3", JSON.stringify({ ...entry, to: "awaiting_approval" }), altered);
+    });
+    expect(await port.load(reordered)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/out of order/) });
+    expect(await port.load(altered)).toMatchObject({ kind: "corrupt" });
+    expect(await port.claim({ record_id: altered, at: TEST_NOW, lease_seconds: 10 })).toMatchObject({ kind: "corrupt" });
+  });
+});
+
+describe("the /v1/journal port routes", () => {
+  it("answer each port result by kind, in the calling relying party's own journal", async () => {
+    const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
+    const created = await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:x", attributes: { tool: "pay" } });
+    expect(created.body).toMatchObject({ kind: "created", record: { state: "reserved" } });
+    const id = created.body.record.record_id;
+    expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:x" })).body.kind).toBe("existing");
+    expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:y" })).body.kind).toBe("conflict");
+    expect((await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
+    expect((await rp("append", { record_id: id, expected_revision: 2, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "awaiting_policy", to: "started" });
+    expect((await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started" })).body.kind).toBe("appended");
+    const claimed = await rp("claim", { record_id: id, lease_seconds: 60 });
+    expect(claimed.body).toMatchObject({ kind: "claimed", fence: 1 });
+    expect((await rp("claim", { record_id: id })).body.kind).toBe("held");
+    expect((await rp("verify-fence", { record_id: id, fence: 1 })).body.kind).toBe("valid");
+    expect((await rp("verify-fence", { record_id: id, fence: 9 })).body.kind).toBe("fence-conflict");
+    expect((await rp("append", { record_id: id, expected_revision: 4, to: "succeeded", effect: "applied" })).body.kind).toBe("fence-conflict");
+    expect((await rp("append", { record_id: id, expected_revision: 4, fence: 1, to: "succeeded", effect: "applied" })).body.kind).toBe("appended");
+    expect((await rp("load", { record_id: id })).body).toMatchObject({ kind: "found", record: { state: "succeeded", revision: 5 } });
+    expect((await rp("load-by-idempotency", { idempotency_key: "order-42" })).body).toMatchObject({ kind: "found", record: { record_id: id } });
+    expect((await rp("load", { record_id: "0".repeat(32) })).body.kind).toBe("not-found");
+    expect((await rp("append", { record_id: id, expected_revision: 5, to: "compensation_required", effect: "applied", detail: { password: "x" } })).body.error.code).toBe("MALFORMED_REQUEST");
+    // The intake journal is another tenant: the same key is unknown there.
+    const local = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 10_000).port;
+    expect((await local.loadByIdempotency("order-42")).kind).toBe("not-found");
+  });
+});
+
+describe("the evidence store's query", () => {
+  it("pages through 1,000 records in order, each exactly once, with filters and a time range", async () => {
+    const port = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 30_000).port;
+    const base = 2_000_000_000;
+    for (let batch = 0; batch < 20; batch++) {
+      await Promise.all(
+        Array.from({ length: 50 }, (_, k) => {
+          const i = batch * 50 + k;
+          const traceId = (0xb0000 + i).toString(16).padStart(16, "0");
+          // Four records share each second, so the order falls back on record_id.
+          return port.reserve({ idempotency_key: traceId, action_digest: "d", at: base + Math.floor(i / 4), attributes: { trace_id: traceId, agent_id: i % 2 ? "pager-odd" : "pager-even", tool: "pager" } });
+        }),
+      );
+    }
+    const seen: any[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page: any = await h.call(`/v1/evidence?from=${base}&to=${base + 999}&limit=37${cursor ? `&cursor=${cursor}` : ""}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+      expect(page.status).toBe(200);
+      expect(page.body.records.length).toBeLessThanOrEqual(37);
+      seen.push(...page.body.records);
+      cursor = page.body.next_cursor;
+      pages++;
+    } while (cursor);
+    expect(pages).toBe(Math.ceil(1000 / 37));
+    expect(seen).toHaveLength(1000);
+    expect(new Set(seen.map((r) => r.record_id)).size).toBe(1000);
+    const sorted = [...seen].sort((a, b) => a.created_at - b.created_at || (a.record_id < b.record_id ? -1 : 1));
+    expect(seen.map((r) => r.record_id)).toEqual(sorted.map((r) => r.record_id));
+    const odd = await h.call(`/v1/evidence?agent_id=pager-odd&tool=pager&state=reserved&limit=200&from=${base}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(odd.body.records).toHaveLength(200);
+    expect(odd.body.records.every((r: any) => r.agent_id === "pager-odd")).toBe(true);
+    const window = await h.call(`/v1/evidence?from=${base + 10}&to=${base + 12}&limit=200`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(window.body.records).toHaveLength(12);
+    expect(window.body.next_cursor).toBeNull();
+    for (const bad of ["limit=0", "limit=500", "verdict=maybe", "state=nowhere", "cursor=%21%21", "from=yesterday", "colour=red"]) {
+      const r = await h.call(`/v1/evidence?${bad}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+      expect(r.status, bad).toBe(400);
+      expect(r.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+  });
+
+  it("filters by verdict over admitted records", async () => {
+    const c = command({ agent_id: "verdict-agent", tool: "shell_exec", params: { command: "rm -rf /" } });
+    await h.intake(c);
+    const r = await h.call(`/v1/evidence?agent_id=verdict-agent&verdict=deny`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(r.body.records.map((x: any) => x.trace_id)).toEqual([c.trace_id]);
+  });
+});
+
+describe("capacity", () => {
+  it("rows written per finalised receipt", async () => {
+    const c = command();
+    const stub = shardOfTrace(c.trace_id);
+    const before = (await stub.stats()).rows_written;
+    await h.intake(c);
+    await start(c.trace_id);
+    await finalize(c.trace_id, { fence: 1, response: { ok: true } });
+    const written = (await stub.stats()).rows_written - before;
+    console.log(JSON.stringify({ rows_written_per_finalised_receipt: written }));
+    expect(written).toBe(ROWS_PER_FINALISED_RECEIPT);
+  });
+});
+
+/** docs/capacity.md states this figure. */
+const ROWS_PER_FINALISED_RECEIPT = 14;

@@ -1,0 +1,65 @@
+/**
+ * The journal port over ReceiptJournal Durable Objects. A tenant's records are spread over a fixed
+ * number of shards by record id (a record id is a digest of its idempotency key, so the shard of a
+ * trace is known without a lookup); each call goes to exactly one shard, bounded by the dependency
+ * timeout, and a failure surfaces as VerifierUnavailable (503). Queries fan out to every shard and
+ * merge their pages in (created_at, record_id) order.
+ */
+import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal.js";
+import type { Env } from "./env.js";
+import { withTimeout } from "./http.js";
+import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
+import type { JournalQuery, RecordSummary, ToolReceiptJournal } from "./protocol/journal/port.js";
+
+/** The tenant of the records intake writes: this deployment's own CCS evidence store. */
+export const INTAKE_TENANT = "ccs";
+/** The tenant of a relying party driving its own lifecycle through /v1/journal. */
+export const partyTenant = (name: string): string => `rp:${name}`;
+
+export const shardOf = (recordId: string, shards: number): number => parseInt(recordId.slice(0, 8), 16) % shards;
+export const journalObjectName = (tenant: string, recordId: string, shards: number): string => `${tenant}#${shardOf(recordId, shards)}`;
+
+/** The RPC surface of a ReceiptJournal, so tests and the Node environment can stand in for it. */
+export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "query" | "stats">;
+
+export interface JournalClient {
+  port: { [K in keyof ToolReceiptJournal]: (...args: Parameters<ToolReceiptJournal[K]>) => Promise<Awaited<ReturnType<ToolReceiptJournal[K]>>> };
+  /** One page over every shard, and the position to resume after when more remain. */
+  query(q: JournalQuery): Promise<{ records: RecordSummary[]; next: { created_at: number; record_id: string } | null }>;
+}
+
+function unwrap<T extends { kind: string }>(result: T | Invalid): Exclude<T, Invalid> {
+  if (result.kind === "invalid") throw new JournalInputError((result as Invalid).code, (result as Invalid).detail);
+  return result as Exclude<T, Invalid>;
+}
+
+export const durableJournalStub = (env: Env) => (name: string): JournalStub => env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(name)) as unknown as JournalStub;
+
+export function journalClient(stubFor: (name: string) => JournalStub, tenant: string, shards: number, timeoutMs: number): JournalClient {
+  const stub = (recordId: string) => stubFor(journalObjectName(tenant, recordId, shards));
+  const call = async <T extends { kind: string }>(work: Promise<T | Invalid> | T | Invalid) => unwrap(await withTimeout(Promise.resolve(work), timeoutMs, "receipt journal"));
+  return {
+    port: {
+      // Inputs are checked here too, so a refusal never needs the round trip.
+      reserve: (input) => call(stub(recordIdOf(checkIdempotencyKey(input.idempotency_key))).reserve(input)),
+      append: (input) => (prepareTransition(input), call(stub(input.record_id).append(input))),
+      appendMany: (input) => (input.transitions.forEach(prepareTransition), call(stub(input.record_id).appendMany(input))),
+      claim: (input) => call(stub(input.record_id).claim(input)),
+      verifyFence: (input) => call(stub(input.record_id).verifyFence(input)),
+      load: (recordId) => call(stub(recordId).load(recordId)),
+      loadByIdempotency: (key) => call(stub(recordIdOf(checkIdempotencyKey(key))).loadByIdempotency(key)),
+    },
+    async query(q) {
+      const pages = await withTimeout(
+        Promise.all(Array.from({ length: shards }, (_, i) => Promise.resolve(stubFor(`${tenant}#${i}`).query(q)))),
+        timeoutMs,
+        "receipt journal",
+      );
+      const merged = pages.flatMap((p) => p.records).sort((a, b) => a.created_at - b.created_at || (a.record_id < b.record_id ? -1 : a.record_id > b.record_id ? 1 : 0));
+      const records = merged.slice(0, q.limit);
+      const more = merged.length > q.limit || pages.some((p) => p.more);
+      const last = records[records.length - 1];
+      return { records, next: more && last ? { created_at: last.created_at, record_id: last.record_id } : null };
+    },
+  };
+}

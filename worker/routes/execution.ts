@@ -1,0 +1,209 @@
+/**
+ * The execution phase of an admitted receipt (CCS §4.2 phase b), on the receipt journal:
+ * `start` claims the execution lease and answers its fence; `finalize` verifies the fence, judges
+ * the tool's output (OUT-001..008), computes response_hash and appends the outcome with the signed
+ * final receipt; `reconcile` resolves an execution whose lease lapsed without a result (outcome
+ * `unknown`) or whose outcome was indeterminate. The same finalisation or reconciliation asked
+ * twice answers the receipt already recorded; a stale fence is FENCE_CONFLICT.
+ */
+import { Hono, type Context } from "hono";
+import type { AppEnv } from "../app.js";
+import { issuing, leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
+import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
+import { ApiError, readStrictJson, validateBody } from "../http.js";
+import { INTAKE_TENANT } from "../journal-store.js";
+import { jcs, prefixedDigest } from "../protocol/digest.js";
+import { HEX16 } from "../protocol/encoding.js";
+import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
+import type { RuleResult } from "../protocol/issuing/rules/index.js";
+import type { ToolOutput } from "../protocol/issuing/rules/types.js";
+import { recordIdOf } from "../protocol/journal/core.js";
+import type { EffectDisposition, JournalState } from "../protocol/journal/lifecycle.js";
+import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
+import type { Receipt } from "../protocol/receipt.js";
+import { storedAdmission } from "./intake.js";
+
+export const executionRoutes = new Hono<AppEnv>();
+
+type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
+
+interface OutcomeCall {
+  response?: unknown;
+  error?: unknown;
+  outcome?: "indeterminate" | "reconciliation_required";
+  effect?: EffectDisposition;
+  content_type?: string;
+  declared?: ToolOutput["declared"];
+  extensions?: Record<string, unknown>;
+}
+
+const traceOf = (c: Context<AppEnv>): string => {
+  const traceId = c.req.param("trace_id") ?? "";
+  if (!HEX16.test(traceId)) throw new ApiError(400, "MALFORMED_REQUEST", "trace_id must be 16 lowercase hex");
+  return traceId;
+};
+
+const journalOf = (c: Context<AppEnv>) => c.get("services").journal(INTAKE_TENANT).port;
+
+function corrupt(result: Corrupt): never {
+  console.error(JSON.stringify({ event: "journal_history_invalid", record_id: result.record_id, reason: result.reason }));
+  throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of this record does not add up and was refused; nothing was changed");
+}
+
+async function loadTrace(c: Context<AppEnv>, traceId: string): Promise<LoadedRecord> {
+  const loaded = await journalOf(c).load(recordIdOf(traceId));
+  if (loaded.kind === "not-found") throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
+  if (loaded.kind === "corrupt") corrupt(loaded);
+  return loaded;
+}
+
+/** The signed admission receipt of an allow, which is what an execution starts from. */
+function admissionOf(history: readonly JournalEntry[]): Receipt {
+  const admission = storedAdmission(history);
+  if (!admission) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", "this trace has no admission yet");
+  return admission.receipt;
+}
+
+executionRoutes.post("/:trace_id/start", async (c) => {
+  const traceId = traceOf(c);
+  const body = validateBody(StartCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  const { record, history } = await loadTrace(c, traceId);
+  const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: c.get("services").now(), lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
+  switch (claimed.kind) {
+    case "claimed":
+      return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
+    case "held":
+      throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);
+    case "revision-conflict":
+      throw new ApiError(409, "EXECUTION_HELD", "the record changed while it was being claimed; another start won");
+    case "not-eligible":
+      throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
+    case "not-found":
+      throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
+    case "corrupt":
+      return corrupt(claimed);
+  }
+});
+
+/** The step that recorded an outcome (by `finalize` or `reconcile`), with the digest of the call that asked for it. */
+function recordedOutcome(history: readonly JournalEntry[], via: "finalize" | "reconcile") {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const d = history[i].detail as { outcome_call?: { via: string; digest: string; fence: number | null }; rules?: RuleResult[] } | null;
+    if (d?.outcome_call?.via === via) return { entry: history[i], call: d.outcome_call, rules: d.rules ?? [] };
+  }
+  return null;
+}
+
+function answer(c: Context<AppEnv>, traceId: string, record: JournalRecord, receipt: unknown, rules: RuleResult[], replay: boolean) {
+  return c.json({ trace_id: traceId, record_id: record.record_id, state: record.state, effect: record.effect, outcome_status: record.outcome_status, receipt: receipt ?? null, rules, ...(replay ? { idempotent_replay: true as const } : {}) });
+}
+
+const DEFAULT_EFFECT: Record<"response" | "error", EffectDisposition> = { response: "applied", error: "unknown" };
+
+/**
+ * Records an outcome: judges the output and signs the final receipt when there is a response or
+ * an error to bind, then appends the step under `fence` (null: no lease is held, a
+ * reconciliation). The answer is the recorded state and receipt.
+ */
+async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: LoadedRecord, call: OutcomeCall, outcome: Outcome, fence: number | null, via: "finalize" | "reconcile") {
+  const { record, history } = loaded;
+  const digest = await prefixedDigest(jcs(call));
+  let to: JournalState;
+  let effect: EffectDisposition;
+  let receipt: Receipt | null = null;
+  let rules: RuleResult[] = [];
+  if ("outcome" in outcome) {
+    to = outcome.outcome;
+    effect = call.effect ?? "unknown";
+  } else {
+    const kind = "response" in outcome ? "response" : "error";
+    to = kind === "response" ? "succeeded" : "failed_after_start";
+    effect = call.effect ?? DEFAULT_EFFECT[kind];
+    // The fence must still hold the lease before a sequence number and a signature are spent on it.
+    if (fence !== null) {
+      const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence });
+      if (check.kind === "corrupt") corrupt(check);
+      if (check.kind !== "valid") throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
+    }
+    const services = c.get("services");
+    const { identity, signer, context } = await issuing(c.env);
+    const overrides = services.intake;
+    const content = "response" in outcome ? outcome.response : outcome.error;
+    const finalised = await finaliseReceipt(admissionOf(history), { content, content_type: call.content_type, declared: call.declared }, context, {
+      now: overrides.now ?? services.now,
+      randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
+      nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
+      signer: overrides.signer ?? signer,
+      issuerKeys: async (issuer) => (await services.anchors.pinned(issuer))?.keys ?? null,
+      verifier: services.verifier,
+    });
+    receipt = finalised.receipt;
+    rules = finalised.results;
+  }
+  const result: AppendResult | Corrupt = await journalOf(c).append({
+    record_id: record.record_id,
+    expected_revision: record.revision,
+    at: c.get("services").now(),
+    ...(fence !== null ? { fence } : {}),
+    to,
+    effect,
+    receipt: receipt ?? undefined,
+    detail: { outcome_call: { via, digest, fence }, rules },
+    extensions: call.extensions,
+  });
+  switch (result.kind) {
+    case "appended":
+      return answer(c, traceId, result.record, receipt, rules, false);
+    case "revision-conflict": {
+      // Raced by the same call (answer what it recorded) or by something else (a lapse, another outcome).
+      const again = await loadTrace(c, traceId);
+      const done = recordedOutcome(again.history, via);
+      if (done && done.call.digest === digest && done.call.fence === fence) return answer(c, traceId, again.record, done.entry.receipt, done.rules, true);
+      throw new ApiError(409, "JOURNAL_REVISION_CONFLICT", "the record changed while the outcome was being recorded; load it and decide again");
+    }
+    case "fence-conflict":
+      throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
+    case "illegal-transition":
+      throw new ApiError(409, "ILLEGAL_TRANSITION", result.reason);
+    case "not-found":
+      throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
+    case "corrupt":
+      return corrupt(result);
+  }
+}
+
+const outcomeOf = (call: OutcomeCall): Outcome =>
+  Object.hasOwn(call, "response") ? { response: call.response } : Object.hasOwn(call, "error") ? { error: call.error } : { outcome: call.outcome! };
+
+executionRoutes.post("/:trace_id/finalize", async (c) => {
+  const traceId = traceOf(c);
+  const call = validateBody(FinalizeCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { fence: number };
+  const loaded = await loadTrace(c, traceId);
+  const done = recordedOutcome(loaded.history, "finalize");
+  if (done) {
+    if (done.call.fence !== call.fence) throw new ApiError(409, "FENCE_CONFLICT", "this fence does not hold the execution; it was finalised under another");
+    if (done.call.digest !== (await prefixedDigest(jcs(call)))) throw new ApiError(409, "ALREADY_FINALISED", `finalised already with another outcome (${done.entry.to})`);
+    return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
+  }
+  const { record } = loaded;
+  if (record.lease?.fence !== call.fence) {
+    if (record.state === "started" || record.fence > 0) throw new ApiError(409, "FENCE_CONFLICT", record.lease_lapsed ? "the lease of this fence lapsed: the outcome is unknown until reconciled" : "this fence does not hold the execution lease");
+    throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `a record in state ${record.state} has no execution to finalise`);
+  }
+  return recordOutcome(c, traceId, loaded, call, outcomeOf(call), call.fence, "finalize");
+});
+
+executionRoutes.post("/:trace_id/reconcile", async (c) => {
+  const traceId = traceOf(c);
+  const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { reason?: string };
+  const loaded = await loadTrace(c, traceId);
+  const done = recordedOutcome(loaded.history, "reconcile");
+  if (done && done.call.digest === (await prefixedDigest(jcs(call))) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
+  const { record } = loaded;
+  const open = (record.state === "started" && record.lease_lapsed) || record.state === "indeterminate";
+  if (!open) {
+    if (record.state === "started") throw new ApiError(409, "EXECUTION_HELD", "the execution still holds its lease: finalise it with its fence");
+    throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `a record in state ${record.state} has nothing to reconcile`);
+  }
+  return recordOutcome(c, traceId, loaded, call, outcomeOf(call), null, "reconcile");
+});
