@@ -55,14 +55,13 @@ export function admissionAnswer(admission: Admission, challenge: Challenge | nul
   return { receipt, ...(runtime_context ? { runtime_context } : {}), rules: results, ...(challenge ? { challenge } : {}) };
 }
 
-export const challengeRoutes = new Hono<AppEnv>();
-
-/**
- * Answers a challenge with the missing evidence. The Command is the stored one; only the evidence
- * the challenge asked for may be added. Still missing something: a fresh deny with the challenge
- * kept open until the same deadline.
- */
-challengeRoutes.post("/:trace_id/evidence", async (c) => {
+export const challengeRoutes = new Hono<AppEnv>()
+  /**
+   * Answers a challenge with the missing evidence. The Command is the stored one; only the evidence
+   * the challenge asked for may be added. Still missing something: a fresh deny with the challenge
+   * kept open until the same deadline.
+   */
+  .post("/:trace_id/evidence", async (c) => {
   const traceId = c.req.param("trace_id");
   if (!HEX16.test(traceId)) throw new ApiError(400, "MALFORMED_REQUEST", "trace_id must be 16 lowercase hex");
   const evidence = validateBody(EvidenceCall, await readStrictJson(c, MAX_ADMIN_BODY));

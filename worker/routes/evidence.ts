@@ -15,8 +15,6 @@ import { isJournalState } from "../protocol/journal/lifecycle.js";
 import { receiptsOf } from "../protocol/journal/port.js";
 import { isJsonObject, parseStrictJsonBytes } from "../protocol/strict-json.js";
 
-export const evidenceRoutes = new Hono<AppEnv>();
-
 export const DEFAULT_PAGE = 50;
 export const MAX_PAGE = 200;
 const QUERY_PARAMS = new Set(["agent_id", "tool", "verdict", "state", "from", "to", "cursor", "limit"]);
@@ -45,7 +43,8 @@ const seconds = (text: string | undefined, name: string): number | undefined => 
   return text !== "" && Number.isFinite(n) && n >= 0 ? n : bad(`${name} must be Unix seconds`);
 };
 
-evidenceRoutes.get("/", async (c) => {
+export const evidenceRoutes = new Hono<AppEnv>()
+  .get("/", async (c) => {
   const q = c.req.query();
   for (const name of Object.keys(q)) if (!QUERY_PARAMS.has(name)) bad(`unknown query parameter ${name}`);
   for (const [name, max] of [["agent_id", 512], ["tool", 256]] as const) if (q[name] !== undefined && (q[name] === "" || q[name].length > max)) bad(`${name} must be 1-${max} characters`);
@@ -64,9 +63,8 @@ evidenceRoutes.get("/", async (c) => {
     limit,
   });
   return c.json({ records: page.records, next_cursor: page.next ? encodeCursor(page.next) : null });
-});
-
-evidenceRoutes.get("/:trace_id", async (c) => {
+})
+  .get("/:trace_id", async (c) => {
   const traceId = c.req.param("trace_id");
   if (!HEX16.test(traceId)) bad("trace_id must be 16 lowercase hex");
   const loaded = await c.get("services").journal(INTAKE_TENANT).port.load(recordIdOf(traceId));

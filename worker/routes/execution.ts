@@ -23,8 +23,6 @@ import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord }
 import type { Receipt } from "../protocol/receipt.js";
 import { storedAdmission } from "./intake.js";
 
-export const executionRoutes = new Hono<AppEnv>();
-
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
 
 interface OutcomeCall {
@@ -63,27 +61,6 @@ function admissionOf(history: readonly JournalEntry[]): Receipt {
   if (!admission) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", "this trace has no admission yet");
   return admission.receipt;
 }
-
-executionRoutes.post("/:trace_id/start", async (c) => {
-  const traceId = traceOf(c);
-  const body = validateBody(StartCall, await readStrictJson(c, MAX_VERIFY_BODY));
-  const { record, history } = await loadTrace(c, traceId);
-  const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: c.get("services").now(), lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
-  switch (claimed.kind) {
-    case "claimed":
-      return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
-    case "held":
-      throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);
-    case "revision-conflict":
-      throw new ApiError(409, "EXECUTION_HELD", "the record changed while it was being claimed; another start won");
-    case "not-eligible":
-      throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
-    case "not-found":
-      throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
-    case "corrupt":
-      return corrupt(claimed);
-  }
-});
 
 /** The step that recorded an outcome (by `finalize` or `reconcile`), with the digest of the call that asked for it. */
 function recordedOutcome(history: readonly JournalEntry[], via: "finalize" | "reconcile") {
@@ -175,7 +152,28 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
 const outcomeOf = (call: OutcomeCall): Outcome =>
   Object.hasOwn(call, "response") ? { response: call.response } : Object.hasOwn(call, "error") ? { error: call.error } : { outcome: call.outcome! };
 
-executionRoutes.post("/:trace_id/finalize", async (c) => {
+export const executionRoutes = new Hono<AppEnv>()
+  .post("/:trace_id/start", async (c) => {
+  const traceId = traceOf(c);
+  const body = validateBody(StartCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  const { record, history } = await loadTrace(c, traceId);
+  const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: c.get("services").now(), lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
+  switch (claimed.kind) {
+    case "claimed":
+      return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
+    case "held":
+      throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);
+    case "revision-conflict":
+      throw new ApiError(409, "EXECUTION_HELD", "the record changed while it was being claimed; another start won");
+    case "not-eligible":
+      throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
+    case "not-found":
+      throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
+    case "corrupt":
+      return corrupt(claimed);
+  }
+})
+  .post("/:trace_id/finalize", async (c) => {
   const traceId = traceOf(c);
   const call = validateBody(FinalizeCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { fence: number };
   const loaded = await loadTrace(c, traceId);
@@ -191,9 +189,8 @@ executionRoutes.post("/:trace_id/finalize", async (c) => {
     throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `a record in state ${record.state} has no execution to finalise`);
   }
   return recordOutcome(c, traceId, loaded, call, outcomeOf(call), call.fence, "finalize");
-});
-
-executionRoutes.post("/:trace_id/reconcile", async (c) => {
+})
+  .post("/:trace_id/reconcile", async (c) => {
   const traceId = traceOf(c);
   const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { reason?: string };
   const loaded = await loadTrace(c, traceId);

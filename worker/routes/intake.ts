@@ -28,8 +28,6 @@ import { INTAKE_TENANT } from "../journal-store.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
 import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
 
-export const intakeRoutes = new Hono<AppEnv>();
-
 class IntakeTimeout extends Error {}
 
 function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -194,7 +192,8 @@ function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): 
   return c.json({ error }, status as 400);
 }
 
-intakeRoutes.post("/", async (c) => {
+export const intakeRoutes = new Hono<AppEnv>()
+  .post("/", async (c) => {
   let traceId: string | null = null;
   try {
     const admission = await deadline(admit(c, (t) => (traceId = t)), intakeTimeout(c.env));

@@ -14,8 +14,6 @@ import { AppendCall, ClaimCall, LoadByIdempotencyCall, LoadCall, ReserveCall, Ve
 import { ApiError, readStrictJson, validateBody } from "../http.js";
 import { partyTenant } from "../journal-store.js";
 
-export const journalRoutes = new Hono<AppEnv>();
-
 const port = (c: Context<AppEnv>) => c.get("services").journal(partyTenant(c.get("relyingParty").name)).port;
 
 async function body<T extends z.ZodType>(c: Context<AppEnv>, schema: T): Promise<z.output<T>> {
@@ -32,12 +30,13 @@ function reply(c: Context<AppEnv>, result: { kind: string; record_id?: string; r
 
 const now = (c: Context<AppEnv>) => c.get("services").now();
 
-journalRoutes.post("/reserve", async (c) => reply(c, await port(c).reserve({ ...(await body(c, ReserveCall)), at: now(c) })));
-journalRoutes.post("/append", async (c) => reply(c, await port(c).append({ ...(await body(c, AppendCall)), at: now(c) })));
-journalRoutes.post("/claim", async (c) => {
+export const journalRoutes = new Hono<AppEnv>()
+  .post("/reserve", async (c) => reply(c, await port(c).reserve({ ...(await body(c, ReserveCall)), at: now(c) })))
+  .post("/append", async (c) => reply(c, await port(c).append({ ...(await body(c, AppendCall)), at: now(c) })))
+  .post("/claim", async (c) => {
   const call = await body(c, ClaimCall);
   return reply(c, await port(c).claim({ ...call, lease_seconds: call.lease_seconds ?? leaseSeconds(c.env), at: now(c) }));
-});
-journalRoutes.post("/verify-fence", async (c) => reply(c, await port(c).verifyFence(await body(c, VerifyFenceCall))));
-journalRoutes.post("/load", async (c) => reply(c, await port(c).load((await body(c, LoadCall)).record_id)));
-journalRoutes.post("/load-by-idempotency", async (c) => reply(c, await port(c).loadByIdempotency((await body(c, LoadByIdempotencyCall)).idempotency_key)));
+})
+  .post("/verify-fence", async (c) => reply(c, await port(c).verifyFence(await body(c, VerifyFenceCall))))
+  .post("/load", async (c) => reply(c, await port(c).load((await body(c, LoadCall)).record_id)))
+  .post("/load-by-idempotency", async (c) => reply(c, await port(c).loadByIdempotency((await body(c, LoadByIdempotencyCall)).idempotency_key)));

@@ -13,8 +13,6 @@ import { issuerProblem } from "../protocol/anchors.js";
 import { manifestCurrent } from "../protocol/manifest/manifest.js";
 import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
 
-export const manifestRoutes = new Hono<AppEnv>();
-
 /** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
 export const RESOLVE_VERIFIER_LIMIT = 100;
 
@@ -31,8 +29,9 @@ function verifierOf(encoded: string): string {
   return id;
 }
 
-/** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
-manifestRoutes.get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
+export const manifestRoutes = new Hono<AppEnv>()
+  /** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
+  .get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
   const id = verifierOf(c.req.param("verifier_id"));
   const { now, anchors } = c.get("services");
   const at = now();
@@ -52,10 +51,9 @@ manifestRoutes.get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
     pinned_at: pinned.pinned_at,
     bindings: pinned.bindings,
   });
-});
-
-/** Which verifier of this deployment's set evaluates a profile: HELD, UNDECIDED (with its reason) or SET_EXHAUSTED; never a verdict. */
-manifestRoutes.post("/profiles/resolve", async (c) => {
+})
+  /** Which verifier of this deployment's set evaluates a profile: HELD, UNDECIDED (with its reason) or SET_EXHAUSTED; never a verdict. */
+  .post("/profiles/resolve", async (c) => {
   const body = validateBody(ResolveCall, await readStrictJson(c, MAX_ADMIN_BODY));
   const { now, anchors } = c.get("services");
   const at = now();

@@ -4,16 +4,8 @@ import { issuing, signingIdentity } from "../config.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { issuerDocument } from "../protocol/issuing/identity.js";
 
-export const wellKnownRoutes = new Hono<AppEnv>();
-
 /** How long a client may reuse the manifest before revalidating with If-None-Match. */
 export const MANIFEST_MAX_AGE = 300;
-
-/** This verifier's issuer and public keys, in exactly the form `PUT /v1/admin/anchors` accepts. */
-wellKnownRoutes.get("/ccs-issuer", (c) => {
-  c.header("cache-control", "public, max-age=300");
-  return c.json(issuerDocument(signingIdentity(c.env)));
-});
 
 /** Whether an If-None-Match header names `etag` (weak comparison, as RFC 9110 asks of If-None-Match), or is `*`. */
 export function noneMatch(header: string | undefined, etag: string): boolean {
@@ -22,12 +14,18 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
   return header.split(",").some((tag) => tag.trim().replace(/^W\//, "") === etag);
 }
 
-/**
- * This verifier's signed capability manifest (CCS §4.6), as its canonical (RFC 8785) text. The
- * strong ETag is the SHA-256 of those bytes: the same for every isolate within one validity
- * window (the signature is deterministic), so a poller's If-None-Match is answered 304 without a body.
- */
-wellKnownRoutes.get("/ccs-manifest", async (c) => {
+export const wellKnownRoutes = new Hono<AppEnv>()
+  /** This verifier's issuer and public keys, in exactly the form `PUT /v1/admin/anchors` accepts. */
+  .get("/ccs-issuer", (c) => {
+  c.header("cache-control", "public, max-age=300");
+  return c.json(issuerDocument(signingIdentity(c.env)));
+})
+  /**
+   * This verifier's signed capability manifest (CCS §4.6), as its canonical (RFC 8785) text. The
+   * strong ETag is the SHA-256 of those bytes: the same for every isolate within one validity
+   * window (the signature is deterministic), so a poller's If-None-Match is answered 304 without a body.
+   */
+  .get("/ccs-manifest", async (c) => {
   const { manifest } = await issuing(c.env);
   const { text } = await manifest.signed(c.get("services").now());
   const etag = `"${await sha256Hex(text)}"`;
