@@ -37,6 +37,16 @@ describe("the status page renderer", () => {
     expect(html).toMatch(/<span class="big">unavailable<\/span>/);
   });
 
+  it("shows usage receipts by attribution, estimates and reconciliations, counts only", () => {
+    const usage = { receipts: 3, attribution: { attributed: 2, partial: 1 }, estimates: { estimated: 2 }, reconciliation: { reconciled: 1, none: 2 }, parties: 2, moreParties: false };
+    const html = renderStatusPage(view({ usage, usagePartyLimit: 50 }));
+    expect(html).toContain("Usage and cost evidence");
+    expect(html).toMatch(/usage receipts<\/th><td class="num">3</);
+    expect(html).toContain("<code>attributed</code> 2, <code>partial</code> 1");
+    expect(html).toContain("<code>none</code> 2, <code>reconciled</code> 1");
+    expect(renderStatusPage(view({ usage: null }))).toContain("the usage ledgers did not answer");
+  });
+
   it("says when more issuers are pinned than listed", () => {
     expect(renderStatusPage(view({ issuers: [{ issuer: "https://a.example", org_id: null, ledger_shards: 1, nonces: null, keys: [] }], moreIssuers: true }))).toContain("more are pinned and not shown");
   });

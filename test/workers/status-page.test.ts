@@ -66,6 +66,7 @@ describe("GET /, the status page", () => {
     const { page, issuer } = fixture;
     const key = issuer.anchor.keys[0];
     expect(page.text).toContain(issuer.id.issuer);
+    expect(page.text).toMatch(/<h2>Usage and cost evidence<\/h2>[\s\S]*usage receipts<\/th><td class="num">0</);
     expect(page.text).toContain(`<code>${key.kid}</code>`);
     const fingerprint = [...(await sha256(Uint8Array.from(atob(key.public_key.replace(/-/g, "+").replace(/_/g, "/")), (ch) => ch.charCodeAt(0))))]
       .map((b) => b.toString(16).padStart(2, "0")).join("").slice(0, 16);

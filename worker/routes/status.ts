@@ -11,6 +11,7 @@ import type { AppEnv } from "../app.js";
 import { dependencyTimeout } from "../config.js";
 import { sha256 } from "../protocol/digest.js";
 import { readStatusFigures } from "../stores.js";
+import { readUsageCounts } from "../usage-store.js";
 import { issuingIfConfigured } from "../manifest-store.js";
 import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
@@ -77,10 +78,11 @@ async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | null> {
 }
 
 async function statusView(c: Context<AppEnv>): Promise<StatusView> {
-  const [listed, figures, manifest] = await Promise.all([
+  const [listed, figures, manifest, usage] = await Promise.all([
     pinnedIssuers(c).catch(partial("anchors")),
     readStatusFigures(c.env, STATUS_MINUTES, STATUS_LABELS, dependencyTimeout(c.env)).catch(partial("decision stats")),
     ownManifest(c).catch(partial("manifest")),
+    usageFigures(c).catch(partial("usage ledgers")),
   ]);
   return {
     generatedAt: Math.floor(Date.now() / 1000),
@@ -94,7 +96,20 @@ async function statusView(c: Context<AppEnv>): Promise<StatusView> {
     labelLimit: STATUS_LABELS,
     refreshSeconds: STATUS_REUSE_SECONDS,
     manifest,
+    usage,
+    usagePartyLimit: STATUS_PARTY_LIMIT,
   };
+}
+
+/** At most this many relying parties' usage ledgers are asked per page. */
+const STATUS_PARTY_LIMIT = 50;
+
+/** Usage evidence counts summed over the first STATUS_PARTY_LIMIT relying parties (no name is shown). */
+async function usageFigures(c: Context<AppEnv>) {
+  const parties = await c.get("services").relyingParties.list();
+  const asked = parties.slice(0, STATUS_PARTY_LIMIT).map((p) => p.name);
+  const counts = await readUsageCounts(c.env, asked, dependencyTimeout(c.env));
+  return { ...counts, parties: asked.length, moreParties: parties.length > asked.length };
 }
 
 export const statusRoutes = new Hono<AppEnv>()

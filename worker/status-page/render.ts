@@ -60,6 +60,9 @@ export interface StatusView {
   refreshSeconds: number;
   /** This deployment's manifest; null when it signs nothing (no signing identity configured). Absent: not shown. */
   manifest?: StatusManifest | null;
+  /** Usage evidence summed over the relying parties asked (at most `usagePartyLimit`); null when the ledgers did not answer. Absent: not shown. */
+  usage?: { receipts: number; attribution: Record<string, number>; estimates: Record<string, number>; reconciliation: Record<string, number>; parties: number; moreParties: boolean } | null;
+  usagePartyLimit?: number;
 }
 
 /** What each counted label means; failure codes are documented in the README's code table. */
@@ -137,6 +140,24 @@ function manifestSection(v: StatusView): string {
 <p class="note">profiles_digest <code>${esc(m.profiles_digest)}</code>; manifest_hash <code>${esc(m.manifest_hash)}</code> (in the canonical configuration). Challenge deadline: min(${c.base_duration} s × ${c.deadline_multiplier}, ${c.max_deadline} s) after the deny.</p>`;
 }
 
+const tally = (counts: Record<string, number>) =>
+  Object.keys(counts).length === 0 ? "none" : Object.entries(counts).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, n]) => `<code>${esc(k)}</code> ${n}`).join(", ");
+
+/** Usage receipts by attribution, estimates by disposition, reconciliations by disposition: counts only, no party named. */
+function usageSection(v: StatusView): string {
+  const u = v.usage;
+  if (u === undefined) return "";
+  if (u === null) return `<h2>Usage and cost evidence</h2>\n<p class="note">Unavailable: the usage ledgers did not answer.</p>`;
+  return `<h2>Usage and cost evidence</h2>
+<table><tbody>
+<tr><th>usage receipts</th><td class="num">${u.receipts}</td></tr>
+<tr><th>by attribution</th><td>${tally(u.attribution)}</td></tr>
+<tr><th>cost estimates</th><td>${tally(u.estimates)}</td></tr>
+<tr><th>reconciliation</th><td>${tally(u.reconciliation)}</td></tr>
+</tbody></table>
+<p class="note">Summed over ${u.parties} relying parties${u.moreParties ? ` (the first ${v.usagePartyLimit} registered; more exist)` : ""}; <code>none</code> in reconciliation counts receipts not yet reconciled.</p>`;
+}
+
 export function renderStatusPage(v: StatusView): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
@@ -152,6 +173,7 @@ ${issuersSection(v)}
 <p><span class="big">${count(v.liveChains)}</span> live chains started (a chain counts once it holds hop 0).</p>
 <h2>Capability manifest</h2>
 ${manifestSection(v)}
+${usageSection(v)}
 </body></html>
 `;
 }
