@@ -39,6 +39,9 @@ const CPU_N: Record<string, number> = {
   "ec-serialise": quick ? 1000 : 3000,
   "ec-verify": quick ? 300 : 1000,
   "ec-replay-1": quick ? 200 : 600,
+  // Timed beside `full`, in the same rounds: route_over_full is their ratio.
+  "route": quick ? 500 : 1500,
+  "route:without-log-write": quick ? 500 : 1500,
 };
 /** The bench Worker's own signing identity (public demo values) and intake token. */
 const INTAKE_TOKEN = "bench-intake-token";
@@ -255,7 +258,7 @@ async function main() {
     const cpuRuns = await cpuBench(server, CPU_N);
     const cpu = cpuRuns.best;
     log("CPU: timing stages");
-    const stageNames = ["route (in-isolate, no ledger)", "stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding"];
+    const stageNames = ["route:dispatch", "route:auth", "route:body-read", "route:call-validation", "route:answer", "route:log-line", "stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding"];
     const stages = (await cpuBench(server, Object.fromEntries(stageNames.map((s) => [s, STAGE_N])))).best;
 
     log("HTTP: pinning 64 issuers and signing inputs");
@@ -275,6 +278,7 @@ async function main() {
     // shared machine better than one long run of each.
     const http: HttpResult[] = [];
     const pairRatios: Record<string, number> = {};
+    const claimRatios: number[] = [];
     const runs: [string, Identity[]][] = [["enforce, 1 issuer", ids.slice(0, 1)], ["enforce, 8 issuers", ids.slice(0, 8)], ["enforce, 64 issuers", ids], ["enforce, 1 hot issuer, 4 shards", [hot4]]];
     for (const [label, group] of runs) {
       log(`HTTP: ${label}`);
@@ -284,7 +288,9 @@ async function main() {
         // The baseline receives the very same bodies (and ignores them), so transport costs match.
         const baseline = await load(server, "baseline: one DO round trip", "/bench/baseline", bodies);
         if (label === "enforce, 1 issuer") {
-          http.push(await load(server, "ledger claim only", "/bench/claim?run=1", bodies));
+          const claim = await load(server, "ledger claim only", "/bench/claim?run=1", bodies);
+          http.push(claim);
+          claimRatios.push(claim.rps / baseline.rps);
           http.push(await load(server, "enforce route without its ledger", "/bench/stateless/v1/receipts/verify", bodies, RP_AUTH));
         }
         const enforce = await load(server, label, "/v1/receipts/verify", bodies, RP_AUTH);
@@ -293,6 +299,9 @@ async function main() {
       }
       pairRatios[label] = round(median(ratios));
     }
+
+    pairRatios["ledger claim only"] = round(median(claimRatios));
+    const claimLedger = (await (await fetch(`${server.url}/bench/ledger?name=bench-claim-1`)).json()) as { nonces: number; database_bytes: number; rows_written: number };
 
     // Intake: every request judged, sequenced by the key's IssuingSequence object and signed.
     log("HTTP: intake, 1 signing key");
@@ -367,12 +376,23 @@ async function main() {
         database_bytes: hotLedger.database_bytes,
         bytes_per_nonce: round(hotLedger.database_bytes / hotLedger.nonces, 0),
       },
+      claim_writes: {
+        ledger: "bench-claim-1 (every claim a fresh nonce with a key tag and a sequence, no Idempotency-Key)",
+        claims: claimLedger.nonces,
+        rows_written: claimLedger.rows_written,
+        rows_written_per_claim: round(claimLedger.rows_written / claimLedger.nonces, 2),
+        database_bytes: claimLedger.database_bytes,
+        bytes_per_claim: round(claimLedger.database_bytes / claimLedger.nonces, 0),
+      },
       ec_agent_paper_table: paperTable(cpu),
       chains_and_bundles: `a 16-hop chain costs ${cpu["chain-16-full"]} µs to verify in full (${round(cpu["chain-16-full"] / cpu.raw, 1)} raw verifications) and ${cpu["chain-16-spot"]} µs at one spot; replaying the 16-receipt EC-Agent fixture bundle costs ${cpu["bundle-replay"]} µs (${round(cpu["bundle-replay"] / 16, 0)} µs a receipt)`,
       ratios: {
         full_over_raw: round(cpu.full / cpu.raw),
         full_over_jose: round(cpu.full / cpu.jose),
         noble_over_raw: round(cpu.noble / cpu.raw),
+        route_over_full: round(cpu["route"] / cpu.full),
+        route_without_log_write_over_full: round(cpu["route:without-log-write"] / cpu.full),
+        claim_over_baseline: pairRatios["ledger claim only"],
         http_over_baseline: pairRatios["enforce, 1 issuer"],
         http_8_issuers_over_baseline: pairRatios["enforce, 8 issuers"],
         http_64_issuers_over_baseline: pairRatios["enforce, 64 issuers"],
@@ -411,6 +431,8 @@ function renderMarkdown(r: any): string {
     "",
     `Ledger of ${r.ledger_purge.issuer}: ${r.ledger_purge.short_lived} receipts living 5 s and ${r.ledger_purge.long_lived} living 300 s accepted; ` +
       `${r.ledger_purge.rows_after_load} nonce rows after the load, ${r.ledger_purge.rows_after_purge} after the purge alarm.`,
+    "",
+    `Claim writes: ${r.claim_writes.claims} claims wrote ${r.claim_writes.rows_written} rows (${r.claim_writes.rows_written_per_claim} a claim, index entries included); ${r.claim_writes.bytes_per_claim} bytes a claim in the database.`,
     "",
     `Storage: the ledger of ${r.storage_per_nonce.ledger} holds ${r.storage_per_nonce.rows} nonces in ${r.storage_per_nonce.database_bytes} bytes: ${r.storage_per_nonce.bytes_per_nonce} bytes a nonce, all overhead included.`,
     "",

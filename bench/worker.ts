@@ -7,6 +7,7 @@
  *   GET  /bench/ledger     IssuerLedger stats of ?name=
  */
 import { DurableObject } from "cloudflare:workers";
+import { sha256 as nobleSha256 } from "@noble/hashes/sha2.js";
 import { jwtVerify } from "jose";
 import { createApp } from "../worker/app.js";
 import type { Env } from "../worker/env.js";
@@ -33,6 +34,9 @@ import { verifyReceipt } from "../worker/protocol/verify.js";
 import { parseIntake } from "../worker/protocol/issuing/command.js";
 import { issueAdmission } from "../worker/protocol/issuing/lifecycle.js";
 import { issuing } from "../worker/config.js";
+import { VerifyCall } from "../worker/contract/schemas.js";
+import { validateBody } from "../worker/http.js";
+import type { Decision } from "../worker/protocol/verify.js";
 
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
@@ -71,6 +75,12 @@ interface Inputs {
 }
 
 let inputs: Inputs;
+/** Inputs of the sizes the profile digests: a params or request text, and a whole receipt. */
+const digestInputs = { small: new TextEncoder().encode("x".repeat(120)), large: new TextEncoder().encode("y".repeat(1300)) };
+/** The call body as the route parses it, and the decision it answers (for the route's own stages). */
+let callBody: unknown;
+let decision: Decision;
+const bodyDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 let signKey: CryptoKey;
 let intakeSequence = 0;
 
@@ -118,6 +128,10 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "ec-serialise": () => asciiCanonical(ec.receipt) + asciiCanonical({ domain: DOMAINS.trace, events: indexedEvents(ec.events), schema_version: EC_SCHEMA_VERSION }),
   "ec-verify": () => verifyEcReceipt(ec.receipt, ec.corpus, ec.events),
   "ec-replay-1": () => replayBundle(ec.oneBundle),
+  "digest:subtle-120B": () => crypto.subtle.digest("SHA-256", digestInputs.small),
+  "digest:noble-120B": () => nobleSha256(digestInputs.small),
+  "digest:subtle-1300B": () => crypto.subtle.digest("SHA-256", digestInputs.large),
+  "digest:noble-1300B": () => nobleSha256(digestInputs.large),
   "stage:parse": () => parseStrictJson(inputs.bodyText),
   "stage:schema": () => parseReceipt(receipt),
   "stage:canonical": () => canonicalReceipt(receipt),
@@ -127,15 +141,25 @@ const CASES: Record<string, () => Promise<unknown> | unknown> = {
   "stage:request_hash": () => prefixedDigest(jcs(request)),
   "stage:signature": () => checkSignature(receipt, signedBytes, pinned.keys, webcrypto, inputs.now),
   "stage:binding": () => checkBinding(receipt, { request }),
-  "route (in-isolate, no ledger)": async () => {
-    const headers = { "content-type": "application/json", "content-length": String(inputs.bodyText.length), authorization: `Bearer ${inputs.rpToken}` };
-    const init = { method: "POST", body: inputs.bodyText, headers };
-    return (await statelessApp.request("/v1/receipts/verify", init, benchEnv, benchCtx)).text();
-  },
+  // The route's own costs around the verification it wraps.
+  "route:dispatch": async () => (await statelessApp.request("/healthz", { method: "GET" }, benchEnv, benchCtx)).text(),
+  "route:auth": () => sha256Hex(inputs.rpToken),
+  "route:body-read": async () => bodyDecoder.decode(await new Request("https://bench.example/", { method: "POST", body: inputs.bodyText }).arrayBuffer()),
+  "route:call-validation": () => validateBody(VerifyCall, callBody),
+  "route:answer": () => JSON.stringify(decision),
+  "route:log-line": () => console.log(JSON.stringify({ event: "decision", request_id: "0123456789abcdef-LHR", route: "/v1/receipts/verify", mode: decision.mode, issuer: decision.issuer, issuer_pinned: true, decision: decision.decision, valid: decision.valid, codes: [], status: 200, latency_ms: 0 })),
+  "route": () => routeOnce(statelessApp),
+  "route:without-log-write": () => routeOnce(quietApp),
 };
 
 
 const app = createApp();
+
+/** One enforce call through the whole route, in this isolate, with the ledger answering at once. */
+async function routeOnce(through: typeof app): Promise<string> {
+  const headers = { "content-type": "application/json", "content-length": String(inputs.bodyText.length), authorization: `Bearer ${inputs.rpToken}` };
+  return (await through.request("/v1/receipts/verify", { method: "POST", body: inputs.bodyText, headers }, benchEnv, benchCtx)).text();
+}
 
 /** The same app with a ledger that answers at once: the enforce route minus its Durable Object. */
 const noLedger: LedgerStub = {
@@ -146,9 +170,11 @@ const noLedger: LedgerStub = {
   forgetKey: async () => {},
   resetSequence: async () => ({ previous_highest: null }),
   anchorState: async () => ({ revoked: [], sequence_resets: [] }),
-  stats: async () => ({ nonces: 0, database_bytes: 0, windows: [], revoked: [] }),
+  stats: async () => ({ nonces: 0, database_bytes: 0, rows_written: 0, windows: [], revoked: [] }),
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });
+/** The same again with the decision log line built but not written (its console write is timed as route:log-line). */
+const quietApp = createApp({ ledgerStub: () => () => noLedger, logLine: () => {} });
 
 let benchEnv: Env;
 let benchCtx: ExecutionContext;
@@ -166,6 +192,8 @@ app.post("/bench/setup", async (c) => {
   request = body.request;
   signedBytes = canonicalReceipt(receipt).signedBytes;
   signature = fromHex(receipt.signature)!;
+  callBody = parseStrictJson(inputs.bodyText);
+  decision = await verifyReceipt(body.receipt, { audience: body.audience, mode: "enforce", now: inputs.now, policy: DEFAULT_FRESHNESS, request: body.request }, { anchors: async () => pinned, verifier: webcrypto, ledger: () => claimingLedger });
   const rows = (inputs.bundle as Bundle).rows;
   const run3 = rows["run-003"] as ExecutionRow;
   const run5 = rows["run-005"] as ExecutionRow;

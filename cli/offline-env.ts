@@ -50,7 +50,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       forgetKey: async (fingerprint) => l.forgetKey(fingerprint),
       resetSequence: async (fingerprint, audit) => l.resetSequence(fingerprint, audit),
       anchorState: async () => ({ revoked: l.revocations(), sequence_resets: l.sequenceResets() }),
-      stats: async () => ({ nonces: l.nonces(), database_bytes: 0, windows: [], revoked: l.revocations() }),
+      stats: async () => ({ nonces: l.nonces(), database_bytes: 0, rows_written: 0, windows: [], revoked: l.revocations() }),
     };
   };
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;

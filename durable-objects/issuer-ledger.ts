@@ -37,6 +37,8 @@ export interface LedgerStats {
   nonces: number;
   /** Size of this object's SQLite database, bytes (free pages included). */
   database_bytes: number;
+  /** Rows written by claims since this instance started (SQLite's own count, index entries included). */
+  rows_written: number;
   /** The strict windows held (keys of `sequence_policy: "window"` anchors). */
   windows: { fingerprint: string; highest: number }[];
   revoked: Revocation[];
@@ -54,6 +56,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   private windows = new Map<string, SequenceWindow>();
   private revoked: Set<string>;
   private alarmAt: number | null = null;
+  private rowsWritten = 0;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -108,7 +111,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       const judged = this.judge(q);
       if (!judged.admitted) return judged;
       const noted = q.fingerprint !== null && q.sequence !== null;
-      this.sql.exec(
+      const inserted = this.sql.exec(
         "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer) VALUES (?, ?, ?, ?, ?, ?)",
         q.nonce,
         q.retainUntil,
@@ -117,13 +120,17 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
         q.retryTag,
         q.retryTag !== null ? (q.answer ?? null) : null,
       );
+      inserted.toArray();
+      this.rowsWritten += inserted.rowsWritten;
       if (judged.next) {
-        this.sql.exec(
+        const stored = this.sql.exec(
           "INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap",
           q.fingerprint,
           judged.next.highest,
           encodeBitmap(judged.next.bitmap),
         );
+        stored.toArray();
+        this.rowsWritten += stored.rowsWritten;
       }
       return { ...judged, answer: { ...judged.answer, consumed: true } };
     });
@@ -196,7 +203,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
     const windows = this.sql.exec<{ fingerprint: string; highest: number }>("SELECT fingerprint, highest FROM windows ORDER BY fingerprint").toArray();
-    return { nonces, database_bytes: this.sql.databaseSize, windows, revoked: this.revocations() };
+    return { nonces, database_bytes: this.sql.databaseSize, rows_written: this.rowsWritten, windows, revoked: this.revocations() };
   }
 
   private schedulePurge(retainUntilMs: number): void {

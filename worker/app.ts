@@ -34,7 +34,7 @@ import { statusRoutes, type StatusPageCache } from "./routes/status.js";
 import { intakeRoutes } from "./routes/intake.js";
 import { configRoutes } from "./routes/config.js";
 import { usageRoutes } from "./routes/usage.js";
-import { logLineExporter, type Exporter } from "./observability.js";
+import { logLineExporter, writeLogLine, type Exporter } from "./observability.js";
 import { kvManifestStore, type ConfigCache, type ManifestStore } from "./manifest-store.js";
 import { manifestRoutes } from "./routes/manifests.js";
 import { challengeRoutes } from "./routes/challenges.js";
@@ -49,6 +49,8 @@ export interface AppOptions {
   decisionFlush?: FlushPolicy;
   /** Where observability projections go (default: one JSON log line), best-effort after the answer. */
   exporter?: Exporter;
+  /** Where each decision's log line is written (default: console.log). */
+  logLine?: (line: string) => void;
   /** Replaces parts of the issuing path (fault injection in tests). */
   intake?: IntakeOverrides;
   /** Replaces the ReceiptJournal stubs (fault injection in tests). */
@@ -80,6 +82,8 @@ export interface Services {
   manifests: ManifestStore;
   intake: IntakeOverrides;
   exporter: Exporter;
+  /** Writes one decision log line. */
+  logLine: (line: string) => void;
   /** A tenant's receipt journal (INTAKE_TENANT for the records intake writes). */
   journal(tenant: string): JournalClient;
 }
@@ -99,28 +103,40 @@ export function createApp(options: AppOptions = {}) {
   // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
   let decisions: DecisionCounter | undefined;
   const statusPage: StatusPageCache = { entry: null };
+  // The services depend on the environment alone, so they are built once per environment object
+  // (workerd hands every request of an isolate the same one), not once per request.
+  const servicesByEnv = new WeakMap<Env, Services>();
+  const buildServices = (env: Env): Services => {
+    decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(env));
+    const timeout = dependencyTimeout(env);
+    const stubFor = (options.ledgerStub ?? durableLedgerStub)(env);
+    const anchors = kvAnchorStore(env, timeout, anchorCache);
+    return {
+      now,
+      verifier,
+      anchors,
+      manifests: kvManifestStore(env, timeout, anchors, configCache, configsRecorded),
+      ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(env)),
+      relyingParties: kvRelyingPartyStore(env, timeout, partyCache),
+      chains: kvChainRegistry(env, timeout),
+      decisions,
+      statusPage,
+      sequences: durableSequences(env, timeout),
+      intake: options.intake ?? {},
+      exporter: options.exporter ?? logLineExporter,
+      logLine: options.logLine ?? writeLogLine,
+      journal: (tenant) => journalClient((options.journalStub ?? durableJournalStub)(env), tenant, journalShards(env), timeout),
+    };
+  };
   const app = new Hono<AppEnv>()
     .use(requestContext)
     .use(async (c, next) => {
-      decisions ??= new DecisionCounter(options.decisionFlush ?? decisionFlush(c.env));
-      const timeout = dependencyTimeout(c.env);
-      const stubFor = (options.ledgerStub ?? durableLedgerStub)(c.env);
-      const anchors = kvAnchorStore(c.env, timeout, anchorCache);
-      c.set("services", {
-        now,
-        verifier,
-        anchors,
-        manifests: kvManifestStore(c.env, timeout, anchors, configCache, configsRecorded),
-        ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(c.env)),
-        relyingParties: kvRelyingPartyStore(c.env, timeout, partyCache),
-        chains: kvChainRegistry(c.env, timeout),
-        decisions,
-        statusPage,
-        sequences: durableSequences(c.env, timeout),
-        intake: options.intake ?? {},
-        exporter: options.exporter ?? logLineExporter,
-        journal: (tenant) => journalClient((options.journalStub ?? durableJournalStub)(c.env), tenant, journalShards(c.env), timeout),
-      });
+      let services = servicesByEnv.get(c.env);
+      if (!services) {
+        services = buildServices(c.env);
+        servicesByEnv.set(c.env, services);
+      }
+      c.set("services", services);
       await next();
     })
     .get("/healthz", (c) => c.json({ ok: true as const }))

@@ -26,8 +26,17 @@ const positive = (text: string | undefined, fallback: number): number => {
   return text !== undefined && text !== "" && Number.isFinite(n) && n >= 0 ? n : fallback;
 };
 
-export function audiences(env: Env): Set<string> {
-  return new Set((env.AUDIENCES ?? "").split(",").map((a) => a.trim()).filter(Boolean));
+let audiencesText: string | undefined;
+let audiencesSet = new Set<string>();
+
+/** The audiences this deployment serves (AUDIENCES, comma-separated); parsed again only when the text changes. */
+export function audiences(env: Env): ReadonlySet<string> {
+  const text = env.AUDIENCES ?? "";
+  if (text !== audiencesText) {
+    audiencesText = text;
+    audiencesSet = new Set(text.split(",").map((a) => a.trim()).filter(Boolean));
+  }
+  return audiencesSet;
 }
 
 export function freshnessPolicy(env: Env): FreshnessPolicy {

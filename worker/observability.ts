@@ -38,13 +38,13 @@ function flush(c: Context<AppEnv>, batch: MetricsBatch | null): void {
  * clock sees it: it advances on I/O (KV, Durable Objects), not during pure computation.
  */
 export function observeDecision(c: Context<AppEnv>, decision: Decision, status: number): void {
-  const { anchors, decisions } = c.get("services");
+  const { anchors, decisions, logLine } = c.get("services");
   const pinned = decision.issuer !== null && anchors.cachedPinned(decision.issuer);
   const codes = decisionCodes(decision);
-  console.log(JSON.stringify({
+  logLine(JSON.stringify({
     event: "decision",
     request_id: c.get("requestId"),
-    route: new URL(c.req.url).pathname,
+    route: c.req.path,
     mode: decision.mode,
     issuer: decision.issuer,
     issuer_pinned: pinned,
@@ -56,6 +56,9 @@ export function observeDecision(c: Context<AppEnv>, decision: Decision, status: 
   }));
   if (decision.mode === "enforce") flush(c, decisions.count(pinned ? decision.issuer! : UNPINNED, codes));
 }
+
+/** The default decision log sink: one line on the console (Workers Logs keeps and indexes it). */
+export const writeLogLine = (line: string): void => console.log(line);
 
 /** Counts a live chain that just took its hop 0 (batched like decisions). */
 export function countChainStarted(c: Context<AppEnv>): void {

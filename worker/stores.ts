@@ -160,6 +160,7 @@ function mergeStats(all: LedgerStats[]): LedgerStats & { shards: number } {
     shards: all.length,
     nonces: all.reduce((n, s) => n + s.nonces, 0),
     database_bytes: all.reduce((n, s) => n + s.database_bytes, 0),
+    rows_written: all.reduce((n, s) => n + s.rows_written, 0),
     windows: [...windows].sort(([a], [b]) => (a < b ? -1 : 1)).map(([fingerprint, highest]) => ({ fingerprint, highest })),
     revoked: all[0].revoked,
   };

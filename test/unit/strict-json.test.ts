@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { parseStrictJson, parseStrictJsonBytes, StrictJsonError, type StrictJsonReason } from "../../worker/protocol/strict-json.js";
+import { describe, expect, it, vi } from "vitest";
+import { parseStrictJson, parseStrictJsonBytes, parseWithParser, StrictJsonError, type StrictJsonReason } from "../../worker/protocol/strict-json.js";
 
 const reasonOf = (text: string): StrictJsonReason | "accepted" => {
   try {
@@ -83,6 +83,89 @@ describe("strict JSON attribution", () => {
       expect.unreachable();
     } catch (err) {
       expect((err as StrictJsonError).path).toEqual([]);
+    }
+  });
+});
+
+/** What a parse came to: the value with its own keys in order, or the refusal with its reason, path and message. */
+const outcome = (parse: (text: string) => unknown, text: string) => {
+  try {
+    const value = parse(text);
+    return { value, keys: JSON.stringify(value, (_k, v) => (v !== null && typeof v === "object" && !Array.isArray(v) ? Object.entries(v) : v)) };
+  } catch (err) {
+    if (!(err instanceof StrictJsonError)) throw err;
+    return { reason: err.reason, path: err.path, message: err.message };
+  }
+};
+
+describe("strict JSON: the native fast path and the parser agree", () => {
+  const tricky = [
+    // Quotes, backslashes, colons and brackets inside strings must not be counted as structure.
+    `{"a\\\\":1,"b":"\\\\"}`,
+    `{"a":"\\\\\\"","b":"x\\\\\\\\"}`,
+    `{"k:1":"v:2","[":"]","{":"}"}`,
+    `{"a":"\\"}","b":{"c":"\\\\"}}`,
+    // Duplicates, plain, escaped, nested, and the key JSON.parse treats specially.
+    `{"a":1,"\\u0061":2}`,
+    `{"x":[{"k":1},{"k":1,"k":2}]}`,
+    `{"__proto__":1,"__proto__":2}`,
+    `{"__proto__":{"a":1},"b":2}`,
+    `{"2":1,"1":2,"b":3,"a":4}`,
+    `{"":1,"":2}`,
+    `{"":1," ":2}`,
+    // Numbers at and around the limits.
+    `[999999999999999,-999999999999999,1234567890123456,9007199254740991,9007199254740992]`,
+    `[0.1e1,1E2,1e-2,-0,0.0000001,123456789012345.678]`,
+    `[12345678901234567.5]`,
+    `[1., -, .5, +1]`,
+    `[1.]`,
+    `-`,
+    `0x10`,
+    `[-0.0,00]`,
+    // Surrogates: escaped pairs in either case, lone ones, raw ones, and text that only looks like an escape.
+    `["\\uD83D\\uDE00","\\ud83d\\ude00","😀"]`,
+    `["\\uD800"]`,
+    `["\\uDFFF\\uD800"]`,
+    `["\\\\ud800"]`,
+    `["a\\ud800"]`,
+    `"\ud800"`,
+    `"\udc00"`,
+    // Depth: exactly the limit, one over, and brackets in strings that do not nest.
+    "[".repeat(32) + "]".repeat(32),
+    "[".repeat(33) + "]".repeat(33),
+    `[${'{"a":'.repeat(31)}1${"}".repeat(31)}]`,
+    `[${'{"a":'.repeat(32)}1${"}".repeat(32)}]`,
+    `["[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["]`,
+    // Syntax both refuse, and what JSON.parse would take but leaves to the parser.
+    ``,
+    ` `,
+    `\ufeff{}`,
+    `{"a":1}\u00a0`,
+    `{"a":1} `,
+    `\t\n\r {"a" : [ 1 , 2 ] }\r\n`,
+    `{"a":"tab\there"}`,
+    `{"a":"\\u0000"}`,
+    `{"a":"\\x41"}`,
+    `{"a":'b'}`,
+    `[1,]`,
+    `{"a":1}{"b":2}`,
+    `"unterminated`,
+    `"ends in a backslash\\`,
+    `[true,false,null,tru]`,
+  ];
+
+  it.each(tricky.map((t) => [t]))("%s", (text) => {
+    expect(outcome(parseStrictJson, text)).toEqual(outcome(parseWithParser, text));
+  });
+
+  it("agrees on a verification body, and parses it natively", () => {
+    const body = JSON.stringify({ receipt: { action: "ccs:tool-invoke:t:" + "a".repeat(64), nonce: "0".repeat(32), sequence: 7, issued_at: 1_700_000_000 }, audience: "https://rp.example", request: { params: { q: "x", n: [1, 2.5, { deep: true }] } } });
+    const spy = vi.spyOn(JSON, "parse");
+    try {
+      expect(outcome(parseStrictJson, body)).toEqual(outcome(parseWithParser, body));
+      expect(spy).toHaveBeenCalledWith(body);
+    } finally {
+      spy.mockRestore();
     }
   });
 });

@@ -30,7 +30,7 @@ export interface Registration {
 export type RegistrationParse = { ok: true; registration: Registration } | { ok: false; detail: string };
 
 /** `{name, audiences, token?}`; every audience must be one this deployment serves. */
-export function parseRegistration(body: unknown, served: Set<string>): RegistrationParse {
+export function parseRegistration(body: unknown, served: ReadonlySet<string>): RegistrationParse {
   const bad = (detail: string): RegistrationParse => ({ ok: false, detail });
   if (!isJsonObject(body)) return bad("body must be {name, audiences, token?}");
   for (const key of Object.keys(body)) if (!["name", "audiences", "token"].includes(key)) return bad(`unknown field ${JSON.stringify(key)}`);

@@ -3,7 +3,8 @@
  * and rejects duplicate object keys, lone surrogates (raw or escaped), integers outside the
  * IEEE-754 safe range (any number of magnitude 2^53 or more, whatever its notation, since it
  * cannot be told from an integer that lost precision), numbers that overflow to infinity, and nesting deeper than `maxDepth`.
- * `JSON.parse` accepts all of these silently, so it is never used on untrusted input.
+ * `JSON.parse` accepts all of these silently, so it is used on untrusted input only after a scan
+ * has shown that none of them is there (the native fast path below).
  */
 
 export type StrictJsonReason =
@@ -49,12 +50,87 @@ export function parseStrictJsonBytes(bytes: Uint8Array, maxDepth = DEFAULT_MAX_D
 }
 
 export function parseStrictJson(text: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
+  const fast = nativeParse(text, maxDepth);
+  return fast ? fast.value : parseWithParser(text, maxDepth);
+}
+
+/** The one-pass parser alone: what the native path must agree with, and every refusal's source. */
+export function parseWithParser(text: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
   const parser = new Parser(text, maxDepth);
   parser.ws();
   const value = parser.value(0);
   parser.ws();
   if (parser.i !== text.length) parser.fail("syntax", "unexpected data after the JSON value");
   return value;
+}
+
+/**
+ * The native fast path. `JSON.parse` builds the same value as the parser below whenever the text
+ * is valid JSON with no duplicate key, no lone surrogate, no unsafe or non-finite number and no
+ * nesting deeper than `maxDepth`. One scan outside strings proves the last three conservatively
+ * (any exponent, any integer part of 16 digits or more, any `\u` escape of a surrogate sends the
+ * text to the parser), counts the object members, and finds the nesting depth; `JSON.parse`
+ * refuses what is not JSON; and a value holding fewer keys than the text has members had a
+ * duplicate key collapsed. Anything in doubt, and every refusal, is left to the parser, so the
+ * fast path accepts exactly what the parser accepts and every error comes from the parser.
+ */
+const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
+const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
+
+function nativeParse(s: string, maxDepth: number): { value: unknown } | null {
+  if (!isWellFormed(s) || SURROGATE_ESCAPE.test(s)) return null;
+  let depth = 0;
+  let members = 0;
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c === 0x22) {
+      // Skip the string: its closing quote is the first one not escaped by an odd run of backslashes.
+      for (;;) {
+        const q = s.indexOf('"', i + 1);
+        if (q < 0) return null;
+        let b = q - 1;
+        while (s.charCodeAt(b) === 0x5c) b--;
+        i = q;
+        if ((q - 1 - b) % 2 === 0) break;
+      }
+    } else if (c === 0x3a) members++;
+    else if (c === 0x7b || c === 0x5b) {
+      if (++depth > maxDepth) return null;
+    } else if (c === 0x7d || c === 0x5d) depth--;
+    else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+      const start = c === 0x2d ? i + 1 : i;
+      let j = start;
+      while (j < n && s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
+      if (j - start > 15) return null;
+      if (s.charCodeAt(j) === 0x2e) {
+        j++;
+        while (j < n && s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
+      }
+      const e = s.charCodeAt(j);
+      if (e === 0x65 || e === 0x45) return null;
+      i = j - 1;
+    }
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(s);
+  } catch {
+    return null;
+  }
+  return memberCount(value) === members ? { value } : null;
+}
+
+/** Keys of every object in a parsed value. */
+function memberCount(v: unknown): number {
+  if (v === null || typeof v !== "object") return 0;
+  let n = 0;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) n += memberCount(v[i]);
+    return n;
+  }
+  for (const key in v) n += 1 + memberCount((v as Record<string, unknown>)[key]);
+  return n;
 }
 
 class Parser {

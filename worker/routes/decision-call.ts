@@ -40,7 +40,7 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
   // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there.
   // The call is the route and the canonical body: a retry must be the very same call.
-  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key, call: `${new URL(c.req.url).pathname}\n${jcs(body)}` } : undefined;
+  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
 }
 

@@ -13,7 +13,11 @@ import { toHex, utf8 } from "../encoding.js";
 
 const SHORT: Record<string, string> = { '"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
+/** Printable ASCII other than `"` and `\\`: written as is, so such a string needs no per-character pass. */
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 function asciiString(s: string): string {
+  if (PLAIN_ASCII.test(s)) return '"' + s + '"';
   let out = '"';
   for (let i = 0; i < s.length; i++) {
     const ch = s[i];
@@ -25,8 +29,23 @@ function asciiString(s: string): string {
   return out + '"';
 }
 
-/** Orders two strings by code point, as Python's `<` on str does. */
+/**
+ * Orders two strings by code point, as Python's `<` on str does. UTF-16 unit order is code point
+ * order up to the first differing unit unless a surrogate is involved there; only then are the
+ * strings walked by code point.
+ */
 export function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  if (i === n) return a.length - b.length;
+  const x = a.charCodeAt(i);
+  const y = b.charCodeAt(i);
+  if ((x < 0xd800 || x > 0xdfff) && (y < 0xd800 || y > 0xdfff)) return x - y;
+  return byCodePoint(a, b);
+}
+
+function byCodePoint(a: string, b: string): number {
   const ia = a[Symbol.iterator]();
   const ib = b[Symbol.iterator]();
   for (;;) {

@@ -262,8 +262,23 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
  * the atom extractors, the normaliser and the tokenisation. Changing any of them changes it.
  */
 export function supportConfigDigest(config: SupportConfig, manifest: GuardManifest = GUARD_MANIFEST): Promise<string> {
-  return domainDigest(DOMAINS.support, { aliases: config.aliases, pairs: config.pairs, threshold: String(config.threshold), ...manifest });
+  // The defaults are frozen below, so their digest is computed once per isolate.
+  if (config === DEFAULT_SUPPORT_CONFIG && manifest === GUARD_MANIFEST) return (defaultConfigDigest ??= configDigest(config, manifest));
+  return configDigest(config, manifest);
 }
+
+const configDigest = (config: SupportConfig, manifest: GuardManifest): Promise<string> =>
+  domainDigest(DOMAINS.support, { aliases: config.aliases, pairs: config.pairs, threshold: String(config.threshold), ...manifest });
+
+let defaultConfigDigest: Promise<string> | undefined;
+
+const deepFreeze = (v: unknown): void => {
+  if (v === null || typeof v !== "object" || Object.isFrozen(v)) return;
+  Object.freeze(v);
+  for (const inner of Object.values(v)) deepFreeze(inner);
+};
+deepFreeze(DEFAULT_SUPPORT_CONFIG);
+deepFreeze(GUARD_MANIFEST);
 
 /** Both predicates over every span; a claim is supported when any one span supports it. */
 export async function evaluateSupport(claim: string, spans: string[], config: SupportConfig = DEFAULT_SUPPORT_CONFIG) {
