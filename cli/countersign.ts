@@ -17,7 +17,7 @@ import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import type { Verdict } from "../worker/protocol/receipt.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
-import { offlineVerifier, readTrustFile, UsageError } from "./offline.js";
+import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
@@ -254,7 +254,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   }
   if (values.at !== undefined) body.at = number(values.at, "--at", 0);
   const audiences = typeof body.audience === "string" ? [body.audience] : [];
-  const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now });
+  const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   const answer = await verifier.post(subject.path, JSON.stringify(body));
   const { valid, text } = outcome(answer.body);
   emit(io, values.json === true, answer.body, chain ? `chain ${text}` : text);
@@ -279,7 +279,7 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
     const audience = /"audience":"(https:\/\/[^"\\]+)"/.exec(line)?.[1];
     if (audience) audiences.add(audience);
   }
-  const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now });
+  const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   let allValid = true;
   for (const [i, line] of calls.entries()) {
     const answer = await verifier.post(routeOf(line), line);

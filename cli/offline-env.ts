@@ -34,7 +34,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
     },
     // Decision counts are operational figures of a deployment: offline they are dropped.
-    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => {} }) },
+    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => [], tally: async () => ({ allows: 0, others: 0 }) }) },
     RECEIPT_JOURNAL: memoryJournalNamespace(),
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",

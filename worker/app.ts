@@ -7,7 +7,7 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
-import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey } from "./config.js";
+import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey, reviewThreshold } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
 import {
@@ -53,6 +53,8 @@ export interface AppOptions {
   intake?: IntakeOverrides;
   /** Replaces the ReceiptJournal stubs (fault injection in tests). */
   journalStub?: (env: Env) => (name: string) => JournalStub;
+  /** CCS 13.7's allow-only count (else REVIEW_ALLOW_ONLY_THRESHOLD, else 10,000). */
+  reviewThreshold?: number;
 }
 
 /** What a test may swap on the issuing path: the clock it signs with, the signer, the sequence source, the input rules. */
@@ -82,6 +84,8 @@ export interface Services {
   exporter: Exporter;
   /** A tenant's receipt journal (INTAKE_TENANT for the records intake writes). */
   journal(tenant: string): JournalClient;
+  /** CCS 13.7's allow-only count. */
+  reviewThreshold: number;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -120,6 +124,7 @@ export function createApp(options: AppOptions = {}) {
         intake: options.intake ?? {},
         exporter: options.exporter ?? logLineExporter,
         journal: (tenant) => journalClient((options.journalStub ?? durableJournalStub)(c.env), tenant, journalShards(c.env), timeout),
+        reviewThreshold: options.reviewThreshold ?? reviewThreshold(c.env),
       });
       await next();
     })

@@ -19,6 +19,7 @@ import {
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
 import type { MetricsBatch } from "./metrics.js";
+import { allowOnly } from "./protocol/conformance/verifier-class.js";
 import type { DecisionSeries, DecisionStatsView } from "../durable-objects/decision-stats.js";
 
 /** The one DecisionStats object every isolate flushes into. */
@@ -266,9 +267,15 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
 
 const decisionStats = (env: Env) => env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME));
 
-/** Adds a batch of counts to the deployment's DecisionStats object. */
-export async function flushDecisions(env: Env, batch: MetricsBatch): Promise<void> {
-  await decisionStats(env).add(batch);
+/** Adds a batch of counts to the deployment's DecisionStats object; answers the issuers flagged for review (CCS 13.7). */
+export async function flushDecisions(env: Env, batch: MetricsBatch, reviewThreshold: number): Promise<string[]> {
+  return (await decisionStats(env).add(batch, reviewThreshold)) ?? [];
+}
+
+/** CCS 13.7 for one issuer: its lifetime verdict counts and whether they flag it for review. */
+export async function readReview(env: Env, issuer: string, threshold: number, timeoutMs: number): Promise<{ flagged: boolean; allows: number; others: number; threshold: number }> {
+  const tally = await withTimeout(decisionStats(env).tally(issuer), timeoutMs, "decision stats");
+  return { flagged: allowOnly(tally, threshold), ...tally, threshold };
 }
 
 /** The deployment's aggregate of decision counts over the last `minutes`. */
@@ -277,10 +284,10 @@ export function readDecisionStats(env: Env, minutes: number, timeoutMs: number):
 }
 
 /** Per-minute series of the last `minutes` (the `labels` busiest labels) and the live chains started. */
-export async function readStatusFigures(env: Env, minutes: number, labels: number, timeoutMs: number): Promise<{ series: DecisionSeries; chainsStarted: number }> {
+export async function readStatusFigures(env: Env, minutes: number, labels: number, timeoutMs: number, reviewThreshold: number): Promise<{ series: DecisionSeries; chainsStarted: number; review: string[] }> {
   const stub = decisionStats(env);
-  const [series, chainsStarted] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted()]), timeoutMs, "decision stats");
-  return { series, chainsStarted };
+  const [series, chainsStarted, review] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted(), stub.flagged(reviewThreshold)]), timeoutMs, "decision stats");
+  return { series, chainsStarted, review };
 }
 
 /** Sequence numbers of the issuing keys, one IssuingSequence object per key fingerprint. */

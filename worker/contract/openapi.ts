@@ -226,11 +226,14 @@ export const OPERATIONS: Operation[] = [
   },
 ];
 
-const SLOTS: [z.ZodType, string][] = [
-  [S.ReceiptSlot, "Receipt"],
-  [S.EnvelopeSlot, "Envelope"],
-  [S.ChainSlot, "Chain"],
-  [S.SealSlot, "ChainSeal"],
+const component = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+/** What an opaque slot (checked by the protocol's own parser) is documented as. */
+const SLOTS: [z.ZodType, object][] = [
+  // The receipt route also takes a Level 0 receipt, on a `level: 0` call.
+  [S.ReceiptSlot, { anyOf: [component("Receipt"), component("Level0Receipt")] }],
+  [S.EnvelopeSlot, component("Envelope")],
+  [S.ChainSlot, component("Chain")],
+  [S.SealSlot, component("ChainSeal")],
 ];
 
 const ref = (schema: z.ZodType): { $ref: string } => {
@@ -258,7 +261,7 @@ export function openApiDocument(): object {
       const slot = SLOTS.find(([s]) => (s as unknown) === ctx.zodSchema);
       if (!slot) return;
       for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[key];
-      Object.assign(ctx.jsonSchema, { $ref: `#/components/schemas/${slot[1]}` });
+      Object.assign(ctx.jsonSchema, slot[1]);
     },
   }) as { schemas: Record<string, Record<string, unknown>> };
   for (const schema of Object.values(schemas)) {

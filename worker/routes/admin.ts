@@ -49,17 +49,18 @@ export const adminRoutes = new Hono<AppEnv>()
   .post("/relying-parties", jsonBody(Registration), async (c) => {
   const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
-  const { name, audiences: allowed, token: supplied } = parsed.registration;
+  const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
-  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()) });
+  const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
+  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), ...floor });
   if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
   if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
-  return c.json({ name, token, audiences: allowed }, 201);
+  return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
   const parties = await c.get("services").relyingParties.list();
-  return c.json({ relying_parties: parties.map(({ name, audiences, created_at }) => ({ name, audiences, created_at })) });
+  return c.json({ relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
 })
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
@@ -81,6 +82,10 @@ export const adminRoutes = new Hono<AppEnv>()
   if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
   const shards = built.record.ledger_shards ?? 1;
   requireShardKey(shards, ledgerShardKey(c.env));
+  // An HMAC key shared with another organisation is no trust domain: Level 0 stays inside this one.
+  if (built.record.shared_secret && built.record.org_id !== null && built.record.org_id !== (c.env.ORG_ID || null)) {
+    throw new ApiError(400, "ANCHOR_INVALID", "shared_secret (Level 0) is pinned only for an issuer of this deployment's own organisation (org_id absent or ORG_ID)");
+  }
   const existing = await anchors.get(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);

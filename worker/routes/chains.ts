@@ -10,6 +10,7 @@ import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
+import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 
 /** Anchors, verifier, the issuers' ledgers, and seal-key revocations (each issuer's asked once per call). */
 function chainDeps(services: Services): ChainDeps {
@@ -87,6 +88,10 @@ export const chainRoutes = new Hono<AppEnv>()
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
   if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
   const entry = body.entry as unknown as KeptEntry;
+  if (isLevel0Shape(entry.receipt)) {
+    const refused = level0Refused("a live chain");
+    return c.json({ error: { code: refused.code, detail: refused.detail }, failures: [refused], nonce_consumed: false }, 422);
+  }
   const party = c.get("relyingParty").name;
   const services = c.get("services");
   const registered = await services.chains.get(chainId);
