@@ -147,6 +147,8 @@ const noLedger: LedgerStub = {
   resetSequence: async () => ({ previous_highest: null }),
   anchorState: async () => ({ revoked: [], sequence_resets: [] }),
   stats: async () => ({ nonces: 0, database_bytes: 0, windows: [], revoked: [] }),
+  noteKeyUse: async () => ({ revoked: false }),
+  keyUses: async () => [],
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });
 

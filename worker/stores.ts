@@ -13,6 +13,7 @@ import {
   type LedgerAnswer,
   type LedgerQuery,
   type ReplayLedger,
+  type KeyUse,
   type Revocation,
   type SequenceReset,
   type SequenceResetAudit,
@@ -136,6 +137,9 @@ export interface LedgerClient {
   anchorState(issuer: string, shards: number): Promise<AnchorLedgerState>;
   /** The issuer's state summed over its shards. */
   stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
+  /** Notes a key's use on the issuer's first shard (where its revocations are also answered from). */
+  noteKeyUse(issuer: string, shards: number, fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
+  keyUses(issuer: string, shards: number, fingerprint: string, after: string | null): Promise<KeyUse[]>;
 }
 
 /** The minimal surface of an IssuerLedger stub, so tests can inject a failing one. */
@@ -148,6 +152,8 @@ export interface LedgerStub {
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): Promise<{ previous_highest: number | null }>;
   anchorState(): Promise<AnchorLedgerState>;
   stats(): Promise<LedgerStats>;
+  noteKeyUse(fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
+  keyUses(fingerprint: string, after: string | null): Promise<KeyUse[]>;
 }
 
 export function durableLedgerStub(env: Env) {
@@ -201,6 +207,8 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
     revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
     anchorState: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).anchorState()),
     stats: async (issuer, shards) => mergeStats(await Promise.all(all(issuer, shards).map((stub) => call(stub.stats())))),
+    noteKeyUse: (issuer, shards, fingerprint, use) => call(stubFor(ledgerNames(issuer, shards)[0]).noteKeyUse(fingerprint, use)),
+    keyUses: (issuer, shards, fingerprint, after) => call(stubFor(ledgerNames(issuer, shards)[0]).keyUses(fingerprint, after)),
   };
 }
 

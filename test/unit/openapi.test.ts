@@ -108,7 +108,10 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/admin/relying-parties", "get", undefined, await exercise("get", "/v1/admin/relying-parties", ADMIN));
     conforms("/v1/admin/relying-parties/{name}", "delete", undefined, await exercise("delete", "/v1/admin/relying-parties/sample-party", ADMIN));
     const revoke = { issuer: ccsVectors.anchors[0].issuer, kid: ccsVectors.anchors[0].keys[0].kid };
-    conforms("/v1/admin/anchors/revoke", "post", revoke, await exercise("post", "/v1/admin/anchors/revoke", ADMIN, JSON.stringify(revoke)));
+    const revoked = await exercise("post", "/v1/admin/anchors/revoke", ADMIN, JSON.stringify(revoke));
+    conforms("/v1/admin/anchors/revoke", "post", revoke, revoked);
+    conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${revoked.json.fingerprint}`, ADMIN));
+    conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${"0".repeat(64)}`, ADMIN));
     conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
   });
 });

@@ -199,8 +199,13 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "pinned", schema: S.AnchorPinned }, ...errors(400, 401, 409, 413, 500, 503) },
   },
   {
-    method: "post", path: "/v1/admin/anchors/revoke", summary: "revoke a key (by kid or fingerprint), for good", tag: "admin", auth: "admin", body: S.KeyCall,
+    method: "post", path: "/v1/admin/anchors/revoke", summary: "revoke a key (by kid or fingerprint), for good; evidence in flight under it is re-validated (CCS §14)", tag: "admin", auth: "admin", body: S.KeyCall,
     responses: { 200: { description: "revoked", schema: S.Revoked }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/admin/revocations/{fingerprint}", summary: "what a key's revocation touched: live chains broken at a hop it signed (seal withdrawn), journal records in flight under it marked for reconciliation (CCS §14)", tag: "admin", auth: "admin",
+    parameters: [pathParam("fingerprint", "the revoked key's fingerprint, 64 lowercase hex")],
+    responses: { 200: { description: "the revocation and what it touched", schema: S.RevocationEffects }, ...errors(400, 401, 404, 500, 503) },
   },
   {
     method: "post", path: "/v1/admin/anchors/reset-sequence", summary: "clear a key's sequence state, audited", tag: "admin", auth: "admin", body: S.ResetCall,

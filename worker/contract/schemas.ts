@@ -207,6 +207,9 @@ const ChainStateFields = {
   tail: sha256Ref.nullable(),
   summary_hash: sha256Ref,
   receipt_hashes: z.array(sha256Ref),
+  chain_valid: z.boolean().meta({ description: "false once a key that signed one of its hops is revoked (CCS §14)" }),
+  broken_at_hop: z.number().int().nullable(),
+  revoked: z.object({ hop: z.number().int(), fingerprint: hex(64), revoked_at: z.number() }).nullable().meta({ description: "the revoked key and the first hop it signed" }),
 };
 export const HopAppended = z
   .object({ appended: z.literal(true), hop_count: z.number().int(), receipt_hash: sha256Ref, nonce_consumed: z.boolean(), ...ChainStateFields })
@@ -214,7 +217,7 @@ export const HopAppended = z
 export const HopRefused = z
   .object({ error: ErrorBody, failures: z.array(Failure).optional(), chain: z.object(ChainStateFields).optional(), nonce_consumed: z.boolean().optional() })
   .meta({ id: "HopRefused" });
-export const LiveChain = z.object({ ...ChainStateFields, seal: Seal }).meta({ id: "LiveChain" });
+export const LiveChain = z.object({ ...ChainStateFields, seal: Seal.nullable().meta({ description: "null when the chain is broken by a revoked key: the seal is withdrawn" }) }).meta({ id: "LiveChain" });
 
 export const PublishedKey = z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string().regex(/^[A-Za-z0-9_-]{43}$/), fingerprint: hex(64) }).meta({ id: "PublishedKey" });
 export const IssuerDocument = z
@@ -228,7 +231,28 @@ export const KeyCall = z
   .strict()
   .meta({ id: "KeyCall", description: "{issuer, kid} or {issuer, fingerprint}" });
 export const ResetCall = KeyCall.extend({ reason: z.string() }).strict().meta({ id: "ResetCall" });
-export const Revoked = z.object({ issuer: Uri, kid: z.string(), fingerprint: hex(64), revoked_at: z.number() }).meta({ id: "Revoked" });
+export const Revoked = z
+  .object({
+    issuer: Uri,
+    kid: z.string(),
+    fingerprint: hex(64),
+    revoked_at: z.number(),
+    in_flight: z.object({ chains: z.number().int(), journal_records: z.number().int() }).meta({ description: "CCS §14: live chains now broken at a hop this key signed, and journal records in flight under it now marked for reconciliation (GET /v1/admin/revocations/{fingerprint} lists them)" }),
+  })
+  .meta({ id: "Revoked" });
+const ReconciliationMark = z
+  .object({ record_id: z.string(), trace_id: z.string().nullable(), state: z.enum(JOURNAL_STATES), fingerprint: hex(64), revoked_at: z.number(), marked_at: z.number() })
+  .meta({ id: "ReconciliationMark", description: "a journal record admitted under a key revoked while it was in flight: it cannot be started, and its outcome is to be reconciled" });
+export const RevocationEffects = z
+  .object({
+    fingerprint: hex(64),
+    issuer: Uri,
+    kid: z.string(),
+    revoked_at: z.number(),
+    chains: z.array(z.object({ chain_id: z.string(), broken_at_hop: z.number().int().nullable(), seal_withdrawn: z.boolean() })).meta({ description: "live chains that took a hop signed by the key; broken_at_hop null when the hop was noted but never appended" }),
+    journal_records: z.array(ReconciliationMark),
+  })
+  .meta({ id: "RevocationEffects", description: "what a key's revocation touched (CCS §14)" });
 export const SequenceReset = z.object({ issuer: Uri, fingerprint: hex(64), kid: z.string(), previous_highest: z.number().nullable() }).passthrough().meta({ id: "SequenceResetAnswer" });
 
 export const IssuerView = z
@@ -437,7 +461,7 @@ export const JournalEntry = z
     prev: z.string().meta({ description: "SHA-256 hex of the previous entry's canonical JSON" }),
   })
   .meta({ id: "JournalEntry" });
-export const Evidence = z.object({ record: JournalRecord, history: z.array(JournalEntry), receipts: z.array(z.object({}).passthrough()) }).meta({ id: "Evidence" });
+export const Evidence = z.object({ record: JournalRecord, history: z.array(JournalEntry), receipts: z.array(z.object({}).passthrough()), reconciliation: ReconciliationMark.nullable() }).meta({ id: "Evidence" });
 export const EvidencePage = z
   .object({
     records: z.array(

@@ -4,7 +4,9 @@ import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
+import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { KEY_USES_PAGE } from "../protocol/ledger.js";
+import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64 } from "../protocol/encoding.js";
@@ -41,6 +43,38 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
   if (distinct.length === 0) throw new ApiError(404, "NOT_FOUND", `issuer ${record.issuer} has no ${which} key with ${label}`);
   if (distinct.length > 1) throw new ApiError(400, "MALFORMED_REQUEST", `${label} named ${distinct.length} different keys of ${record.issuer}; name the key by fingerprint`);
   return distinct[0];
+}
+
+const chainObject = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId)) as unknown as {
+  withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null }>;
+  brokenBy(fingerprint: string): Promise<{ broken_at_hop: number | null }>;
+};
+
+/** Every live chain that took a hop signed by `fingerprint`, page by page from the issuer's first ledger shard. */
+async function chainsSignedBy(c: Context<AppEnv>, issuer: string, shards: number, fingerprint: string): Promise<string[]> {
+  const { ledgers } = c.get("services");
+  const chains: string[] = [];
+  for (let after: string | null = null; ; ) {
+    const page = await ledgers.keyUses(issuer, shards, fingerprint, after);
+    chains.push(...page.filter((u) => u.kind === "chain").map((u) => u.ref));
+    if (page.length < KEY_USES_PAGE) return chains;
+    after = page[page.length - 1].ref;
+  }
+}
+
+/**
+ * CCS §14, re-validating evidence in flight: every live chain holding a hop the key signed is told
+ * of the revocation (it answers broken at that hop, its seal withdrawn), and every journal record
+ * admitted under the key and still in flight is marked for reconciliation. Idempotent, so a
+ * failed fan-out is retried by revoking again.
+ */
+async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number, fingerprint: string, revokedAt: number) {
+  const timeout = dependencyTimeout(c.env);
+  const chains = await chainsSignedBy(c, issuer, shards, fingerprint);
+  await Promise.all(chains.map((id) => withTimeout(chainObject(c, id).withdraw(fingerprint, revokedAt), timeout, "evidence chain")));
+  const { journal, now } = c.get("services");
+  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()));
+  return { chains: chains.length, journal_records: records.length };
 }
 
 export const adminRoutes = new Hono<AppEnv>()
@@ -126,12 +160,30 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
+  const in_flight = await revokeInFlight(c, record.issuer, record.ledger_shards ?? 1, key.fingerprint, revoked.revoked_at);
   // A manifest signed by a revoked key no longer says anything.
   if (record.manifest?.document.signing_key_fingerprint === key.fingerprint) {
     const { manifest: _dropped, ...rest } = record;
     await anchors.put(rest);
   }
-  return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at });
+  return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at, in_flight });
+})
+  /**
+   * What a key's revocation touched (CCS §14): the live chains that took a hop it signed, each with
+   * the hop it is broken at, and the journal records in flight under it, marked for reconciliation.
+   */
+  .get("/revocations/:fingerprint", async (c) => {
+  const fingerprint = c.req.param("fingerprint");
+  if (!HEX64.test(fingerprint)) throw new ApiError(400, "MALFORMED_REQUEST", "fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
+  const { anchors, journal } = c.get("services");
+  const revocation = await anchors.revokedKey(fingerprint);
+  if (!revocation) throw new ApiError(404, "NOT_FOUND", `no key with fingerprint ${fingerprint} has been revoked`);
+  const shards = (await anchors.get(revocation.issuer))?.ledger_shards ?? 1;
+  const timeout = dependencyTimeout(c.env);
+  const ids = await chainsSignedBy(c, revocation.issuer, shards, fingerprint);
+  const broken = await Promise.all(ids.map((id) => withTimeout(chainObject(c, id).brokenBy(fingerprint), timeout, "evidence chain")));
+  const chains = ids.map((chain_id, i) => ({ chain_id, broken_at_hop: broken[i].broken_at_hop, seal_withdrawn: broken[i].broken_at_hop !== null }));
+  return c.json({ ...revocation, chains, journal_records: await journal(INTAKE_TENANT).marksFor(fingerprint) });
 })
   /**
    * Clears the sequence state of one current key in every shard (its window and the sequences
