@@ -171,6 +171,8 @@ const noLedger: LedgerStub = {
   resetSequence: async () => ({ previous_highest: null }),
   anchorState: async () => ({ revoked: [], sequence_resets: [] }),
   stats: async () => ({ nonces: 0, database_bytes: 0, rows_written: 0, windows: [], revoked: [] }),
+  noteKeyUse: async () => ({ revoked: false }),
+  keyUses: async () => [],
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });
 /** The same again with the decision log line built but not written (its console write is timed as route:log-line). */

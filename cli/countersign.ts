@@ -17,7 +17,7 @@ import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import type { Verdict } from "../worker/protocol/receipt.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
-import { offlineVerifier, readTrustFile, UsageError } from "./offline.js";
+import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
@@ -58,7 +58,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       a capability manifest's signature, key, profiles_digest and window, offline
   anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
   relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
-       [--url URL] [--admin-token TOKEN]              against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN)
+       [--url URL] [--admin-token TOKEN] [--timeout MS]
+                                                      against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
+                                                      unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout) and --help.
 Exit: 0 valid/done, 1 invalid/refused, 2 usage.
@@ -254,7 +256,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   }
   if (values.at !== undefined) body.at = number(values.at, "--at", 0);
   const audiences = typeof body.audience === "string" ? [body.audience] : [];
-  const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now });
+  const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   const answer = await verifier.post(subject.path, JSON.stringify(body));
   const { valid, text } = outcome(answer.body);
   emit(io, values.json === true, answer.body, chain ? `chain ${text}` : text);
@@ -279,7 +281,7 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
     const audience = /"audience":"(https:\/\/[^"\\]+)"/.exec(line)?.[1];
     if (audience) audiences.add(audience);
   }
-  const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now });
+  const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   let allValid = true;
   for (const [i, line] of calls.entries()) {
     const answer = await verifier.post(routeOf(line), line);
@@ -302,21 +304,47 @@ async function replay(io: Io, args: string[]): Promise<number> {
   return report.decision === "match" ? 0 : 1;
 }
 
-const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" } } as const;
+const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" }, timeout: { type: "string" } } as const;
 
-async function admin(io: Io, values: { url?: string; "admin-token"?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
+/** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
+const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
+
+/**
+ * CCS 13.9: a remote call that could not be had (transport error, timeout, 5xx) is a deny-shaped
+ * document, never a pass: decision reject, action block, VERIFIER_UNAVAILABLE. Exit 1.
+ */
+function unavailableDoc(status: number | null, detail: string) {
+  return {
+    status,
+    valid: false,
+    decision: "reject",
+    failures: [{ code: "VERIFIER_UNAVAILABLE", severity: "CRITICAL", step: null, detail }],
+    enforcement: { action: "block", verdict: null, outcome_status: null },
+    error: { code: "VERIFIER_UNAVAILABLE", detail },
+  };
+}
+
+async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = (values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
+  const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
+  if (timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of milliseconds");
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (token) headers.authorization = `Bearer ${token}`;
   let res: Response;
+  let text: string;
   try {
-    res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    text = await res.text();
   } catch (err) {
-    io.err(`cannot reach ${url}: ${(err as Error).message}\n`);
+    const detail = `cannot reach ${url}: ${(err as Error).message}`;
+    emit(io, values.json === true, unavailableDoc(null, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
     return 1;
   }
-  const text = await res.text();
+  if (res.status >= 500) {
+    emit(io, values.json === true, unavailableDoc(res.status, `${url} answered ${res.status}`), `${method} ${path}: ${res.status}, VERIFIER_UNAVAILABLE`);
+    return 1;
+  }
   let doc: unknown = text;
   try {
     doc = JSON.parse(text);

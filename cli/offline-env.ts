@@ -10,7 +10,15 @@ import { memoryJournal, queryRows } from "../worker/protocol/journal/memory.js";
 /** A ReceiptJournal shard in memory, with the Durable Object's RPC surface. */
 function memoryJournalObject() {
   const journal = memoryJournal();
-  return { ...journal, query: (q: Parameters<typeof queryRows>[1]) => queryRows(journal.storage.rows.values(), q), stats: () => ({ records: journal.storage.rows.size, entries: [...journal.storage.entries.values()].flat().length, rows_written: 0 }) };
+  return {
+    ...journal,
+    query: (q: Parameters<typeof queryRows>[1]) => queryRows(journal.storage.rows.values(), q),
+    stats: () => ({ records: journal.storage.rows.size, entries: [...journal.storage.entries.values()].flat().length, rows_written: 0 }),
+    // Offline, nothing is admitted by intake, so no admission is in flight under any key.
+    revokeKey: () => [],
+    marksFor: () => [],
+    markOf: () => null,
+  };
 }
 
 /** A RECEIPT_JOURNAL namespace in memory: one journal object per name, made on first use. */
@@ -34,7 +42,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
     },
     // Decision counts are operational figures of a deployment: offline they are dropped.
-    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => {} }) },
+    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => [], tally: async () => ({ allows: 0, others: 0 }) }) },
     RECEIPT_JOURNAL: memoryJournalNamespace(),
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",
@@ -51,6 +59,8 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       resetSequence: async (fingerprint, audit) => l.resetSequence(fingerprint, audit),
       anchorState: async () => ({ revoked: l.revocations(), sequence_resets: l.sequenceResets() }),
       stats: async () => ({ nonces: l.nonces(), database_bytes: 0, rows_written: 0, windows: [], revoked: l.revocations() }),
+      noteKeyUse: async (fingerprint, use) => l.noteKeyUse(fingerprint, use),
+      keyUses: async (fingerprint, after) => l.keyUses(fingerprint, after),
     };
   };
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;

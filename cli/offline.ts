@@ -43,6 +43,18 @@ export interface OfflineOptions {
   orgId?: string;
   /** Unix seconds; default the wall clock. */
   now?: () => number;
+  /** The shared secrets (Level 0) the trust file's anchors name, by name: the relying party's own, from its environment. */
+  secrets?: Record<string, string>;
+}
+
+/** The secrets a trust file's anchors name (`shared_secret.secret`) that `env` holds: a relying party verifies Level 0 with its own. */
+export function sharedSecretsOf(trust: TrustFile, env: Record<string, string | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const a of trust.anchors) {
+    const name = isJsonObject(a) && isJsonObject(a.shared_secret) ? a.shared_secret.secret : undefined;
+    if (typeof name === "string" && env[name] !== undefined) out[name] = env[name]!;
+  }
+  return out;
 }
 
 export interface OfflineAnswer {
@@ -64,7 +76,7 @@ export async function offlineVerifier(o: OfflineOptions): Promise<OfflineVerifie
   const party = randomToken();
   // Chain calls speak for no audience, but the routes still want a relying party with one.
   const audiences = o.audiences.length > 0 ? o.audiences : [NO_AUDIENCE];
-  const { env, ledgerStub, ctx } = nodeEnv({ ADMIN_TOKEN: admin, AUDIENCES: audiences.join(","), ORG_ID: o.orgId });
+  const { env, ledgerStub, ctx } = nodeEnv({ ...o.secrets, ADMIN_TOKEN: admin, AUDIENCES: audiences.join(","), ORG_ID: o.orgId });
   const app = createApp({ now: o.now, verifier: nobleVerifier, ledgerStub });
   const send = async (method: string, path: string, body: unknown, token: string): Promise<OfflineAnswer> => {
     const text = typeof body === "string" ? body : JSON.stringify(body);

@@ -4,11 +4,14 @@
  * minute it arrives in. Buckets older than RETENTION_MINUTES are purged by an alarm, so the table
  * holds at most RETENTION_MINUTES × labels × codes rows, labels being the pinned issuers plus
  * "unpinned". Decisions per label (each decision once, however many codes it carries) are kept
- * the same way; the live chains started are one lifetime counter.
+ * the same way; the live chains started are one lifetime counter. The verdicts of each pinned
+ * issuer's valid receipts are lifetime counters too (CCS 13.7's allow-only detection needs the
+ * long run, not the last day): one row per pinned issuer, written only by a flush.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import type { MetricsBatch } from "../worker/metrics.js";
+import { DEFAULT_REVIEW_THRESHOLD, type VerdictTally } from "../worker/protocol/conformance/verifier-class.js";
 
 export const RETENTION_MINUTES = 24 * 60;
 const PURGE_EVERY_MS = 60 * 60_000;
@@ -51,13 +54,21 @@ export class DecisionStats extends DurableObject<Env> {
     this.sql.exec(
       `CREATE TABLE IF NOT EXISTS buckets (minute INTEGER NOT NULL, label TEXT NOT NULL, code TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (minute, label, code)) WITHOUT ROWID;
        CREATE TABLE IF NOT EXISTS decisions (minute INTEGER NOT NULL, label TEXT NOT NULL, n INTEGER NOT NULL, PRIMARY KEY (minute, label)) WITHOUT ROWID;
-       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;`,
+       CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+       CREATE TABLE IF NOT EXISTS verdicts (label TEXT PRIMARY KEY, allows INTEGER NOT NULL, others INTEGER NOT NULL) WITHOUT ROWID;`,
     );
   }
 
-  async add(batch: MetricsBatch): Promise<void> {
+  /**
+   * Adds a batch; answers the issuers flagged for review under `reviewThreshold` (CCS 13.7), so
+   * each isolate learns them at its flush and its decisions carry the warning without a read.
+   */
+  async add(batch: MetricsBatch, reviewThreshold: number = DEFAULT_REVIEW_THRESHOLD): Promise<string[]> {
     const minute = minuteOf(Date.now());
-    this.ctx.storage.transactionSync(() => {
+    const flagged = this.ctx.storage.transactionSync(() => {
+      for (const { label, allows, others } of batch.verdicts ?? []) {
+        this.sql.exec("INSERT INTO verdicts (label, allows, others) VALUES (?, ?, ?) ON CONFLICT (label) DO UPDATE SET allows = allows + excluded.allows, others = others + excluded.others", label, allows, others);
+      }
       for (const { label, code, n } of batch.codes) {
         this.sql.exec("INSERT INTO buckets (minute, label, code, n) VALUES (?, ?, ?, ?) ON CONFLICT (minute, label, code) DO UPDATE SET n = n + excluded.n", minute, label, code, n);
       }
@@ -67,9 +78,22 @@ export class DecisionStats extends DurableObject<Env> {
       if (batch.chainsStarted > 0) {
         this.sql.exec("INSERT INTO counters (name, n) VALUES ('chains_started', ?) ON CONFLICT (name) DO UPDATE SET n = n + excluded.n", batch.chainsStarted);
       }
+      return this.flagged(reviewThreshold);
     });
-    if (batch.codes.length === 0 && batch.decisions.length === 0) return;
-    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + PURGE_EVERY_MS);
+    if (batch.codes.length > 0 || batch.decisions.length > 0) {
+      if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + PURGE_EVERY_MS);
+    }
+    return flagged;
+  }
+
+  /** CCS 13.7: the issuers whose every counted verdict is allow, at least `threshold` of them. */
+  flagged(threshold: number): string[] {
+    return this.sql.exec<{ label: string }>("SELECT label FROM verdicts WHERE others = 0 AND allows >= ? ORDER BY label", threshold).toArray().map((r) => r.label);
+  }
+
+  /** One issuer's verdicts over its pinned life (never purged: one row per pinned issuer). */
+  tally(label: string): VerdictTally {
+    return this.sql.exec<{ allows: number; others: number }>("SELECT allows, others FROM verdicts WHERE label = ?", label).toArray()[0] ?? { allows: 0, others: 0 };
   }
 
   /** The last `minutes` minutes (at most the retention), totals and per minute. */

@@ -6,7 +6,8 @@
  * first append: the tables are created by it, and a read of an unknown chain writes nothing. The
  * route addresses an object only for a chain in the registry (KV `chain:<chain_id>`) or for a new
  * chain's hop 0 whose receipt has verified; the registry may lag, so ownership is judged here
- * again, in the append's transaction.
+ * again, in the append's transaction. Each hop keeps the fingerprint of the key its receipt
+ * verified under, so a revocation of that key (CCS §14) breaks the chain at that hop.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
@@ -22,6 +23,18 @@ export interface ChainState {
   tail: string;
   summary_hash: string;
   receipt_hashes: string[];
+  /** False once a key that signed one of its hops is revoked (CCS §14): the chain is broken there. */
+  chain_valid: boolean;
+  broken_at_hop: number | null;
+  /** The revoked key that broke it, at its first hop signed by that key. */
+  revoked: RevokedHop | null;
+}
+
+/** The first hop of a chain signed by a key since revoked. */
+export interface RevokedHop {
+  hop: number;
+  fingerprint: string;
+  revoked_at: number;
 }
 
 /** What an append is judged against: the chain so far and its owner. */
@@ -36,6 +49,8 @@ export interface LiveHop {
   runtime_context?: unknown;
   receipt_hash: string;
   trace_id: string;
+  /** Fingerprint of the pinned key its receipt verified under. */
+  key_fingerprint: string;
 }
 
 export type AppendResult =
@@ -54,8 +69,29 @@ export class EvidenceChain extends DurableObject<Env> {
 
   /** Whether the first append has created the tables; a read-only look at the schema. */
   private exists(): boolean {
-    this.created ||= this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_owner'").toArray().length > 0;
+    if (!this.created && this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_owner'").toArray().length > 0) {
+      this.created = true;
+      // Chains appended before hops recorded their signing key gain the column (those hops carry none).
+      const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('chain_hops')").toArray().map((c) => c.name);
+      if (!columns.includes("key_fingerprint")) this.sql.exec("ALTER TABLE chain_hops ADD COLUMN key_fingerprint TEXT");
+    }
     return this.created;
+  }
+
+  /** The revoked keys this chain was told of; none before the first withdrawal (nothing is created to read it). */
+  private withdrawals(): Map<string, number> {
+    if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_withdrawals'").toArray().length === 0) return new Map();
+    return new Map(this.sql.exec<{ fingerprint: string; revoked_at: number }>("SELECT fingerprint, revoked_at FROM chain_withdrawals").toArray().map((r) => [r.fingerprint, r.revoked_at]));
+  }
+
+  /** The first hop signed by a revoked key, or null. */
+  private revokedHop(): RevokedHop | null {
+    const withdrawn = this.withdrawals();
+    if (withdrawn.size === 0 || !this.exists()) return null;
+    for (const { hop, key_fingerprint } of this.sql.exec<{ hop: number; key_fingerprint: string | null }>("SELECT hop, key_fingerprint FROM chain_hops ORDER BY hop")) {
+      if (key_fingerprint !== null && withdrawn.has(key_fingerprint)) return { hop, fingerprint: key_fingerprint, revoked_at: withdrawn.get(key_fingerprint)! };
+    }
+    return null;
   }
 
   private held(): HeldChain | null {
@@ -67,6 +103,7 @@ export class EvidenceChain extends DurableObject<Env> {
   }
 
   private async state(chainId: string, held: HeldChain): Promise<ChainState> {
+    const revoked = this.revokedHop();
     return {
       chain_id: chainId,
       owner: held.owner,
@@ -74,7 +111,34 @@ export class EvidenceChain extends DurableObject<Env> {
       tail: held.hashes.at(-1)!,
       summary_hash: await summaryHash(held.hashes.map((h) => fromHex(h.slice(7))!)),
       receipt_hashes: held.hashes,
+      chain_valid: revoked === null,
+      broken_at_hop: revoked?.hop ?? null,
+      revoked,
     };
+  }
+
+  /**
+   * CCS §14: a key that signed evidence here has been revoked. Recorded in one transaction, so an
+   * append that lands later with that key is judged against it; answers the hop the chain is now
+   * broken at (null when no hop held so far is that key's). Idempotent: the first revoked_at stays.
+   */
+  withdraw(fingerprint: string, revokedAt: number): { broken_at_hop: number | null } {
+    return this.ctx.storage.transactionSync(() => {
+      this.sql.exec("CREATE TABLE IF NOT EXISTS chain_withdrawals (fingerprint TEXT PRIMARY KEY, revoked_at REAL NOT NULL) WITHOUT ROWID");
+      this.sql.exec("INSERT INTO chain_withdrawals (fingerprint, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING", fingerprint, revokedAt);
+      return { broken_at_hop: this.firstHopOf(fingerprint) };
+    });
+  }
+
+  /** The first hop signed by `fingerprint`, or null. */
+  private firstHopOf(fingerprint: string): number | null {
+    if (!this.exists()) return null;
+    return this.sql.exec<{ hop: number }>("SELECT MIN(hop) AS hop FROM chain_hops WHERE key_fingerprint = ?", fingerprint).one().hop ?? null;
+  }
+
+  /** What a revocation of `fingerprint` did to this chain: the first hop it signed, or null. */
+  brokenBy(fingerprint: string): { broken_at_hop: number | null } {
+    return { broken_at_hop: this.withdrawals().has(fingerprint) ? this.firstHopOf(fingerprint) : null };
   }
 
   /** The chain as an append is judged against (before its receipt is verified), or null before hop 0. */
@@ -94,16 +158,21 @@ export class EvidenceChain extends DurableObject<Env> {
       const held = this.held();
       if (held && held.owner !== owner) return { kind: "not-owned" as const, owner: held.owner };
       const before: HeldChain = held ?? { owner, hashes: [], previousTraceId: null };
+      // A chain broken by a revoked key stays broken: nothing is appended after the break.
+      const broken = this.revokedHop();
+      if (broken) return { kind: "conflict" as const, code: "CHAIN_BROKEN" as FailureCode, detail: `the chain is broken at hop ${broken.hop}: the key that signed it was revoked`, held };
+      const revokedAt = this.withdrawals().get(hop.key_fingerprint);
+      if (revokedAt !== undefined) return { kind: "conflict" as const, code: "ANCHOR_REVOKED" as FailureCode, detail: "the key that signed this hop's receipt has been revoked", held };
       const [refused] = judgeHop({ pruned: false, ...hop }, before, false).failures;
       if (refused) return { kind: "conflict" as const, code: refused.code, detail: refused.detail, held };
       if (!held) {
         this.sql.exec(`
           CREATE TABLE IF NOT EXISTS chain_owner (id INTEGER PRIMARY KEY CHECK (id = 1), owner TEXT NOT NULL);
-          CREATE TABLE IF NOT EXISTS chain_hops (hop INTEGER PRIMARY KEY, receipt_hash TEXT NOT NULL UNIQUE, trace_id TEXT NOT NULL);
+          CREATE TABLE IF NOT EXISTS chain_hops (hop INTEGER PRIMARY KEY, receipt_hash TEXT NOT NULL UNIQUE, trace_id TEXT NOT NULL, key_fingerprint TEXT);
         `);
         this.sql.exec("INSERT INTO chain_owner (id, owner) VALUES (1, ?)", owner);
       }
-      this.sql.exec("INSERT INTO chain_hops (hop, receipt_hash, trace_id) VALUES (?, ?, ?)", hop.hop_count, hop.receipt_hash, hop.trace_id);
+      this.sql.exec("INSERT INTO chain_hops (hop, receipt_hash, trace_id, key_fingerprint) VALUES (?, ?, ?, ?)", hop.hop_count, hop.receipt_hash, hop.trace_id, hop.key_fingerprint);
       return { kind: "appended" as const, held: { owner, hashes: [...before.hashes, hop.receipt_hash], previousTraceId: hop.trace_id } };
     });
     if (verdict.kind === "not-owned") return verdict;

@@ -16,7 +16,9 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import {
   judgeReplay,
+  KEY_USES_PAGE,
   keyTag,
+  type KeyUse,
   maxHighest,
   type ClaimQuery,
   type LedgerAdmin,
@@ -68,6 +70,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS windows (fingerprint TEXT PRIMARY KEY, highest INTEGER NOT NULL, bitmap TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS key_uses (fingerprint TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (fingerprint, kind, ref)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS sequence_resets (at REAL NOT NULL, fingerprint TEXT NOT NULL, kid TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL, previous_highest INTEGER);
       DROP TABLE IF EXISTS state;
     `);
@@ -194,6 +197,23 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   sequenceResets(): SequenceReset[] {
     return this.sql.exec<SequenceReset>("SELECT fingerprint, kid, at, reason, by, previous_highest FROM sequence_resets ORDER BY at, rowid").toArray();
+  }
+
+  /**
+   * Notes evidence in flight a key signed (a live chain's hop), in the transaction that also
+   * judges the key revoked: a use noted before a revocation is found by it, one asked after it is
+   * refused and writes nothing.
+   */
+  noteKeyUse(fingerprint: string, use: KeyUse): { revoked: boolean } {
+    return this.ctx.storage.transactionSync(() => {
+      if (this.revoked.has(fingerprint)) return { revoked: true };
+      this.sql.exec("INSERT INTO key_uses (fingerprint, kind, ref, at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", fingerprint, use.kind, use.ref, use.at);
+      return { revoked: false };
+    });
+  }
+
+  keyUses(fingerprint: string, after: string | null): KeyUse[] {
+    return this.sql.exec<KeyUse & Record<string, SqlStorageValue>>("SELECT kind, ref, at FROM key_uses WHERE fingerprint = ? AND ref > ? ORDER BY ref LIMIT ?", fingerprint, after ?? "", KEY_USES_PAGE).toArray();
   }
 
   anchorState(): AnchorLedgerState {

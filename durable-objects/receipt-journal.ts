@@ -10,7 +10,24 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import { JournalInputError, journalCore, type JournalCore, type JournalRow, type JournalStorage } from "../worker/protocol/journal/core.js";
-import type { AppendInput, AppendManyInput, ClaimInput, JournalEntry, JournalQuery, RecordSummary, ReserveInput, VerifyFenceInput } from "../worker/protocol/journal/port.js";
+import type { AppendInput, AppendManyInput, ClaimInput, JournalEntry, JournalQuery, ReconciliationMark, RecordSummary, ReserveInput, VerifyFenceInput } from "../worker/protocol/journal/port.js";
+import { IN_FLIGHT_STATES } from "../worker/protocol/journal/lifecycle.js";
+
+/**
+ * CCS §14, revocation of evidence in flight: the key each admission was signed under (its
+ * entry's `detail.admitted_under`), indexed by key; the keys revoked; the records marked for
+ * reconciliation because they were in flight under a revoked key. Created with the first
+ * admission or the first revocation a shard is told of.
+ */
+const REVOCATION_SCHEMA = [
+  "CREATE TABLE IF NOT EXISTS admission_keys (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID",
+  "CREATE INDEX IF NOT EXISTS admission_keys_by_key ON admission_keys (fingerprint)",
+  "CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, revoked_at REAL NOT NULL) WITHOUT ROWID",
+  "CREATE TABLE IF NOT EXISTS reconciliation_marks (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, revoked_at REAL NOT NULL, marked_at REAL NOT NULL) WITHOUT ROWID",
+  "CREATE INDEX IF NOT EXISTS reconciliation_marks_by_key ON reconciliation_marks (fingerprint)",
+];
+const IN_FLIGHT = IN_FLIGHT_STATES.map((s) => `'${s}'`).join(", ");
+const HEX64 = /^[0-9a-f]{64}$/;
 
 /** A caller's input refused by the journal's rules, carried back over RPC as a value. */
 export type Invalid = { kind: "invalid"; code: JournalInputError["code"]; detail: string };
@@ -39,11 +56,13 @@ export class ReceiptJournal extends DurableObject<Env> {
   private hasSchema: boolean;
   /** Rows written by this instance since it started (SQLite's own count, indexes included): for the capacity figures. */
   private rowsWritten = 0;
+  private hasRevocationSchema: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.hasSchema = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").toArray().length > 0;
+    this.hasRevocationSchema = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'admission_keys'").toArray().length > 0;
     this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
   }
 
@@ -72,11 +91,70 @@ export class ReceiptJournal extends DurableObject<Env> {
           const c = this.exec("INSERT INTO entries (record_id, revision, entry) VALUES (?, ?, ?)", row.record_id, e.revision, JSON.stringify(e));
           c.toArray();
           this.rowsWritten += c.rowsWritten;
+          const under = (e.detail as { admitted_under?: unknown } | null)?.admitted_under;
+          if (e.receipt && typeof under === "string" && HEX64.test(under)) this.noteAdmission(row.record_id, under, row.state, e.at);
         }
       },
       due: (nowMs) =>
         this.hasSchema ? this.exec<{ record_id: string }>("SELECT record_id FROM records WHERE lease_deadline_ms IS NOT NULL AND lease_deadline_ms <= ?", nowMs).toArray().map((r) => r.record_id) : [],
     };
+  }
+
+  private revocationSchema(): void {
+    if (this.hasRevocationSchema) return;
+    for (const statement of REVOCATION_SCHEMA) this.sql.exec(statement);
+    this.hasRevocationSchema = true;
+  }
+
+  /** Indexes an admission by its signing key; one admitted under a key already revoked is marked at once. */
+  private noteAdmission(recordId: string, fingerprint: string, state: string, at: number): void {
+    this.revocationSchema();
+    this.exec("INSERT INTO admission_keys (record_id, fingerprint) VALUES (?, ?) ON CONFLICT (record_id) DO UPDATE SET fingerprint = excluded.fingerprint", recordId, fingerprint).toArray();
+    const revoked = this.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).toArray()[0];
+    if (revoked && (IN_FLIGHT_STATES as readonly string[]).includes(state)) {
+      this.exec("INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", recordId, fingerprint, revoked.revoked_at, at).toArray();
+    }
+  }
+
+  private marks(where: string, value: string): ReconciliationMark[] {
+    if (!this.hasRevocationSchema || !this.hasSchema) return [];
+    return this.exec<Record<string, SqlStorageValue>>(
+      `SELECT m.record_id, r.trace_id, r.state, m.fingerprint, m.revoked_at, m.marked_at FROM reconciliation_marks m JOIN records r ON r.record_id = m.record_id WHERE m.${where} = ? ORDER BY m.record_id`,
+      value,
+    ).toArray() as unknown as ReconciliationMark[];
+  }
+
+  /**
+   * CCS §14: `fingerprint` has been revoked. Every record of this shard admitted under it and still
+   * in flight is marked for reconciliation, in one transaction with recording the revocation (so an
+   * admission written later under that key is marked as it is written). Answers every record this
+   * key's revocation has marked here. Idempotent.
+   */
+  revokeKey(fingerprint: string, revokedAt: number, at: number): ReconciliationMark[] {
+    return this.ctx.storage.transactionSync(() => {
+      this.revocationSchema();
+      this.exec("INSERT INTO revoked_keys (fingerprint, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING", fingerprint, revokedAt).toArray();
+      const first = this.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).one().revoked_at;
+      if (this.hasSchema) {
+        this.exec(
+          `INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at)
+           SELECT a.record_id, a.fingerprint, ?, ? FROM admission_keys a JOIN records r ON r.record_id = a.record_id
+           WHERE a.fingerprint = ? AND r.state IN (${IN_FLIGHT}) ON CONFLICT DO NOTHING`,
+          first, at, fingerprint,
+        ).toArray();
+      }
+      return this.marks("fingerprint", fingerprint);
+    });
+  }
+
+  /** The records this shard marked for reconciliation under a revoked key. */
+  marksFor(fingerprint: string): ReconciliationMark[] {
+    return this.marks("fingerprint", fingerprint);
+  }
+
+  /** A record's reconciliation mark, or null. */
+  markOf(recordId: string): ReconciliationMark | null {
+    return this.marks("record_id", recordId)[0] ?? null;
   }
 
   /** One operation in one transaction; a refused input comes back as a value. */

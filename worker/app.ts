@@ -7,7 +7,7 @@ import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
 import { errorResponse } from "./http.js";
-import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey } from "./config.js";
+import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey, reviewThreshold } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
 import {
@@ -55,6 +55,8 @@ export interface AppOptions {
   intake?: IntakeOverrides;
   /** Replaces the ReceiptJournal stubs (fault injection in tests). */
   journalStub?: (env: Env) => (name: string) => JournalStub;
+  /** CCS 13.7's allow-only count (else REVIEW_ALLOW_ONLY_THRESHOLD, else 10,000). */
+  reviewThreshold?: number;
 }
 
 /** What a test may swap on the issuing path: the clock it signs with, the signer, the sequence source, the input rules. */
@@ -86,6 +88,8 @@ export interface Services {
   logLine: (line: string) => void;
   /** A tenant's receipt journal (INTAKE_TENANT for the records intake writes). */
   journal(tenant: string): JournalClient;
+  /** CCS 13.7's allow-only count. */
+  reviewThreshold: number;
 }
 
 /** `relyingParty` is set by requireRelyingParty on the routes that take a relying-party token. */
@@ -126,6 +130,7 @@ export function createApp(options: AppOptions = {}) {
       exporter: options.exporter ?? logLineExporter,
       logLine: options.logLine ?? writeLogLine,
       journal: (tenant) => journalClient((options.journalStub ?? durableJournalStub)(env), tenant, journalShards(env), timeout),
+      reviewThreshold: options.reviewThreshold ?? reviewThreshold(env),
     };
   };
   const app = new Hono<AppEnv>()

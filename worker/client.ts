@@ -36,23 +36,28 @@ export interface GateAnswer {
   [field: string]: unknown;
 }
 
-const unavailable = (status: number | null, detail: string): GateAnswer => ({
+/** The deny a gate acts on when no decision could be had (CCS 13.9): block, nothing consumed. */
+export const unavailable = (status: number | null, detail: string): GateAnswer => ({
   status,
   valid: false,
   decision: "reject",
   failures: [{ code: "VERIFIER_UNAVAILABLE", severity: "CRITICAL", step: null, detail }],
+  enforcement: { action: "block", verdict: null, outcome_status: null },
+  nonce_consumed: false,
   error: { code: "VERIFIER_UNAVAILABLE", detail },
 });
 
+/** The envelope route's call body, as the compiler knows it from the route. */
+export type EnvelopeCall = Parameters<CountersignClient["v1"]["envelopes"]["verify"]["$post"]>[0]["json"];
+
 /**
- * Verifies one receipt for a gate. Whatever goes wrong between here and the service (refused
- * connection, timeout, a 5xx, an answer that is not a decision) is a reject: no evidence, no
- * execution. A 4xx is the service's own answer (a malformed call is not a pass either).
+ * A decision call's answer, or the deny standing in for one: a transport error or timeout (the
+ * call threw), a 5xx, or an answer that is not a decision is VERIFIER_UNAVAILABLE.
  */
-export async function gateVerify(client: CountersignClient, call: VerifyCall, idempotencyKey?: string): Promise<GateAnswer> {
-  let res: Awaited<ReturnType<CountersignClient["v1"]["receipts"]["verify"]["$post"]>>;
+async function gate(send: () => Promise<{ status: number; json(): Promise<unknown> }>): Promise<GateAnswer> {
+  let res: { status: number; json(): Promise<unknown> };
   try {
-    res = await client.v1.receipts.verify.$post({ json: call }, idempotencyKey ? { headers: { "idempotency-key": idempotencyKey } } : undefined);
+    res = await send();
   } catch (err) {
     return unavailable(null, `the verifier could not be reached: ${(err as Error).message}`);
   }
@@ -65,4 +70,18 @@ export async function gateVerify(client: CountersignClient, call: VerifyCall, id
   }
   if (body === null || typeof body !== "object" || typeof (body as GateAnswer).decision !== "string") return unavailable(res.status, "the verifier's answer is not a decision");
   return { ...(body as GateAnswer), status: res.status };
+}
+
+/**
+ * Verifies one receipt for a gate. Whatever goes wrong between here and the service (refused
+ * connection, timeout, a 5xx, an answer that is not a decision) is a reject: no evidence, no
+ * execution. A 4xx is the service's own answer (a malformed call is not a pass either).
+ */
+export function gateVerify(client: CountersignClient, call: VerifyCall, idempotencyKey?: string): Promise<GateAnswer> {
+  return gate(() => client.v1.receipts.verify.$post({ json: call }, idempotencyKey ? { headers: { "idempotency-key": idempotencyKey } } : undefined));
+}
+
+/** Verifies an evidence envelope for a gate, with the same fallback: an unreachable verifier is a deny. */
+export function gateEnvelope(client: CountersignClient, call: EnvelopeCall, idempotencyKey?: string): Promise<GateAnswer> {
+  return gate(() => client.v1.envelopes.verify.$post({ json: call }, idempotencyKey ? { headers: { "idempotency-key": idempotencyKey } } : undefined));
 }

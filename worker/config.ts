@@ -5,6 +5,7 @@ import { parseSigningIdentity, type SigningIdentity } from "./protocol/issuing/i
 import { utf8 } from "./protocol/encoding.js";
 import { MIN_SHARD_KEY_LENGTH } from "./protocol/ledger.js";
 import { DEFAULT_FLUSH, type FlushPolicy } from "./metrics.js";
+import { DEFAULT_REVIEW_THRESHOLD } from "./protocol/conformance/verifier-class.js";
 import { canonicalConfig, configHash } from "./protocol/issuing/config.js";
 import { jcs } from "./protocol/digest.js";
 import type { IssuingContext } from "./protocol/issuing/lifecycle.js";
@@ -50,6 +51,12 @@ export const dependencyTimeout = (env: Env): number => positive(env.DEPENDENCY_T
 
 /** When an isolate flushes its batched counts: DECISION_FLUSH_MS (0 flushes every decision, for a test instance) or the default 10 s. */
 export const decisionFlush = (env: Env): FlushPolicy => ({ ...DEFAULT_FLUSH, everyMs: positive(env.DECISION_FLUSH_MS, DEFAULT_FLUSH.everyMs) });
+
+/** CCS 13.7: allow-only verdicts that flag an issuer for review, REVIEW_ALLOW_ONLY_THRESHOLD (a positive integer) or the draft's 10,000. */
+export const reviewThreshold = (env: Env): number => {
+  const n = Number(env.REVIEW_ALLOW_ONLY_THRESHOLD);
+  return Number.isSafeInteger(n) && n >= 1 ? n : DEFAULT_REVIEW_THRESHOLD;
+};
 
 /** A deployment whose configuration is broken: a 500 that names what to fix, never a secret. */
 export class ConfigurationError extends Error {}

@@ -21,4 +21,6 @@ export type Env = Cloudflare.Env & {
   CHALLENGE_BASE_DURATION?: string;
   CHALLENGE_DEADLINE_MULTIPLIER?: string;
   CHALLENGE_MAX_DEADLINE?: string;
+  /** CCS 13.7: allow-only verdicts that flag an issuer for review (default 10000, the draft's count). */
+  REVIEW_ALLOW_ONLY_THRESHOLD?: string;
 };

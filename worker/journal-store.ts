@@ -9,7 +9,7 @@ import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal
 import type { Env } from "./env.js";
 import { withTimeout } from "./http.js";
 import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
-import type { JournalQuery, RecordSummary, ToolReceiptJournal } from "./protocol/journal/port.js";
+import type { JournalQuery, ReconciliationMark, RecordSummary, ToolReceiptJournal } from "./protocol/journal/port.js";
 
 /** The tenant of the records intake writes: this deployment's own CCS evidence store. */
 export const INTAKE_TENANT = "ccs";
@@ -20,12 +20,17 @@ export const shardOf = (recordId: string, shards: number): number => parseInt(re
 export const journalObjectName = (tenant: string, recordId: string, shards: number): string => `${tenant}#${shardOf(recordId, shards)}`;
 
 /** The RPC surface of a ReceiptJournal, so tests and the Node environment can stand in for it. */
-export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "query" | "stats">;
+export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
 
 export interface JournalClient {
   port: { [K in keyof ToolReceiptJournal]: (...args: Parameters<ToolReceiptJournal[K]>) => Promise<Awaited<ReturnType<ToolReceiptJournal[K]>>> };
   /** One page over every shard, and the position to resume after when more remain. */
   query(q: JournalQuery): Promise<{ records: RecordSummary[]; next: { created_at: number; record_id: string } | null }>;
+  /** CCS §14 over every shard: marks the records in flight under a revoked key; answers all it marked. */
+  revokeKey(fingerprint: string, revokedAt: number, at: number): Promise<ReconciliationMark[]>;
+  marksFor(fingerprint: string): Promise<ReconciliationMark[]>;
+  /** A record's reconciliation mark, from its own shard. */
+  markOf(recordId: string): Promise<ReconciliationMark | null>;
 }
 
 function unwrap<T extends { kind: string }>(result: T | Invalid): Exclude<T, Invalid> {
@@ -37,6 +42,8 @@ export const durableJournalStub = (env: Env) => (name: string): JournalStub => e
 
 export function journalClient(stubFor: (name: string) => JournalStub, tenant: string, shards: number, timeoutMs: number): JournalClient {
   const stub = (recordId: string) => stubFor(journalObjectName(tenant, recordId, shards));
+  const everyShard = <T>(work: (s: JournalStub) => T | Promise<T>) =>
+    withTimeout(Promise.all(Array.from({ length: shards }, (_, i) => Promise.resolve(work(stubFor(`${tenant}#${i}`))))), timeoutMs, "receipt journal");
   const call = async <T extends { kind: string }>(work: Promise<T | Invalid> | T | Invalid) => unwrap(await withTimeout(Promise.resolve(work), timeoutMs, "receipt journal"));
   return {
     port: {
@@ -49,6 +56,9 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
       load: (recordId) => call(stub(recordId).load(recordId)),
       loadByIdempotency: (key) => call(stub(recordIdOf(checkIdempotencyKey(key))).loadByIdempotency(key)),
     },
+    revokeKey: async (fingerprint, revokedAt, at) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at))).flat(),
+    marksFor: async (fingerprint) => (await everyShard((s) => s.marksFor(fingerprint))).flat(),
+    markOf: (recordId) => withTimeout(Promise.resolve(stub(recordId).markOf(recordId)), timeoutMs, "receipt journal"),
     async query(q) {
       const pages = await withTimeout(
         Promise.all(Array.from({ length: shards }, (_, i) => Promise.resolve(stubFor(`${tenant}#${i}`).query(q)))),

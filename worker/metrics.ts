@@ -10,6 +10,7 @@
  * isolate holds when it is evicted are lost: these are operational figures, not evidence.
  */
 import type { Decision } from "./protocol/verify.js";
+import type { Verdict } from "./protocol/receipt.js";
 
 export const UNPINNED = "unpinned";
 /** A valid receipt answered `decision: "accept"` (enforce mode, verdict allow). */
@@ -28,9 +29,17 @@ export interface DecisionCount {
   n: number;
 }
 
-/** What one flush carries: counts by label and code, decisions by label, live chains started. */
+/** Verdicts of valid receipts of one pinned issuer in a batch (CCS 13.7): allow, and deny or escalate. */
+export interface VerdictCount {
+  label: string;
+  allows: number;
+  others: number;
+}
+
+/** What one flush carries: counts by label and code, decisions by label, verdicts by pinned issuer, live chains started. */
 export interface MetricsBatch {
   codes: DecisionCount[];
+  verdicts: VerdictCount[];
   /** Decisions per label (a decision with several codes counts once here). */
   decisions: { label: string; n: number }[];
   chainsStarted: number;
@@ -59,6 +68,9 @@ export function decisionCodes(d: Decision): string[] {
 export class DecisionCounter {
   private counts = new Map<string, Map<string, number>>();
   private perLabel = new Map<string, number>();
+  private verdicts = new Map<string, { allows: number; others: number }>();
+  /** Issuers DecisionStats answered as flagged for review at this isolate's last flush. */
+  private review = new Set<string>();
   private chainsStarted = 0;
   private pending = 0;
   private oldest: number | null = null;
@@ -68,13 +80,32 @@ export class DecisionCounter {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  /** Counts one decision under `label`; answers the batch to flush now, or null. */
-  count(label: string, codes: string[]): MetricsBatch | null {
+  /**
+   * Counts one decision under `label`, and the verdict of a valid receipt of a pinned issuer
+   * (`verdict`, else null); answers the batch to flush now, or null.
+   */
+  count(label: string, codes: string[], verdict: Verdict | null = null): MetricsBatch | null {
     let byCode = this.counts.get(label);
     if (!byCode) this.counts.set(label, (byCode = new Map()));
     for (const code of codes) byCode.set(code, (byCode.get(code) ?? 0) + 1);
     this.perLabel.set(label, (this.perLabel.get(label) ?? 0) + 1);
+    if (verdict !== null && label !== UNPINNED) {
+      let tally = this.verdicts.get(label);
+      if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
+      if (verdict === "allow") tally.allows++;
+      else tally.others++;
+    }
     return this.held();
+  }
+
+  /** What DecisionStats answered a flush with: the issuers now flagged for review (replaces the last answer). */
+  learnReview(flagged: readonly string[]): void {
+    this.review = new Set(flagged);
+  }
+
+  /** Whether the last flush answered `issuer` as flagged for review; reads nothing. */
+  flagged(issuer: string): boolean {
+    return this.review.has(issuer);
   }
 
   /** Counts a live chain that just took its hop 0; answers the batch to flush now, or null. */
@@ -95,9 +126,11 @@ export class DecisionCounter {
   drain(): MetricsBatch {
     const codes: DecisionCount[] = [];
     for (const [label, byCode] of this.counts) for (const [code, n] of byCode) codes.push({ label, code, n });
-    const batch = { codes, decisions: [...this.perLabel].map(([label, n]) => ({ label, n })), chainsStarted: this.chainsStarted };
+    const verdicts = [...this.verdicts].map(([label, t]) => ({ label, ...t }));
+    const batch = { codes, verdicts, decisions: [...this.perLabel].map(([label, n]) => ({ label, n })), chainsStarted: this.chainsStarted };
     this.counts.clear();
     this.perLabel.clear();
+    this.verdicts.clear();
     this.chainsStarted = 0;
     this.pending = 0;
     this.oldest = null;

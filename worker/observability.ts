@@ -27,9 +27,19 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.res.headers.set("X-Request-Id", c.get("requestId"));
 };
 
-/** Hands a due batch to DecisionStats after the answer; a lost batch is logged, never an error of the call. */
+/**
+ * Hands a due batch to DecisionStats after the answer; its answer (the issuers flagged for review)
+ * is what this isolate's decisions warn about until the next flush. A lost batch is logged, never
+ * an error of the call.
+ */
 function flush(c: Context<AppEnv>, batch: MetricsBatch | null): void {
-  if (batch) c.executionCtx.waitUntil(flushDecisions(c.env, batch).catch((err) => console.error(JSON.stringify({ event: "counts_lost", error: String(err) }))));
+  if (!batch) return;
+  const { decisions, reviewThreshold } = c.get("services");
+  c.executionCtx.waitUntil(
+    flushDecisions(c.env, batch, reviewThreshold)
+      .then((flagged) => decisions.learnReview(flagged))
+      .catch((err) => console.error(JSON.stringify({ event: "counts_lost", error: String(err) }))),
+  );
 }
 
 /**
@@ -54,7 +64,9 @@ export function observeDecision(c: Context<AppEnv>, decision: Decision, status: 
     status,
     latency_ms: Date.now() - c.get("startedAt"),
   }));
-  if (decision.mode === "enforce") flush(c, decisions.count(pinned ? decision.issuer! : UNPINNED, codes));
+  // A valid receipt's verdict is tallied for its pinned issuer (CCS 13.7), in the same batch.
+  const verdict = decision.valid && pinned ? decision.enforcement.verdict : null;
+  if (decision.mode === "enforce") flush(c, decisions.count(pinned ? decision.issuer! : UNPINNED, codes, verdict));
 }
 
 /** The default decision log sink: one line on the console (Workers Logs keeps and indexes it). */

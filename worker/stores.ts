@@ -13,12 +13,14 @@ import {
   type LedgerAnswer,
   type LedgerQuery,
   type ReplayLedger,
+  type KeyUse,
   type Revocation,
   type SequenceReset,
   type SequenceResetAudit,
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
 import type { MetricsBatch } from "./metrics.js";
+import { allowOnly } from "./protocol/conformance/verifier-class.js";
 import type { DecisionSeries, DecisionStatsView } from "../durable-objects/decision-stats.js";
 
 /** The one DecisionStats object every isolate flushes into. */
@@ -135,6 +137,9 @@ export interface LedgerClient {
   anchorState(issuer: string, shards: number): Promise<AnchorLedgerState>;
   /** The issuer's state summed over its shards. */
   stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
+  /** Notes a key's use on the issuer's first shard (where its revocations are also answered from). */
+  noteKeyUse(issuer: string, shards: number, fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
+  keyUses(issuer: string, shards: number, fingerprint: string, after: string | null): Promise<KeyUse[]>;
 }
 
 /** The minimal surface of an IssuerLedger stub, so tests can inject a failing one. */
@@ -147,6 +152,8 @@ export interface LedgerStub {
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): Promise<{ previous_highest: number | null }>;
   anchorState(): Promise<AnchorLedgerState>;
   stats(): Promise<LedgerStats>;
+  noteKeyUse(fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
+  keyUses(fingerprint: string, after: string | null): Promise<KeyUse[]>;
 }
 
 export function durableLedgerStub(env: Env) {
@@ -201,6 +208,8 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
     revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
     anchorState: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).anchorState()),
     stats: async (issuer, shards) => mergeStats(await Promise.all(all(issuer, shards).map((stub) => call(stub.stats())))),
+    noteKeyUse: (issuer, shards, fingerprint, use) => call(stubFor(ledgerNames(issuer, shards)[0]).noteKeyUse(fingerprint, use)),
+    keyUses: (issuer, shards, fingerprint, after) => call(stubFor(ledgerNames(issuer, shards)[0]).keyUses(fingerprint, after)),
   };
 }
 
@@ -267,9 +276,15 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
 
 const decisionStats = (env: Env) => env.DECISION_STATS.get(env.DECISION_STATS.idFromName(DECISION_STATS_NAME));
 
-/** Adds a batch of counts to the deployment's DecisionStats object. */
-export async function flushDecisions(env: Env, batch: MetricsBatch): Promise<void> {
-  await decisionStats(env).add(batch);
+/** Adds a batch of counts to the deployment's DecisionStats object; answers the issuers flagged for review (CCS 13.7). */
+export async function flushDecisions(env: Env, batch: MetricsBatch, reviewThreshold: number): Promise<string[]> {
+  return (await decisionStats(env).add(batch, reviewThreshold)) ?? [];
+}
+
+/** CCS 13.7 for one issuer: its lifetime verdict counts and whether they flag it for review. */
+export async function readReview(env: Env, issuer: string, threshold: number, timeoutMs: number): Promise<{ flagged: boolean; allows: number; others: number; threshold: number }> {
+  const tally = await withTimeout(decisionStats(env).tally(issuer), timeoutMs, "decision stats");
+  return { flagged: allowOnly(tally, threshold), ...tally, threshold };
 }
 
 /** The deployment's aggregate of decision counts over the last `minutes`. */
@@ -278,10 +293,10 @@ export function readDecisionStats(env: Env, minutes: number, timeoutMs: number):
 }
 
 /** Per-minute series of the last `minutes` (the `labels` busiest labels) and the live chains started. */
-export async function readStatusFigures(env: Env, minutes: number, labels: number, timeoutMs: number): Promise<{ series: DecisionSeries; chainsStarted: number }> {
+export async function readStatusFigures(env: Env, minutes: number, labels: number, timeoutMs: number, reviewThreshold: number): Promise<{ series: DecisionSeries; chainsStarted: number; review: string[] }> {
   const stub = decisionStats(env);
-  const [series, chainsStarted] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted()]), timeoutMs, "decision stats");
-  return { series, chainsStarted };
+  const [series, chainsStarted, review] = await withTimeout(Promise.all([stub.series(minutes, labels), stub.chainsStarted(), stub.flagged(reviewThreshold)]), timeoutMs, "decision stats");
+  return { series, chainsStarted, review };
 }
 
 /** Sequence numbers of the issuing keys, one IssuingSequence object per key fingerprint. */

@@ -17,6 +17,10 @@ export interface Answer {
   };
 }
 
+/** The relying party a vector's calls are made by, when its setup registers one (a verifier-class floor). */
+export const vectorParty = (v: CcsVector): { name: string; token: string; min_verifier_class: string } | null =>
+  ("setup" in v && v.setup && "relying_party" in v.setup ? (v.setup.relying_party as { name: string; token: string; min_verifier_class: string }) : null);
+
 export const rawBodyOf = (call: VectorCall): string => ("raw_body" in call ? call.raw_body : JSON.stringify(call.body));
 
 /** The differences between what a call expects and what it got; empty when they agree. */

@@ -114,7 +114,7 @@ describe("revocation", () => {
 describe("fail closed", () => {
   const failingLedger = (behaviour: "throw" | "hang") => () => (): LedgerStub => {
     const fail = () => (behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {}));
-    return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKey: fail, resetSequence: fail, anchorState: fail };
+    return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKey: fail, resetSequence: fail, anchorState: fail, noteKeyUse: fail, keyUses: fail };
   };
 
   for (const behaviour of ["throw", "hang"] as const) {

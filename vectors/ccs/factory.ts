@@ -8,6 +8,8 @@ import { toBase64Url, toHex } from "../../worker/protocol/encoding.js";
 import { delegationContext, signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
 import type { PresentedRequest } from "../../worker/protocol/checks/binding.js";
 import type { OPTIONAL_FIELDS, Receipt, Verdict } from "../../worker/protocol/receipt.js";
+import { legacyMac } from "../../worker/protocol/conformance/level0.js";
+import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 
 export interface Identity {
   issuer: string;
@@ -52,6 +54,8 @@ export interface ReceiptSpec {
   configHash?: string;
   /** SHOULD fields the receipt leaves out; the signature covers the fields present. */
   omit?: (typeof OPTIONAL_FIELDS)[number][];
+  /** Field 7 as the HMAC under this shared secret (Level 0), rather than a label's digest. */
+  legacySecret?: Uint8Array;
 }
 
 export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ receipt: Receipt; request: PresentedRequest }> {
@@ -79,6 +83,7 @@ export async function makeReceipt(id: Identity, s: ReceiptSpec): Promise<{ recei
     runtime_context: s.runtimeContext,
   });
   for (const field of s.omit ?? []) delete unsigned[field];
+  if (s.legacySecret) unsigned.receipt = legacyMac(legacyPayload(unsigned), s.legacySecret);
   return { receipt: signReceipt(unsigned, id.seed), request };
 }
 

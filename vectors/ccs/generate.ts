@@ -8,9 +8,11 @@ import { fileURLToPath } from "node:url";
 import { anchorFor, identity, labelHex, makeReceipt, type Identity, type ReceiptSpec } from "./factory.js";
 import { generatePropagation } from "./propagation.js";
 import { generateIntake } from "./intake.js";
-import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
+import { jcs, prefixedDigest, sha256Hex } from "../../worker/protocol/digest.js";
 import { signWithSeed } from "../../worker/protocol/ed25519.js";
-import { fromBase64Url } from "../../worker/protocol/encoding.js";
+import { fromBase64Url, fromHex } from "../../worker/protocol/encoding.js";
+
+import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
 import { fingerprintOf } from "../../worker/protocol/issuing/identity.js";
 import { buildManifestContent, manifestHash, signManifest } from "../../worker/protocol/manifest/manifest.js";
 
@@ -35,9 +37,17 @@ interface Call {
 interface Vector {
   id: string;
   title: string;
-  setup?: { revoke: { issuer: string; kid: string }[] };
+  /** Keys to revoke first; `relying_party`: the calls are made by a party registered with this verifier-class floor. */
+  setup?: { revoke: { issuer: string; kid: string }[]; relying_party?: { name: string; token: string; min_verifier_class: "A" | "B" | "C" } };
   calls: Call[];
 }
+
+/**
+ * The Level 0 shared secret of the vectors, named LEGACY_HMAC_KEY as countersign's own field-7 key
+ * is: a runner's deployment must hold it under that name (the workers-pool bindings do).
+ */
+export const LEVEL0_SECRET_NAME = "LEGACY_HMAC_KEY";
+export const LEVEL0_SECRET = "01".repeat(32);
 
 const reject = (codes: string[], status = 200): Expect => ({ status, valid: false, decision: "reject", codes, action: "block", nonce_consumed: false });
 /** What a gate does with valid evidence in enforce mode, by its CCS Figure 9 action. */
@@ -53,6 +63,8 @@ export async function generate() {
   const unknown = await identity("issuer-unknown/u1", "https://issuer-unknown.example", "u1");
   const pinnedConfig = await identity("issuer-config/c1", "https://issuer-config.example", "c1");
   const declaring = await identity("issuer-manifest/m1", "https://issuer-manifest.example", "m1");
+  const level0Issuer = await identity("issuer-level0/l0", "https://issuer-level0.example", "l0");
+  const classB = await identity("issuer-class-b/b1", "https://issuer-class-b.example", "b1");
 
   let sequence = 1000;
   const spec = (label: string, extra: Partial<ReceiptSpec> = {}): ReceiptSpec => ({
@@ -197,12 +209,59 @@ export async function generate() {
     { body: await call(declaring, spec("warn-manifest-stale", { configHash: await prefixedDigest(jcs(boundConfig)) })), expect: valid("proceed_pending_reconciliation", ["MANIFEST_STALE"]) },
   ]);
 
+  // CCS §10 Level 0 and Level 1, the draft's CV-001 and CV-002 as written.
+  const secret = fromHex(LEVEL0_SECRET)!;
+  const level0Receipt = async (label: string, verdict: "allow" | "deny", tool: string, params: unknown, blockReason?: string) => {
+    const request = { agent_id: "test-agent", tool, params, timestamp: VECTOR_NOW - 2, trace_id: await labelHex(`${label}/trace`, 16) };
+    const fields = { trace_id: request.trace_id, verdict, timestamp: VECTOR_NOW - 1.5, tool, params_hash: (await sha256Hex(jcs(params))).slice(0, 16), rule_summary: verdict === "allow" ? "SEC-001=allow|SEC-004=allow" : "SEC-004=deny" };
+    const receipt = { ...fields, receipt: legacyMac(level0Payload(fields), secret), ...(blockReason === undefined ? {} : { block_reason: blockReason }) };
+    return { receipt, audience: AUDIENCE, request } as Record<string, unknown>;
+  };
+  const asLevel0 = (body: Record<string, unknown>, issuer = level0Issuer.issuer) => ({ ...body, level: 0, issuer });
+  const l0 = (codes: string[], action: string, valid = true): Expect => ({ status: 200, valid, decision: valid ? GATE[action] : "reject", codes, action, nonce_consumed: false });
+  const cv1 = { tool: "search_web", params: { query: "weather in Tokyo" } };
+  const cv2 = { tool: "shell_exec", params: { command: "rm -rf /" } };
+  const cv1l0 = await level0Receipt("cv-001-l0", "allow", cv1.tool, cv1.params);
+  add("CV-001-L0", "Level 0: the 7-field allow receipt verified by its HMAC under the issuer's pinned shared secret; no nonce, so presented twice it passes twice, and says so", [
+    { body: asLevel0(cv1l0), expect: l0(["REPLAY_UNGUARDED"], "proceed_pending_reconciliation") },
+    { body: asLevel0(cv1l0), expect: l0(["REPLAY_UNGUARDED"], "proceed_pending_reconciliation") },
+    { body: cv1l0, expect: reject(["LEVEL0_NOT_ACCEPTED"]) },
+    { body: asLevel0(cv1l0, a1.issuer), expect: l0(["UNTRUSTED_ISSUER", "REPLAY_UNGUARDED"], "block", false) },
+  ]);
+  const cv2l0 = await level0Receipt("cv-002-l0", "deny", cv2.tool, cv2.params, "SEC-004: destructive shell command");
+  add("CV-002-L0", "Level 0: the 7-field deny receipt, block_reason non-empty, its HMAC covering the deny verdict; turned into an allow it no longer verifies", [
+    { body: asLevel0(cv2l0), expect: l0(["REPLAY_UNGUARDED"], "block") },
+    { body: asLevel0(withReceipt(cv2l0, { verdict: "allow", block_reason: "" })), expect: l0(["SIGNATURE_INVALID", "REPLAY_UNGUARDED"], "block", false) },
+  ]);
+  const cv1l1 = await call(level0Issuer, spec("cv-001-l1", { ...cv1, legacySecret: secret }));
+  add("CV-001-L1", "Level 1: the same command as a 22-field Ed25519 receipt whose field 7 is the HMAC over the extended payload; judged by field 7 alone (level: 0) it verifies with no replay guarantee, then by its signature its nonce is consumed", [
+    { body: asLevel0(cv1l1), expect: l0(["REPLAY_UNGUARDED"], "proceed_pending_reconciliation") },
+    { body: cv1l1, expect: valid("proceed_pending_reconciliation") },
+  ]);
+  const cv2l1 = await call(level0Issuer, spec("cv-002-l1", { ...cv2, verdict: "deny", legacySecret: secret }));
+  add("CV-002-L1", "Level 1: the deny as a 22-field receipt; field 7 and the signature both cover the deny", [
+    { body: asLevel0(cv2l1), expect: l0(["REPLAY_UNGUARDED"], "block") },
+    { body: asLevel0(withReceipt(cv2l1, { block_reason: "edited" })), expect: l0(["SIGNATURE_INVALID", "REPLAY_UNGUARDED"], "block", false) },
+    { body: cv2l1, expect: valid("block") },
+  ]);
+
+  // CCS §9: a relying party requiring Class B refuses a Class C issuer's receipt before its nonce is consumed.
+  add("CLASS-floor", "a relying party registered with min_verifier_class B: a Class C receipt is refused, a Class B one accepted", [
+    { body: await call(a1, spec("class-floor-c")), expect: reject(["VERIFIER_CLASS_INSUFFICIENT"]) },
+    { body: await call(classB, spec("class-floor-b")), expect: valid("proceed_pending_reconciliation") },
+  ], { revoke: [], relying_party: { name: "vectors-class-b", token: "vectors-class-b-token-0123456789abcdef", min_verifier_class: "B" } });
+
   return {
-    description: "countersign CCS v1.3 conformance vectors. Pin `anchors`, then `manifests` (PUT /v1/admin/manifests), apply each vector's setup, judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
+    description: "countersign CCS v1.3 conformance vectors. Pin `anchors` on a deployment holding `secrets` (Worker secrets the Level 0 anchor names), then `manifests` (PUT /v1/admin/manifests), apply each vector's setup (revocations; a relying party registered with a verifier-class floor, whose token makes that vector's calls), judge every call at `now` with POST /v1/receipts/verify, and compare status, valid, the ordered failure codes, enforcement.action and nonce_consumed. Vectors run in order against one deployment: replay state carries over.",
     generator: "vectors/ccs/generate.ts",
     now: VECTOR_NOW,
     audience: AUDIENCE,
-    anchors: [anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }, { ...anchorFor(pinnedConfig), config_hashes: ["sha256:" + (await labelHex("another-config", 64))] }, anchorFor(declaring)].map((anchor) => ({
+    secrets: { [LEVEL0_SECRET_NAME]: LEVEL0_SECRET },
+    anchors: [
+      anchorFor(a1, { ...aOld }), anchorFor(r1), { ...anchorFor(s1), sequence_policy: "window" }, { ...anchorFor(pinnedConfig), config_hashes: ["sha256:" + (await labelHex("another-config", 64))] }, anchorFor(declaring),
+      { ...anchorFor(level0Issuer), shared_secret: { secret: LEVEL0_SECRET_NAME } },
+      { ...anchorFor(classB), verifier_class: "B", audit: { report: "https://audits.example/issuer-class-b/2026-03", date: "2026-03-31" } },
+    ].map((anchor) => ({
       ...anchor,
       keys: anchor.keys.map((k) => (k.kid === aOld.kid ? { ...k, not_after: VECTOR_NOW - 86400 } : k)),
     })),

@@ -199,8 +199,13 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "pinned", schema: S.AnchorPinned }, ...errors(400, 401, 409, 413, 500, 503) },
   },
   {
-    method: "post", path: "/v1/admin/anchors/revoke", summary: "revoke a key (by kid or fingerprint), for good", tag: "admin", auth: "admin", body: S.KeyCall,
+    method: "post", path: "/v1/admin/anchors/revoke", summary: "revoke a key (by kid or fingerprint), for good; evidence in flight under it is re-validated (CCS §14)", tag: "admin", auth: "admin", body: S.KeyCall,
     responses: { 200: { description: "revoked", schema: S.Revoked }, ...errors(400, 401, 404, 413, 500, 503) },
+  },
+  {
+    method: "get", path: "/v1/admin/revocations/{fingerprint}", summary: "what a key's revocation touched: live chains broken at a hop it signed (seal withdrawn), journal records in flight under it marked for reconciliation (CCS §14)", tag: "admin", auth: "admin",
+    parameters: [pathParam("fingerprint", "the revoked key's fingerprint, 64 lowercase hex")],
+    responses: { 200: { description: "the revocation and what it touched", schema: S.RevocationEffects }, ...errors(400, 401, 404, 500, 503) },
   },
   {
     method: "post", path: "/v1/admin/anchors/reset-sequence", summary: "clear a key's sequence state, audited", tag: "admin", auth: "admin", body: S.ResetCall,
@@ -226,11 +231,14 @@ export const OPERATIONS: Operation[] = [
   },
 ];
 
-const SLOTS: [z.ZodType, string][] = [
-  [S.ReceiptSlot, "Receipt"],
-  [S.EnvelopeSlot, "Envelope"],
-  [S.ChainSlot, "Chain"],
-  [S.SealSlot, "ChainSeal"],
+const component = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+/** What an opaque slot (checked by the protocol's own parser) is documented as. */
+const SLOTS: [z.ZodType, object][] = [
+  // The receipt route also takes a Level 0 receipt, on a `level: 0` call.
+  [S.ReceiptSlot, { anyOf: [component("Receipt"), component("Level0Receipt")] }],
+  [S.EnvelopeSlot, component("Envelope")],
+  [S.ChainSlot, component("Chain")],
+  [S.SealSlot, component("ChainSeal")],
 ];
 
 const ref = (schema: z.ZodType): { $ref: string } => {
@@ -258,7 +266,7 @@ export function openApiDocument(): object {
       const slot = SLOTS.find(([s]) => (s as unknown) === ctx.zodSchema);
       if (!slot) return;
       for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[key];
-      Object.assign(ctx.jsonSchema, { $ref: `#/components/schemas/${slot[1]}` });
+      Object.assign(ctx.jsonSchema, slot[1]);
     },
   }) as { schemas: Record<string, Record<string, unknown>> };
   for (const schema of Object.values(schemas)) {

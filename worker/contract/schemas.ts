@@ -17,6 +17,7 @@ export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({
 const seconds = z.number().meta({ description: "Unix seconds" });
 const kid = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
 
+const VerifierClass = z.enum(["A", "B", "C"]).meta({ id: "VerifierClass", description: "CCS §9: A own organisation's, audited; B third party, independently audited; C claims conformance, unaudited" });
 export const FailureCode = z.enum(FAILURE_CODES).meta({ id: "FailureCode", description: "what a decision found; clients branch on these codes only" });
 export const CallErrorCode = z.enum(CALL_ERROR_CODES).meta({ id: "CallErrorCode", description: "why a call could not be judged" });
 
@@ -51,6 +52,20 @@ export const Receipt = z
 /** The receipt as a call carries it: checked by hand (MALFORMED_RECEIPT), documented as Receipt. */
 export const ReceiptSlot = z.unknown().meta({ id: "ReceiptSlot" });
 
+export const Level0Receipt = z
+  .object({
+    trace_id: hex(16),
+    verdict: z.enum(["allow", "deny", "escalate"]),
+    timestamp: z.number(),
+    tool: z.string(),
+    params_hash: hex(16),
+    rule_summary: z.string(),
+    receipt: hex(32).meta({ description: "HMAC-SHA256 over trace_id|verdict|timestamp|tool|params_hash|rule_summary (timestamp in Python float form), truncated to 32 hex" }),
+    block_reason: z.string().optional().meta({ description: "the draft's Conditional field; not covered by the HMAC" }),
+  })
+  .strict()
+  .meta({ id: "Level0Receipt", description: "CCS §10 Level 0 legacy receipt: verifiable only with the issuer's shared secret, on a level: 0 call of the receipt route" });
+
 export const PresentedRequest = z
   .object({ agent_id: z.string(), tool: z.string(), params: z.unknown(), timestamp: z.number(), trace_id: z.string() })
   .strict()
@@ -68,6 +83,8 @@ export const VerifyCall = z
     mode,
     at: z.number().optional().meta({ description: "audit mode only: judge freshness at this instant" }),
     outcome_status: z.enum(["indeterminate", "unknown"]).optional(),
+    level: z.literal(0).optional().meta({ description: "CCS §10 Level 0: judge the receipt by its HMAC under the issuer's pinned shared secret (a 7-field receipt, or field 7 of a v1.3 one); no replay guarantee" }),
+    issuer: Uri.optional().meta({ description: "with level 0: the issuer whose shared secret verifies the receipt (a 7-field receipt names none)" }),
   })
   .strict()
   .meta({ id: "VerifyCall" });
@@ -124,6 +141,8 @@ export const Decision = z
     issuer: z.string().nullable(),
     kid: z.string().nullable(),
     idempotent_replay: z.literal(true).optional(),
+    verifier_class: VerifierClass.nullable().optional().meta({ description: "CCS §9 class of the issuer's verifier as its anchor declares it; null when the issuer is not pinned" }),
+    level: z.union([z.literal(0), z.literal(1)]).optional().meta({ description: "receipt route: 0 for a receipt judged by its HMAC (level: 0 calls), 1 for a v1.3 receipt judged by its Ed25519 signature" }),
     envelope: z.object({ hop_count: z.number(), child_trace_id: z.string(), cross_org: z.boolean() }).optional(),
     error: ErrorBody.optional(),
   })
@@ -188,6 +207,9 @@ const ChainStateFields = {
   tail: sha256Ref.nullable(),
   summary_hash: sha256Ref,
   receipt_hashes: z.array(sha256Ref),
+  chain_valid: z.boolean().meta({ description: "false once a key that signed one of its hops is revoked (CCS §14)" }),
+  broken_at_hop: z.number().int().nullable(),
+  revoked: z.object({ hop: z.number().int(), fingerprint: hex(64), revoked_at: z.number() }).nullable().meta({ description: "the revoked key and the first hop it signed" }),
 };
 export const HopAppended = z
   .object({ appended: z.literal(true), hop_count: z.number().int(), receipt_hash: sha256Ref, nonce_consumed: z.boolean(), ...ChainStateFields })
@@ -195,7 +217,7 @@ export const HopAppended = z
 export const HopRefused = z
   .object({ error: ErrorBody, failures: z.array(Failure).optional(), chain: z.object(ChainStateFields).optional(), nonce_consumed: z.boolean().optional() })
   .meta({ id: "HopRefused" });
-export const LiveChain = z.object({ ...ChainStateFields, seal: Seal }).meta({ id: "LiveChain" });
+export const LiveChain = z.object({ ...ChainStateFields, seal: Seal.nullable().meta({ description: "null when the chain is broken by a revoked key: the seal is withdrawn" }) }).meta({ id: "LiveChain" });
 
 export const PublishedKey = z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string().regex(/^[A-Za-z0-9_-]{43}$/), fingerprint: hex(64) }).meta({ id: "PublishedKey" });
 export const IssuerDocument = z
@@ -209,7 +231,28 @@ export const KeyCall = z
   .strict()
   .meta({ id: "KeyCall", description: "{issuer, kid} or {issuer, fingerprint}" });
 export const ResetCall = KeyCall.extend({ reason: z.string() }).strict().meta({ id: "ResetCall" });
-export const Revoked = z.object({ issuer: Uri, kid: z.string(), fingerprint: hex(64), revoked_at: z.number() }).meta({ id: "Revoked" });
+export const Revoked = z
+  .object({
+    issuer: Uri,
+    kid: z.string(),
+    fingerprint: hex(64),
+    revoked_at: z.number(),
+    in_flight: z.object({ chains: z.number().int(), journal_records: z.number().int() }).meta({ description: "CCS §14: live chains now broken at a hop this key signed, and journal records in flight under it now marked for reconciliation (GET /v1/admin/revocations/{fingerprint} lists them)" }),
+  })
+  .meta({ id: "Revoked" });
+const ReconciliationMark = z
+  .object({ record_id: z.string(), trace_id: z.string().nullable(), state: z.enum(JOURNAL_STATES), fingerprint: hex(64), revoked_at: z.number(), marked_at: z.number() })
+  .meta({ id: "ReconciliationMark", description: "a journal record admitted under a key revoked while it was in flight: it cannot be started, and its outcome is to be reconciled" });
+export const RevocationEffects = z
+  .object({
+    fingerprint: hex(64),
+    issuer: Uri,
+    kid: z.string(),
+    revoked_at: z.number(),
+    chains: z.array(z.object({ chain_id: z.string(), broken_at_hop: z.number().int().nullable(), seal_withdrawn: z.boolean() })).meta({ description: "live chains that took a hop signed by the key; broken_at_hop null when the hop was noted but never appended" }),
+    journal_records: z.array(ReconciliationMark),
+  })
+  .meta({ id: "RevocationEffects", description: "what a key's revocation touched (CCS §14)" });
 export const SequenceReset = z.object({ issuer: Uri, fingerprint: hex(64), kid: z.string(), previous_highest: z.number().nullable() }).passthrough().meta({ id: "SequenceResetAnswer" });
 
 export const IssuerView = z
@@ -221,16 +264,24 @@ export const IssuerView = z
     sequence_policy: z.enum(["repeat", "window"]),
     chain_sealer: z.boolean(),
     keys: z.array(z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string(), fingerprint: hex(64), short_fingerprint: hex(16), not_before: z.number().nullable(), not_after: z.number().nullable(), revoked: z.boolean() })),
+    verifier_class: VerifierClass,
+    audit: z.object({ report: z.string(), date: z.string() }).nullable().meta({ description: "the independent audit a Class B anchor names" }),
+    level0: z.boolean().meta({ description: "pinned with a shared secret (by reference; the secret is never answered): its Level 0 receipts are verifiable" }),
+    review: z
+      .object({ flagged: z.boolean(), allows: z.number().int(), others: z.number().int(), threshold: z.number().int() })
+      .nullable()
+      .meta({ description: "CCS 13.7: verdicts counted for this issuer over its pinned life; flagged when allow-only for at least threshold (null when the counters are unavailable)" }),
   })
   .passthrough()
   .meta({ id: "IssuerView" });
 
+const MinVerifierClass = z.record(z.string(), VerifierClass).meta({ description: "the lowest verifier class accepted, per audience; a receipt of a lower class is refused (VERIFIER_CLASS_INSUFFICIENT)" });
 export const Registration = z
-  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional() })
+  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, z.record(z.string(), z.unknown())]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
-export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri) }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
-export const RelyingParties = z.object({ relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number() })) }).meta({ id: "RelyingParties" });
+export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
+export const RelyingParties = z.object({ relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number(), min_verifier_class: MinVerifierClass.optional() })) }).meta({ id: "RelyingParties" });
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
 
 export const EcVerifyCall = z.object({ receipt: z.unknown(), corpus: z.unknown(), events: z.unknown() }).strict().meta({ id: "EcVerifyCall", description: "docs/ec-receipts.md: the receipt, the corpus map and the ordered events" });
@@ -410,7 +461,7 @@ export const JournalEntry = z
     prev: z.string().meta({ description: "SHA-256 hex of the previous entry's canonical JSON" }),
   })
   .meta({ id: "JournalEntry" });
-export const Evidence = z.object({ record: JournalRecord, history: z.array(JournalEntry), receipts: z.array(z.object({}).passthrough()) }).meta({ id: "Evidence" });
+export const Evidence = z.object({ record: JournalRecord, history: z.array(JournalEntry), receipts: z.array(z.object({}).passthrough()), reconciliation: ReconciliationMark.nullable() }).meta({ id: "Evidence" });
 export const EvidencePage = z
   .object({
     records: z.array(

@@ -8,6 +8,7 @@ import { publicKeyProblem } from "./ed25519.js";
 import { DEFAULT_SEQUENCE_POLICY, type SequencePolicy } from "./ledger.js";
 import { MAX_URI_BYTES } from "./receipt.js";
 import type { PinnedManifest } from "./manifest/pinning.js";
+import { DEFAULT_VERIFIER_CLASS, type AuditReference, type VerifierClass } from "./conformance/verifier-class.js";
 
 export interface AnchorKey {
   kid: string;
@@ -43,6 +44,12 @@ export interface AnchorRecord {
   chain_sealer?: boolean;
   /** The issuer's capability manifest, pinned beside the anchor (PUT /v1/admin/manifests). */
   manifest?: PinnedManifest;
+  /** CCS §9 class of the issuer's verifier; C when absent. */
+  verifier_class?: VerifierClass;
+  /** The independent audit a Class B verifier names. */
+  audit?: AuditReference;
+  /** Level 0: the name of the Worker secret holding the issuer's HMAC key, never the key. */
+  shared_secret?: { secret: string };
 }
 
 /** The history of replaced keys an anchor keeps; beyond it the oldest is dropped (KV's global revoked-key record still refuses it). */
@@ -64,6 +71,10 @@ export interface PinnedIssuer {
   chainSealer: boolean;
   /** The pinned manifest, when one is. */
   manifest: PinnedManifest | null;
+  /** CCS §9 class (C when the anchor declares none). */
+  verifierClass: VerifierClass;
+  /** Level 0: the name of the Worker secret holding the issuer's HMAC key, or null. */
+  sharedSecret: string | null;
 }
 
 /** A key ready to verify with: its raw bytes decoded once. */
@@ -90,7 +101,7 @@ export type AnchorBuild =
 export async function buildAnchorRecord(body: unknown, now: number): Promise<AnchorBuild> {
   const check = validateAnchorPin(body);
   if (!check.ok) return { kind: "invalid", code: "ANCHOR_INVALID", errors: check.errors };
-  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; config_hashes?: string[]; chain_sealer?: boolean; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
+  const pin = body as { issuer: string; org_id?: string | null; ledger_shards?: number; sequence_policy?: SequencePolicy; config_hashes?: string[]; chain_sealer?: boolean; verifier_class?: VerifierClass; audit?: AuditReference; shared_secret?: { secret: string }; keys: (Omit<AnchorKey, "fingerprint"> & { fingerprint?: string })[] };
   const errors: string[] = [];
   const tooLong = issuerProblem(pin.issuer);
   if (tooLong) errors.push(tooLong);
@@ -131,6 +142,9 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
     sequence_policy: pin.sequence_policy ?? DEFAULT_SEQUENCE_POLICY,
     ...(pin.config_hashes ? { config_hashes: pin.config_hashes } : {}),
     ...(pin.chain_sealer ? { chain_sealer: true } : {}),
+    ...(pin.verifier_class ? { verifier_class: pin.verifier_class } : {}),
+    ...(pin.audit ? { audit: pin.audit } : {}),
+    ...(pin.shared_secret ? { shared_secret: pin.shared_secret } : {}),
   };
   return { kind: "built", record };
 }
@@ -170,6 +184,8 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
     configHashes: record.config_hashes ?? null,
     chainSealer: record.chain_sealer === true,
     manifest: record.manifest ?? null,
+    verifierClass: record.verifier_class ?? DEFAULT_VERIFIER_CLASS,
+    sharedSecret: record.shared_secret?.secret ?? null,
   };
 }
 

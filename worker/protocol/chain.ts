@@ -12,7 +12,8 @@ import type { ReplayLedger } from "./ledger.js";
 import { isJsonObject as isObject } from "./strict-json.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import type { FreshnessPolicy } from "./checks/freshness.js";
-import { verifyReceipt, type Decision, type VerifyDeps } from "./verify.js";
+import { rejection, verifyReceipt, type Decision, type VerifyDeps } from "./verify.js";
+import { isLevel0Shape, level0Refused } from "./conformance/level0.js";
 import { CHAIN_ID, checkSeal, type ChainSeal, type SealDeps } from "./chain-seal.js";
 
 export { CHAIN_ID };
@@ -295,6 +296,8 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
       const e = entries[i] as KeptEntry;
       const issuedAt = typeof e.receipt.issued_at === "number" ? e.receipt.issued_at : opts.now;
       const now = archival ? (opts.at ?? issuedAt) : opts.now;
+      // A Level 0 receipt's HMAC proves nothing to whoever reads a chain: refused by name.
+      if (isLevel0Shape(e.receipt)) return Promise.resolve(rejection([level0Refused("a chain")], "audit", now));
       return verifyReceipt(e.receipt, { audience: null, mode: "audit", replay: "ignore", now, policy: opts.policy, runtimeContext: e.runtime_context }, ledgerDeps);
     }),
   );

@@ -25,6 +25,10 @@ export const FAILURE_CODES = [
   "SEALER_NOT_TRUSTED",
   "CONFIG_NOT_PINNED",
   "MANIFEST_STALE",
+  "VERIFIER_CLASS_INSUFFICIENT",
+  "VERIFIER_REVIEW_REQUIRED",
+  "LEVEL0_NOT_ACCEPTED",
+  "REPLAY_UNGUARDED",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -108,7 +112,7 @@ export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 409 | 413 | 500 | 503>
 export type Severity = "CRITICAL" | "WARNING";
 
 /** Codes that inform without invalidating: the evidence stays valid and the decision unchanged. */
-export const WARNING_CODES: ReadonlySet<FailureCode> = new Set(["OUTCOME_INDETERMINATE", "MANIFEST_STALE"]);
+export const WARNING_CODES: ReadonlySet<FailureCode> = new Set(["OUTCOME_INDETERMINATE", "MANIFEST_STALE", "VERIFIER_REVIEW_REQUIRED", "REPLAY_UNGUARDED"]);
 
 /** The CCS §12.2 step each code belongs to; 7 is evidence propagation (CCS §11: envelopes, chains). */
 export const STEP_OF: Record<FailureCode, number> = {
@@ -134,6 +138,10 @@ export const STEP_OF: Record<FailureCode, number> = {
   SEALER_NOT_TRUSTED: 3,
   CONFIG_NOT_PINNED: 3,
   MANIFEST_STALE: 3,
+  VERIFIER_CLASS_INSUFFICIENT: 3,
+  VERIFIER_REVIEW_REQUIRED: 3,
+  LEVEL0_NOT_ACCEPTED: 0,
+  REPLAY_UNGUARDED: 4,
 };
 
 export interface Failure {

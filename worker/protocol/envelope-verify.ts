@@ -9,6 +9,10 @@ import { sha256Hex } from "./digest.js";
 import { checkEnvelope, parseEnvelope, type Envelope } from "./envelope.js";
 import type { FreshnessPolicy } from "./checks/freshness.js";
 import { rejection, verifyReceipt, type Decision, type Idempotency, type Mode, type VerifyDeps } from "./verify.js";
+import type { Failure } from "./codes.js";
+import type { Receipt } from "./receipt.js";
+import { isJsonObject } from "./strict-json.js";
+import { isLevel0Shape, level0Refused } from "./conformance/level0.js";
 
 export interface EnvelopeCall {
   audience: string;
@@ -19,11 +23,15 @@ export interface EnvelopeCall {
   orgId: string | null;
   /** An enforce call's retry identity (see verifyReceipt). */
   idempotency?: Idempotency;
+  /** The caller's own further stateless checks of the receipt (its verifier-class floor), run before any nonce is consumed. */
+  receiptChecks?: (r: Receipt) => Failure[];
 }
 
 export type EnvelopeDecision = { decision: Decision; envelope: Envelope | null; crossOrg: boolean };
 
 export async function verifyEnvelope(value: unknown, call: EnvelopeCall, deps: VerifyDeps): Promise<EnvelopeDecision> {
+  // An HMAC proves nothing outside its trust domain: a Level 0 receipt never travels in an envelope.
+  if (isJsonObject(value) && isLevel0Shape(value.original_receipt)) return { decision: rejection([level0Refused("an envelope")], call.mode, call.now), envelope: null, crossOrg: false };
   const parsed = parseEnvelope(value);
   if (!parsed.ok) return { decision: rejection(parsed.failures, call.mode, call.now), envelope: null, crossOrg: false };
   const { envelope, crossOrg } = parsed;
@@ -46,7 +54,10 @@ export async function verifyEnvelope(value: unknown, call: EnvelopeCall, deps: V
       now: call.now,
       policy: call.policy,
       idempotency: call.idempotency,
-      contextChecks: (r, receiptHash) => checkEnvelope(envelope, crossOrg, r, receiptHash, { orgId: call.orgId, senderOrgId, keyFingerprint, pinnedFingerprints }),
+      contextChecks: (r, receiptHash) => [
+        ...checkEnvelope(envelope, crossOrg, r, receiptHash, { orgId: call.orgId, senderOrgId, keyFingerprint, pinnedFingerprints }),
+        ...(call.receiptChecks?.(r) ?? []),
+      ],
     },
     { ...deps, anchors },
   );

@@ -87,6 +87,20 @@ export type SequenceReset = {
 /** The audit fields of a reset, before the ledger adds what it held. */
 export type SequenceResetAudit = Omit<SequenceReset, "previous_highest"> & { highest_elsewhere: number | null };
 
+/**
+ * Evidence in flight that a key signed (CCS §14): a live chain holding a hop it signed. Noted on
+ * the issuer's first ledger shard before the hop is appended, so a revocation of the key (which
+ * that shard also records) finds every such chain without reading anything else.
+ */
+export interface KeyUse {
+  kind: "chain";
+  ref: string;
+  at: number;
+}
+
+/** The most key uses one listing answers; the rest are reached by paging after the last ref. */
+export const KEY_USES_PAGE = 1000;
+
 /** The admin side of an issuer's ledger: the IssuerLedger Durable Object and the in-memory ledger both offer it. */
 export interface LedgerAdmin {
   revoke(fingerprint: string, kid: string, at: number): Revocation;
@@ -96,6 +110,10 @@ export interface LedgerAdmin {
   /** forgetKey, answering the highest sequence held before; with `audit`, also records the reset. */
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null };
   sequenceResets(): SequenceReset[];
+  /** Notes that `fingerprint` signed evidence held at `ref`, unless the key is revoked (then nothing is written). */
+  noteKeyUse(fingerprint: string, use: KeyUse): { revoked: boolean };
+  /** The uses noted for a key, in ref order, after `after`, at most KEY_USES_PAGE. */
+  keyUses(fingerprint: string, after: string | null): KeyUse[];
 }
 
 /** The highest of some sequences, null and -1 meaning "none held". */

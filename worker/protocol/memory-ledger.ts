@@ -2,7 +2,7 @@
  * An in-memory ReplayLedger with the IssuerLedger's semantics, for offline use (CLI, tests
  * under plain Node). Not durable: a process restart forgets every nonce.
  */
-import { judgeReplay, maxHighest, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
+import { judgeReplay, KEY_USES_PAGE, maxHighest, type KeyUse, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
 export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
@@ -10,6 +10,7 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
   const revoked = new Map<string, Revocation>();
   const windows = new Map<string, SequenceWindow>();
   const resets: SequenceReset[] = [];
+  const uses = new Map<string, Map<string, KeyUse>>();
   const sequenceHeld = (fingerprint: string, sequence: number) => {
     for (const n of nonces.values()) if (n.fingerprint === fingerprint && n.sequence === sequence) return true;
     return false;
@@ -62,6 +63,15 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
       return { previous_highest };
     },
     sequenceResets: () => [...resets],
+    noteKeyUse(fingerprint, use) {
+      if (revoked.has(fingerprint)) return { revoked: true };
+      let held = uses.get(fingerprint);
+      if (!held) uses.set(fingerprint, (held = new Map()));
+      if (!held.has(`${use.kind}\n${use.ref}`)) held.set(`${use.kind}\n${use.ref}`, use);
+      return { revoked: false };
+    },
+    keyUses: (fingerprint, after) =>
+      [...(uses.get(fingerprint)?.values() ?? [])].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0)).filter((u) => after === null || u.ref > after).slice(0, KEY_USES_PAGE),
     nonces: () => nonces.size,
   };
 }

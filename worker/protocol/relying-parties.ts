@@ -5,6 +5,7 @@
  */
 import { isJsonObject } from "./strict-json.js";
 import { toBase64Url } from "./encoding.js";
+import { VERIFIER_CLASSES, type VerifierClass } from "./conformance/verifier-class.js";
 
 export const RELYING_PARTY_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 /** A supplied token: 32 to 256 characters of the URL-safe set. Generated ones are 43 + prefix. */
@@ -18,6 +19,8 @@ export interface RelyingParty {
   /** hex(SHA-256(token)): the token itself is never stored. */
   token_sha256: string;
   created_at: number;
+  /** CCS §9: the lowest verifier class this party accepts, per audience; any class for an audience absent here. */
+  min_verifier_class?: Record<string, VerifierClass>;
 }
 
 export interface Registration {
@@ -25,16 +28,24 @@ export interface Registration {
   audiences: string[];
   /** Supplied by the operator (provisioning, the local demo); otherwise generated. */
   token: string | null;
+  /** Per audience; empty when the party accepts every class. */
+  min_verifier_class: Record<string, VerifierClass>;
 }
 
 export type RegistrationParse = { ok: true; registration: Registration } | { ok: false; detail: string };
 
-/** `{name, audiences, token?}`; every audience must be one this deployment serves. */
+const isClass = (v: unknown): v is VerifierClass => typeof v === "string" && (VERIFIER_CLASSES as readonly string[]).includes(v);
+
+/**
+ * `{name, audiences, token?, min_verifier_class?}`; every audience must be one this deployment
+ * serves. `min_verifier_class` is a class for all the party's audiences, or an object naming a
+ * class for some of them.
+ */
 export function parseRegistration(body: unknown, served: ReadonlySet<string>): RegistrationParse {
   const bad = (detail: string): RegistrationParse => ({ ok: false, detail });
   if (!isJsonObject(body)) return bad("body must be {name, audiences, token?}");
-  for (const key of Object.keys(body)) if (!["name", "audiences", "token"].includes(key)) return bad(`unknown field ${JSON.stringify(key)}`);
-  const { name, audiences, token } = body as Record<string, unknown>;
+  for (const key of Object.keys(body)) if (!["name", "audiences", "token", "min_verifier_class"].includes(key)) return bad(`unknown field ${JSON.stringify(key)}`);
+  const { name, audiences, token, min_verifier_class: floor } = body as Record<string, unknown>;
   if (typeof name !== "string" || !RELYING_PARTY_NAME.test(name)) return bad("name must be 1-64 of [A-Za-z0-9._-]");
   if (!Array.isArray(audiences) || audiences.length === 0 || audiences.length > MAX_AUDIENCES_PER_PARTY) {
     return bad(`audiences must be a non-empty array of at most ${MAX_AUDIENCES_PER_PARTY} audiences`);
@@ -44,7 +55,16 @@ export function parseRegistration(body: unknown, served: ReadonlySet<string>): R
   if (token !== undefined && (typeof token !== "string" || !RELYING_PARTY_TOKEN.test(token))) {
     return bad("token, when supplied, must be 32-256 of [A-Za-z0-9._~-]");
   }
-  return { ok: true, registration: { name, audiences: audiences as string[], token: (token as string | undefined) ?? null } };
+  const min: Record<string, VerifierClass> = {};
+  if (isClass(floor)) for (const a of audiences as string[]) min[a] = floor;
+  else if (isJsonObject(floor)) {
+    for (const [a, c] of Object.entries(floor)) {
+      if (!(audiences as string[]).includes(a)) return bad(`min_verifier_class names ${JSON.stringify(a)}, which is not one of this party's audiences`);
+      if (!isClass(c)) return bad(`min_verifier_class for ${a} must be "A", "B" or "C"`);
+      min[a] = c;
+    }
+  } else if (floor !== undefined) return bad('min_verifier_class must be "A", "B" or "C", or an object of audience → class');
+  return { ok: true, registration: { name, audiences: audiences as string[], token: (token as string | undefined) ?? null, min_verifier_class: min } };
 }
 
 /** A fresh token from 32 random bytes. */

@@ -4,7 +4,9 @@ import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
+import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { KEY_USES_PAGE } from "../protocol/ledger.js";
+import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64 } from "../protocol/encoding.js";
@@ -43,23 +45,56 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
   return distinct[0];
 }
 
+const chainObject = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId)) as unknown as {
+  withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null }>;
+  brokenBy(fingerprint: string): Promise<{ broken_at_hop: number | null }>;
+};
+
+/** Every live chain that took a hop signed by `fingerprint`, page by page from the issuer's first ledger shard. */
+async function chainsSignedBy(c: Context<AppEnv>, issuer: string, shards: number, fingerprint: string): Promise<string[]> {
+  const { ledgers } = c.get("services");
+  const chains: string[] = [];
+  for (let after: string | null = null; ; ) {
+    const page = await ledgers.keyUses(issuer, shards, fingerprint, after);
+    chains.push(...page.filter((u) => u.kind === "chain").map((u) => u.ref));
+    if (page.length < KEY_USES_PAGE) return chains;
+    after = page[page.length - 1].ref;
+  }
+}
+
+/**
+ * CCS §14, re-validating evidence in flight: every live chain holding a hop the key signed is told
+ * of the revocation (it answers broken at that hop, its seal withdrawn), and every journal record
+ * admitted under the key and still in flight is marked for reconciliation. Idempotent, so a
+ * failed fan-out is retried by revoking again.
+ */
+async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number, fingerprint: string, revokedAt: number) {
+  const timeout = dependencyTimeout(c.env);
+  const chains = await chainsSignedBy(c, issuer, shards, fingerprint);
+  await Promise.all(chains.map((id) => withTimeout(chainObject(c, id).withdraw(fingerprint, revokedAt), timeout, "evidence chain")));
+  const { journal, now } = c.get("services");
+  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()));
+  return { chains: chains.length, journal_records: records.length };
+}
+
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   /** Registers a relying party; the token is answered once and stored only as its SHA-256. */
   .post("/relying-parties", jsonBody(Registration), async (c) => {
   const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
-  const { name, audiences: allowed, token: supplied } = parsed.registration;
+  const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
-  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()) });
+  const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
+  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), ...floor });
   if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
   if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
-  return c.json({ name, token, audiences: allowed }, 201);
+  return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
   const parties = await c.get("services").relyingParties.list();
-  return c.json({ relying_parties: parties.map(({ name, audiences, created_at }) => ({ name, audiences, created_at })) });
+  return c.json({ relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
 })
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
@@ -81,6 +116,10 @@ export const adminRoutes = new Hono<AppEnv>()
   if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
   const shards = built.record.ledger_shards ?? 1;
   requireShardKey(shards, ledgerShardKey(c.env));
+  // An HMAC key shared with another organisation is no trust domain: Level 0 stays inside this one.
+  if (built.record.shared_secret && built.record.org_id !== null && built.record.org_id !== (c.env.ORG_ID || null)) {
+    throw new ApiError(400, "ANCHOR_INVALID", "shared_secret (Level 0) is pinned only for an issuer of this deployment's own organisation (org_id absent or ORG_ID)");
+  }
   const existing = await anchors.get(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
@@ -121,12 +160,30 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
+  const in_flight = await revokeInFlight(c, record.issuer, record.ledger_shards ?? 1, key.fingerprint, revoked.revoked_at);
   // A manifest signed by a revoked key no longer says anything.
   if (record.manifest?.document.signing_key_fingerprint === key.fingerprint) {
     const { manifest: _dropped, ...rest } = record;
     await anchors.put(rest);
   }
-  return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at });
+  return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at, in_flight });
+})
+  /**
+   * What a key's revocation touched (CCS §14): the live chains that took a hop it signed, each with
+   * the hop it is broken at, and the journal records in flight under it, marked for reconciliation.
+   */
+  .get("/revocations/:fingerprint", async (c) => {
+  const fingerprint = c.req.param("fingerprint");
+  if (!HEX64.test(fingerprint)) throw new ApiError(400, "MALFORMED_REQUEST", "fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
+  const { anchors, journal } = c.get("services");
+  const revocation = await anchors.revokedKey(fingerprint);
+  if (!revocation) throw new ApiError(404, "NOT_FOUND", `no key with fingerprint ${fingerprint} has been revoked`);
+  const shards = (await anchors.get(revocation.issuer))?.ledger_shards ?? 1;
+  const timeout = dependencyTimeout(c.env);
+  const ids = await chainsSignedBy(c, revocation.issuer, shards, fingerprint);
+  const broken = await Promise.all(ids.map((id) => withTimeout(chainObject(c, id).brokenBy(fingerprint), timeout, "evidence chain")));
+  const chains = ids.map((chain_id, i) => ({ chain_id, broken_at_hop: broken[i].broken_at_hop, seal_withdrawn: broken[i].broken_at_hop !== null }));
+  return c.json({ ...revocation, chains, journal_records: await journal(INTAKE_TENANT).marksFor(fingerprint) });
 })
   /**
    * Clears the sequence state of one current key in every shard (its window and the sequences

@@ -10,6 +10,7 @@ import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
+import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 
 /** Anchors, verifier, the issuers' ledgers, and seal-key revocations (each issuer's asked once per call). */
 function chainDeps(services: Services): ChainDeps {
@@ -87,6 +88,10 @@ export const chainRoutes = new Hono<AppEnv>()
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
   if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
   const entry = body.entry as unknown as KeptEntry;
+  if (isLevel0Shape(entry.receipt)) {
+    const refused = level0Refused("a live chain");
+    return c.json({ error: { code: refused.code, detail: refused.detail }, failures: [refused], nonce_consumed: false }, 422);
+  }
   const party = c.get("relyingParty").name;
   const services = c.get("services");
   const registered = await services.chains.get(chainId);
@@ -118,7 +123,15 @@ export const chainRoutes = new Hono<AppEnv>()
     const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
     return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
   }
-  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string };
+  // CCS §14: the hop's signing key is noted on its issuer's ledger before the hop lands, so a
+  // revocation of that key finds this chain; a key revoked meanwhile is refused here.
+  const issuer = decision.issuer!;
+  const pinned = await services.anchors.pinned(issuer);
+  const key = pinned?.keys.find((k) => k.kid === decision.kid);
+  if (!pinned || !key) throw new Error("a verified receipt's key is not among its issuer's pinned keys");
+  const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, key.fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
+  if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${key.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
+  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: key.fingerprint };
   const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
   if (result.kind === "not-owned") throw notOwned(chainId);
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
@@ -128,7 +141,11 @@ export const chainRoutes = new Hono<AppEnv>()
   }
   return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
 })
-  /** The caller's live chain with this deployment's seal over it, as it stands now; an id absent from the registry is 404 unread. */
+  /**
+   * The caller's live chain with this deployment's seal over it, as it stands now; an id absent
+   * from the registry is 404 unread. A chain holding a hop signed by a key since revoked is
+   * answered broken at that hop, and no seal vouches for it.
+   */
   .get("/:chain_id", async (c) => {
   const chainId = chainIdOf(c);
   const party = c.get("relyingParty").name;
@@ -139,6 +156,6 @@ export const chainRoutes = new Hono<AppEnv>()
   const state = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
   if (!state) throw unknownChain(chainId);
   if (state.owner !== party) throw notOwned(chainId);
-  const seal = signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now()));
+  const seal = state.chain_valid ? signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now())) : null;
   return c.json({ ...state, seal });
 });

@@ -9,6 +9,50 @@ import { ApiError } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
+import type { PinnedIssuer } from "../protocol/anchors.js";
+import type { Failure } from "../protocol/codes.js";
+import { checkVerifierClass, reviewWarning, type VerifierClass } from "../protocol/conformance/verifier-class.js";
+
+/** A decision as the decision routes answer it: with the issuer's verifier class (CCS §9). */
+export type ClassedDecision = Decision & { verifier_class: VerifierClass | null };
+
+/**
+ * The verifier-class side of one decision call (CCS §9, 13.7). `deps` remembers the anchor each
+ * issuer was judged under, so nothing is read twice; `check` is the relying party's floor for the
+ * call's audience, run with the stateless checks (a refused receipt consumes no nonce); `report`
+ * adds the class to the decision and, when the counters flag the issuer as allow-only, the
+ * VERIFIER_REVIEW_REQUIRED warning. A flagged issuer is judged as Class C whatever it declares:
+ * the draft's 13.7 asks the relying party to treat it so until it is reviewed.
+ */
+export function verifierClasses(c: Context<AppEnv>, audience: string, base: VerifyDeps) {
+  const seen = new Map<string, PinnedIssuer | null>();
+  const { decisions, reviewThreshold } = c.get("services");
+  const floor = c.get("relyingParty").min_verifier_class?.[audience] ?? null;
+  const effective = (issuer: string, pinned: PinnedIssuer): VerifierClass => (decisions.flagged(issuer) ? "C" : pinned.verifierClass);
+  const deps: VerifyDeps = {
+    ...base,
+    anchors: async (issuer) => {
+      const pinned = await base.anchors(issuer);
+      seen.set(issuer, pinned);
+      return pinned;
+    },
+  };
+  return {
+    deps,
+    /** Remembers an anchor read outside `deps` (a Level 0 call reads its issuer itself). */
+    saw: (issuer: string, pinned: PinnedIssuer | null) => void seen.set(issuer, pinned),
+    check: (issuer: string): Failure[] => {
+      const pinned = seen.get(issuer);
+      return pinned ? checkVerifierClass(issuer, effective(issuer, pinned), floor) : [];
+    },
+    report: <D extends Decision>(d: D): D & { verifier_class: VerifierClass | null } => {
+      const pinned = d.issuer !== null ? seen.get(d.issuer) : undefined;
+      if (!pinned) return { ...d, verifier_class: null };
+      const review = decisions.flagged(d.issuer!) ? [reviewWarning(d.issuer!, reviewThreshold)] : [];
+      return { ...d, failures: [...d.failures, ...review], verifier_class: effective(d.issuer!, pinned) };
+    },
+  };
+}
 
 export interface DecisionCall {
   audience: string;
@@ -65,7 +109,7 @@ const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
  * logged once; an enforce decision is counted in this isolate's batch, which reaches
  * DecisionStats after the answer: counting writes nothing on an issuer's ledger.
  */
-export function answerDecision(c: Context<AppEnv>, decision: Decision): Response {
+export function answerDecision<D extends Decision>(c: Context<AppEnv>, decision: D): Response {
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   observeDecision(c, decision, malformed ? 400 : 200);
   // A malformed subject is a 400, in the one error shape every 4xx shares.

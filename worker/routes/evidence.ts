@@ -67,11 +67,12 @@ export const evidenceRoutes = new Hono<AppEnv>()
   .get("/:trace_id", async (c) => {
   const traceId = c.req.param("trace_id");
   if (!HEX16.test(traceId)) bad("trace_id must be 16 lowercase hex");
-  const loaded = await c.get("services").journal(INTAKE_TENANT).port.load(recordIdOf(traceId));
+  const journal = c.get("services").journal(INTAKE_TENANT);
+  const [loaded, reconciliation] = await Promise.all([journal.port.load(recordIdOf(traceId)), journal.markOf(recordIdOf(traceId))]);
   if (loaded.kind === "not-found") throw new ApiError(404, "NOT_FOUND", `no evidence for trace ${traceId}`);
   if (loaded.kind === "corrupt") {
     console.error(JSON.stringify({ event: "journal_history_invalid", record_id: loaded.record_id, reason: loaded.reason }));
     throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of this record does not add up and was refused");
   }
-  return c.json({ record: loaded.record, history: loaded.history, receipts: receiptsOf(loaded.history) });
+  return c.json({ record: loaded.record, history: loaded.history, receipts: receiptsOf(loaded.history), reconciliation });
 });

@@ -157,6 +157,9 @@ export const executionRoutes = new Hono<AppEnv>()
   const traceId = traceOf(c);
   const body = validateBody(StartCall, await readStrictJson(c, MAX_VERIFY_BODY));
   const { record, history } = await loadTrace(c, traceId);
+  // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
+  const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
+  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
   const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: c.get("services").now(), lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":

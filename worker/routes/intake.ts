@@ -59,6 +59,8 @@ interface DecisionDetail {
   runtime_context_jcs: string | null;
   rules: RuleResult[];
   approval_jcs: string | null;
+  /** Fingerprint of the key the admission was signed under: what a revocation of that key finds it by (CCS §14). */
+  admitted_under: string;
 }
 
 /** The latest admission decision a record's history holds (the one an execution starts from), or null while it is only reserved. */
@@ -124,7 +126,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     fromApproval = true;
   }
   const admission = await issueAdmission(intake, audience, own.context, admissionDeps(c, own));
-  const decision = decisionOf(admission, approval);
+  const decision = decisionOf(admission, approval, own.identity.fingerprint);
   const appended = await journal.appendMany({
     record_id: reserved.record.record_id,
     expected_revision: expected,
@@ -138,13 +140,13 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
 }
 
 /** The journal transition an admission decides, carrying its signed receipt. */
-function decisionOf(admission: Admission, approval: string | null) {
+function decisionOf(admission: Admission, approval: string | null, admittedUnder: string) {
   return {
     to: decidedState(admission),
     effect: "not-started" as const,
     receipt: admission.receipt,
     // The runtime context is kept as the canonical text its hash covers: it is the caller's, not the journal's.
-    detail: { runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null, rules: admission.results, approval_jcs: approval } satisfies DecisionDetail,
+    detail: { runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null, rules: admission.results, approval_jcs: approval, admitted_under: admittedUnder } satisfies DecisionDetail,
   };
 }
 
@@ -157,7 +159,7 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: stri
   const loaded = await journal.loadByIdempotency(traceId);
   if (loaded.kind !== "found") throw new Error(`journal record of ${traceId}: ${loaded.kind}`);
   if (loaded.record.state !== "awaiting_approval") throw new ApiError(409, "CHALLENGE_ANSWERED", "this trace is no longer waiting for evidence");
-  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decisionOf(admission, null)] });
+  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decisionOf(admission, null, (await issuing(c.env)).identity.fingerprint)] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
 }
 

@@ -3,6 +3,9 @@ import type { AppEnv } from "../app.js";
 import { ApiError } from "../http.js";
 import { DEFAULT_SEQUENCE_POLICY } from "../protocol/ledger.js";
 import { issuerProblem } from "../protocol/anchors.js";
+import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
+import { dependencyTimeout } from "../config.js";
+import { readReview } from "../stores.js";
 
 /** The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read. */
 function issuerOf(encoded: string): string {
@@ -20,15 +23,20 @@ function issuerOf(encoded: string): string {
 export const issuerRoutes = new Hono<AppEnv>()
   /**
    * The pinned public anchor of one issuer: current and previous keys, each marked revoked or
-   * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets.
+   * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets;
+   * its verifier class and, from the decision counters, whether it is flagged for review (13.7).
    */
   .get("/:issuer{.+}", async (c) => {
   const issuer = issuerOf(c.req.param("issuer"));
-  const { anchors, ledgers } = c.get("services");
+  const { anchors, ledgers, reviewThreshold } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   const shards = record.ledger_shards ?? 1;
-  const { revoked, sequence_resets } = await ledgers.anchorState(issuer, shards);
+  const [{ revoked, sequence_resets }, review] = await Promise.all([
+    ledgers.anchorState(issuer, shards),
+    // Operational counters, not evidence: when they do not answer, the flag is unknown (null).
+    readReview(c.env, issuer, reviewThreshold, dependencyTimeout(c.env)).catch(() => null),
+  ]);
   const revokedKeys = new Set(revoked.map((r) => r.fingerprint));
   return c.json({
     issuer: record.issuer,
@@ -41,5 +49,10 @@ export const issuerRoutes = new Hono<AppEnv>()
     previous_keys: (record.previous_keys ?? []).map((k) => ({ ...k, revoked: revokedKeys.has(k.fingerprint) })),
     revoked,
     sequence_resets,
+    verifier_class: record.verifier_class ?? DEFAULT_VERIFIER_CLASS,
+    audit: record.audit ?? null,
+    // The secret's name is configuration; the secret never leaves the Worker.
+    level0: record.shared_secret !== undefined,
+    review,
   });
 });

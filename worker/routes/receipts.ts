@@ -1,16 +1,23 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
 import { VerifyCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
-import { verifyReceipt } from "../protocol/verify.js";
-import { answerDecision, parseDecisionCall, verifyDeps } from "./decision-call.js";
+import { gateDecision, rejection, verifyReceipt } from "../protocol/verify.js";
+import { decodeSharedSecret, isLevel0Shape, level0Refused, verifyLevel0, type Level0Decision } from "../protocol/conformance/level0.js";
+import type { z } from "zod";
+import { answerDecision, parseDecisionCall, verifierClasses, verifyDeps, type DecisionCall } from "./decision-call.js";
 
 export const receiptRoutes = new Hono<AppEnv>()
   .post("/verify", jsonBody(VerifyCall), async (c) => {
   const body = validateBody(VerifyCall, await readStrictJson(c, MAX_VERIFY_BODY, { field: "receipt", code: "MALFORMED_RECEIPT" }));
   const call = parseDecisionCall(c, body, "receipt");
   if (call.mode === "enforce" && body.request === undefined) throw new ApiError(400, "MALFORMED_REQUEST", "enforce mode requires request");
+  const classes = verifierClasses(c, call.audience, verifyDeps(c.get("services")));
+  if (body.level === 0) return answerDecision(c, classes.report(await level0(c, body, call, classes)));
+  if (body.issuer !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "issuer is given only with level: 0 (a v1.3 receipt names its own)");
+  // A Level 0 receipt presented as v1.3 evidence is refused by name, not as a malformed receipt.
+  if (isLevel0Shape(body.receipt)) return answerDecision(c, { ...rejection([level0Refused("a call without level: 0")], call.mode, call.now), verifier_class: null, level: 0 as const });
   const decision = await verifyReceipt(
     body.receipt,
     {
@@ -20,8 +27,41 @@ export const receiptRoutes = new Hono<AppEnv>()
       response: body.response,
       runtimeContext: body.runtime_context,
       reportedOutcome: body.outcome_status,
+      contextChecks: (r) => classes.check(r.issuer),
     },
-    verifyDeps(c.get("services")),
+    classes.deps,
   );
-  return answerDecision(c, decision);
+  return answerDecision(c, { ...classes.report(decision), level: 1 as const });
 });
+
+/**
+ * A `level: 0` call: the receipt judged by its HMAC under the shared secret its issuer is pinned
+ * with (the anchor names a Worker secret; the secret is read from the environment here and never
+ * stored). A pinned reference to a secret this deployment lacks is a configuration error.
+ */
+async function level0(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, call: DecisionCall, classes: ReturnType<typeof verifierClasses>): Promise<Level0Decision> {
+  const named = body.issuer ?? (isLevel0Shape(body.receipt) ? undefined : (body.receipt as { issuer?: unknown } | null)?.issuer);
+  if (typeof named !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call names the issuer whose shared secret verifies the receipt");
+  if (body.response !== undefined || body.outcome_status !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call takes receipt, audience, issuer, request and mode only");
+  const pinned = await classes.deps.anchors(named);
+  classes.saw(named, pinned);
+  let secret: Uint8Array | null = null;
+  if (pinned?.sharedSecret) {
+    secret = decodeSharedSecret((c.env as unknown as Record<string, string | undefined>)[pinned.sharedSecret]);
+    if (!secret) throw new ApiError(500, "SERVICE_MISCONFIGURED", "the shared secret this issuer is pinned with is not configured in this deployment (at least 32 bytes as lowercase hex)");
+  }
+  const judged = await verifyLevel0(body.receipt, {
+    issuer: named,
+    secret,
+    crossOrg: pinned !== null && pinned.orgId !== null && pinned.orgId !== (c.env.ORG_ID || null),
+    audience: call.audience,
+    mode: call.mode,
+    now: call.now,
+    policy: freshnessPolicy(c.env),
+    request: body.request,
+    runtimeContext: body.runtime_context,
+  });
+  const floor = classes.check(named);
+  if (floor.length === 0) return judged;
+  return { ...judged, valid: false, decision: gateDecision(call.mode, false, "block"), failures: [...floor, ...judged.failures], enforcement: { ...judged.enforcement, action: "block" } };
+}

@@ -12,6 +12,7 @@ import { dependencyTimeout } from "../config.js";
 import { sha256 } from "../protocol/digest.js";
 import { readStatusFigures } from "../stores.js";
 import { readUsageCounts } from "../usage-store.js";
+import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { issuingIfConfigured } from "../manifest-store.js";
 import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
@@ -62,6 +63,7 @@ async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssue
         ledger_shards: shards,
         keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint, not_before: k.not_before, not_after: k.not_after, revoked: revoked ? revoked.has(k.fingerprint) : null })),
         nonces: state?.nonces ?? null,
+        verifier_class: record.verifier_class ?? DEFAULT_VERIFIER_CLASS,
       };
     }),
   );
@@ -80,10 +82,13 @@ async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | null> {
 async function statusView(c: Context<AppEnv>): Promise<StatusView> {
   const [listed, figures, manifest, usage] = await Promise.all([
     pinnedIssuers(c).catch(partial("anchors")),
-    readStatusFigures(c.env, STATUS_MINUTES, STATUS_LABELS, dependencyTimeout(c.env)).catch(partial("decision stats")),
+    readStatusFigures(c.env, STATUS_MINUTES, STATUS_LABELS, dependencyTimeout(c.env), c.get("services").reviewThreshold).catch(partial("decision stats")),
     ownManifest(c).catch(partial("manifest")),
     usageFigures(c).catch(partial("usage ledgers")),
   ]);
+  // CCS 13.7: the flag each issuer carries, from the same counters; unknown when they did not answer.
+  const review = figures ? new Set(figures.review) : null;
+  if (listed) for (const i of listed.issuers) i.review = review ? review.has(i.issuer) : null;
   return {
     generatedAt: Math.floor(Date.now() / 1000),
     self: c.env.ISSUER || null,

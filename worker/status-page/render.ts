@@ -24,6 +24,10 @@ export interface StatusIssuer {
   keys: StatusKey[];
   /** Nonces held, summed over the shards; null when not counted (unavailable or past the shard budget). */
   nonces: number | null;
+  /** CCS §9 class its anchor declares (C when none); absent when the anchor record was unavailable. */
+  verifier_class?: "A" | "B" | "C";
+  /** CCS 13.7: flagged for review (allow-only over the threshold); null when the counters did not answer. */
+  review?: boolean | null;
 }
 
 /** This deployment's capability manifest as the page shows it. */
@@ -96,7 +100,7 @@ function issuersSection(v: StatusView): string {
   const rows = v.issuers.flatMap((i) =>
     i.keys.length === 0 ? [`<tr><td><code>${esc(i.issuer)}</code></td><td colspan="6">anchor record unavailable</td></tr>`] : i.keys.map((k, n) => {
       const issuerCells = n === 0
-        ? `<td rowspan="${i.keys.length}"><code>${esc(i.issuer)}</code>${i.issuer === v.self ? " (this deployment)" : ""}${i.org_id ? `<br><small>org ${esc(i.org_id)}</small>` : ""}</td>`
+        ? `<td rowspan="${i.keys.length}"><code>${esc(i.issuer)}</code>${i.issuer === v.self ? " (this deployment)" : ""}${i.org_id ? `<br><small>org ${esc(i.org_id)}</small>` : ""}${i.verifier_class ? `<br><small>Class ${i.verifier_class}</small>` : ""}${i.review ? `<br><span class="revoked">review required: allow-only</span>` : ""}</td>`
         : "";
       const nonceCell = n === 0 ? `<td class="num" rowspan="${i.keys.length}">${count(i.nonces)}${i.ledger_shards > 1 ? `<br><small>${i.ledger_shards} shards</small>` : ""}</td>` : "";
       const revoked = k.revoked === null ? "unknown" : k.revoked ? `<span class="revoked">revoked</span>` : "no";

@@ -88,6 +88,12 @@ export const isConsistentEffect = (state: JournalState, effect: EffectDispositio
 export const isTerminal = (state: JournalState): boolean => TRANSITIONS[state].length === 0;
 
 /**
+ * States of a record whose outcome is not yet settled: evidence in flight. When the key its
+ * admission was signed under is revoked (CCS §14), such a record is marked for reconciliation.
+ */
+export const IN_FLIGHT_STATES: readonly JournalState[] = ["reserved", "awaiting_policy", "awaiting_approval", "ready", "started", "indeterminate"];
+
+/**
  * The outcome_status a record reports (CCS §4.2, §4.5): a denial is confirmed at admission; an
  * admitted action is dispatched until its result is recorded; a started execution whose lease
  * lapsed without a result is `unknown` (positive evidence that it did not complete under

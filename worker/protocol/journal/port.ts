@@ -60,6 +60,20 @@ export interface JournalRecord {
   updated_at: number;
 }
 
+/**
+ * A record admitted under a key since revoked, while it was still in flight (CCS §14): its
+ * admission is no longer evidence, so it must not be started and its outcome must be reconciled.
+ */
+export interface ReconciliationMark {
+  record_id: string;
+  trace_id: string | null;
+  /** The record's state now. */
+  state: JournalState;
+  fingerprint: string;
+  revoked_at: number;
+  marked_at: number;
+}
+
 export interface LoadedRecord {
   record: JournalRecord;
   history: JournalEntry[];

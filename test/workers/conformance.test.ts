@@ -1,0 +1,168 @@
+/**
+ * CCS conformance beyond the receipt format, in workerd with real KV and Durable Objects: verifier
+ * classes on anchors and decisions (§9), a relying party's class floor, the 13.7 allow-only
+ * review flag from the decision counters, and Level 0 receipts (§10) refused wherever evidence
+ * crosses a trust domain.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { labelHex } from "../../vectors/ccs/factory.js";
+import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
+import { jcs, sha256Hex } from "../../worker/protocol/digest.js";
+import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
+import { fromHex } from "../../worker/protocol/encoding.js";
+import type { Receipt } from "../../worker/protocol/receipt.js";
+import { AUDIENCE, harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
+
+const JSON_HEADERS = { "content-type": "application/json" };
+const codes = (body: { failures: { code: string }[] }) => body.failures.map((f) => f.code);
+const AUDIT = { report: "https://audits.example/report-2026-03", date: "2026-03-31" };
+
+async function envelopeOf(r: Receipt) {
+  return {
+    envelope_version: "1.3",
+    original_receipt: r,
+    parent_trace_id: r.trace_id,
+    child_trace_id: await labelHex(`conformance/child/${r.nonce}`, 16),
+    delegation_reason: "delegates the lookup",
+    hop_count: 1,
+    previous_receipt_hash: receiptHashOf(await receiptDigest(r as unknown as Record<string, unknown>)),
+  };
+}
+
+/** A 7-field Level 0 receipt under the workers-pool LEGACY_HMAC_KEY, and the Command it binds. */
+async function level0Receipt(label: string, verdict: "allow" | "deny" = "allow") {
+  const params = { query: "weather in Tokyo" };
+  const request = { agent_id: "test-agent", tool: "search_web", params, timestamp: TEST_NOW - 2, trace_id: await labelHex(`${label}/trace`, 16) };
+  const fields = { trace_id: request.trace_id, verdict, timestamp: TEST_NOW - 1.25, tool: "search_web", params_hash: (await sha256Hex(jcs(params))).slice(0, 16), rule_summary: `SEC-004=${verdict}` };
+  const receipt = { ...fields, receipt: legacyMac(level0Payload(fields), fromHex(env.LEGACY_HMAC_KEY)!), ...(verdict === "deny" ? { block_reason: "denied" } : {}) };
+  return { receipt, request };
+}
+
+describe("verifier classes (CCS §9)", () => {
+  it("an anchor declares A, B (naming its audit) or C; C when it declares nothing; B without an audit, or an audit without B, is refused", async () => {
+    const h = harness(env, createExecutionContext());
+    const b = await issuerFor("class-b-anchor");
+    expect((await h.pin({ ...b.anchor, verifier_class: "B" })).body.error.code).toBe("ANCHOR_INVALID");
+    expect((await h.pin({ ...b.anchor, verifier_class: "A", audit: AUDIT })).body.error.code).toBe("ANCHOR_INVALID");
+    expect((await h.pin({ ...b.anchor, verifier_class: "D" })).body.error.code).toBe("ANCHOR_INVALID");
+    expect((await h.pin({ ...b.anchor, verifier_class: "B", audit: AUDIT })).status).toBe(200);
+    const view = await h.call(`/v1/issuers/${encodeURIComponent(b.id.issuer)}`);
+    expect(view.body).toMatchObject({ verifier_class: "B", audit: AUDIT, level0: false });
+    const c = await issuerFor("class-default-anchor");
+    await h.pin(c.anchor);
+    expect((await h.call(`/v1/issuers/${encodeURIComponent(c.id.issuer)}`)).body).toMatchObject({ verifier_class: "C", audit: null });
+  });
+
+  it("decisions and envelopes report the issuer's class; an unpinned issuer's is null", async () => {
+    const h = harness(env, createExecutionContext());
+    const a = await issuerFor("class-a-decisions");
+    await h.pin({ ...a.anchor, verifier_class: "A" });
+    expect((await h.verify(await a.body())).body).toMatchObject({ valid: true, decision: "accept", verifier_class: "A", level: 1 });
+    const { receipt } = await a.receipt();
+    const env1 = await h.call("/v1/envelopes/verify", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ envelope: await envelopeOf(receipt), audience: AUDIENCE }) });
+    expect(env1.body).toMatchObject({ valid: true, decision: "accept", verifier_class: "A" });
+    const stranger = await issuerFor("class-unpinned");
+    expect((await h.verify(await stranger.body())).body).toMatchObject({ valid: false, verifier_class: null });
+  });
+
+  it("a relying party registered with min_verifier_class refuses a lower class with VERIFIER_CLASS_INSUFFICIENT before the nonce is consumed; the same receipt passes for a party without the floor", async () => {
+    const h = harness(env, createExecutionContext());
+    const b = await issuerFor("class-floor-b");
+    await h.pin({ ...b.anchor, verifier_class: "B", audit: AUDIT });
+    const token = "class-floor-party-token-0123456789abcdef";
+    const bad = await h.admin("POST", "/v1/admin/relying-parties", { name: "floor-bad", audiences: [AUDIENCE], min_verifier_class: { "https://not-mine.example": "A" } });
+    expect(bad.status).toBe(400);
+    const registered = await h.admin("POST", "/v1/admin/relying-parties", { name: "floor-a", audiences: [AUDIENCE], token, min_verifier_class: "A" });
+    expect(registered.status).toBe(201);
+    expect(registered.body.min_verifier_class).toEqual({ [AUDIENCE]: "A" });
+    const body = await b.body();
+    const asFloor = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
+    const refused = await h.call("/v1/receipts/verify", { method: "POST", headers: asFloor, body: JSON.stringify(body) });
+    expect(refused.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, verifier_class: "B" });
+    expect(codes(refused.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT"]);
+    const { receipt } = await b.receipt();
+    const envelope = await h.call("/v1/envelopes/verify", { method: "POST", headers: asFloor, body: JSON.stringify({ envelope: await envelopeOf(receipt), audience: AUDIENCE }) });
+    expect(codes(envelope.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT"]);
+    expect(envelope.body.nonce_consumed).toBe(false);
+    // The honest path: the same receipt, never consumed, is accepted by a party without the floor.
+    expect((await h.verify(body)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
+});
+
+describe("13.7: an allow-only issuer is flagged for review from the decision counters", () => {
+  it("after the threshold of allow verdicts and nothing else, decisions warn VERIFIER_REVIEW_REQUIRED and judge it as Class C; GET /v1/issuers and the status page flag it; one deny clears it", async () => {
+    const ctx = createExecutionContext();
+    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
+    const x = await issuerFor("review-allow-only");
+    await h.pin({ ...x.anchor, verifier_class: "A" });
+    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    for (let i = 0; i < 2; i++) expect((await h.verify(await x.body())).body).toMatchObject({ decision: "accept", failures: [] });
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 2, others: 0, threshold: 3 });
+    expect((await h.verify(await x.body())).body.failures).toEqual([]);
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toMatchObject({ flagged: true, allows: 3 });
+    const warned = (await h.verify(await x.body())).body;
+    expect(warned).toMatchObject({ valid: true, decision: "accept", verifier_class: "C" });
+    expect(codes(warned)).toEqual(["VERIFIER_REVIEW_REQUIRED"]);
+    expect(warned.failures[0].severity).toBe("WARNING");
+    await waitOnExecutionContext(ctx);
+    const page = await h.call("/");
+    expect(page.text).toContain("review required: allow-only");
+    expect((await h.verify(await x.body({ verdict: "deny" }))).body).toMatchObject({ valid: true, decision: "reject" });
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toMatchObject({ flagged: false, others: 1 });
+    expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
+  });
+});
+
+describe("Level 0 receipts (CCS §10)", () => {
+  it("the anchor holds the name of a Worker secret, never the secret, and only for an issuer of this organisation", async () => {
+    const h = harness(env, createExecutionContext());
+    const l = await issuerFor("level0-pin");
+    expect((await h.pin({ ...l.anchor, org_id: "https://another-org.example", shared_secret: { secret: "LEGACY_HMAC_KEY" } })).body.error.code).toBe("ANCHOR_INVALID");
+    expect((await h.pin({ ...l.anchor, shared_secret: { secret: env.LEGACY_HMAC_KEY } })).body.error.code).toBe("ANCHOR_INVALID");
+    expect((await h.pin({ ...l.anchor, shared_secret: { secret: "LEGACY_HMAC_KEY" } })).status).toBe(200);
+    const view = await h.call(`/v1/issuers/${encodeURIComponent(l.id.issuer)}`);
+    expect(view.body.level0).toBe(true);
+    expect(view.text).not.toContain("LEGACY_HMAC_KEY");
+    expect(view.text).not.toContain(env.LEGACY_HMAC_KEY);
+  });
+
+  it("is accepted on the receipt route with level: 0 and the REPLAY_UNGUARDED warning; a secret the deployment lacks is a configuration error, not a pass", async () => {
+    const h = harness(env, createExecutionContext());
+    const l = await issuerFor("level0-route");
+    await h.pin({ ...l.anchor, shared_secret: { secret: "LEGACY_HMAC_KEY" } });
+    const { receipt, request } = await level0Receipt("level0-route");
+    const ok = await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: l.id.issuer });
+    expect(ok.body).toMatchObject({ valid: true, decision: "accept", level: 0, nonce_consumed: false, kid: null });
+    expect(codes(ok.body)).toEqual(["REPLAY_UNGUARDED"]);
+    const other = await h.verify({ receipt, request: { ...request, params: { query: "weather in Osaka" } }, audience: AUDIENCE, level: 0, issuer: l.id.issuer });
+    expect(codes(other.body)).toEqual(["BINDING_MISMATCH", "REPLAY_UNGUARDED"]);
+    expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0 })).status).toBe(400);
+    const missing = await issuerFor("level0-missing-secret");
+    await h.pin({ ...missing.anchor, shared_secret: { secret: "NOT_CONFIGURED_SECRET" } });
+    expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: missing.id.issuer })).body.error.code).toBe("SERVICE_MISCONFIGURED");
+  });
+
+  it("is refused by name in envelopes (same-org and cross-org), chain documents and live chains", async () => {
+    const h = harness(env, createExecutionContext());
+    const { receipt } = await level0Receipt("level0-refused");
+    const base = { envelope_version: "1.3", original_receipt: receipt, parent_trace_id: receipt.trace_id, child_trace_id: "0123456789abcdef", delegation_reason: "x", hop_count: 1, previous_receipt_hash: "sha256:" + "0".repeat(64) };
+    for (const envelope of [base, { ...base, sender_org_id: "https://sender.example", receiver_org_id: "https://relying-org.example", self_contained: true, trust_anchor_reference: "0".repeat(64), issuer_public_key: "A".repeat(43) }]) {
+      const judged = await h.call("/v1/envelopes/verify", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ envelope, audience: AUDIENCE }) });
+      expect(judged.status).toBe(200);
+      expect(codes(judged.body)).toEqual(["LEVEL0_NOT_ACCEPTED"]);
+    }
+    const digest = await receiptDigest(receipt);
+    const chain = { chain_id: "level0-doc", entries: [{ hop_count: 0, receipt }], summary_hash: "sha256:" + (await sha256Hex(digest)), total_hops: 1 };
+    const verdict = await h.call("/v1/chains/verify", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ chain }) });
+    expect(verdict.body.chain_valid).toBe(false);
+    expect(verdict.body.failures.map((f: { code: string }) => f.code)).toContain("LEVEL0_NOT_ACCEPTED");
+    const hop = await h.call("/v1/chains/level0-live/hops", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ entry: { hop_count: 0, receipt } }) });
+    expect(hop.status).toBe(422);
+    expect(hop.body.error.code).toBe("LEVEL0_NOT_ACCEPTED");
+  });
+});

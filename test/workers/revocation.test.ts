@@ -1,0 +1,123 @@
+/**
+ * CCS §14, "MUST re-validate in-flight evidence when a trust anchor is revoked", in workerd with
+ * real Durable Objects: revoking a key breaks every live chain holding a hop it signed at that hop
+ * (its seal withdrawn) and marks every journal record admitted under it and still in flight for
+ * reconciliation; GET /v1/admin/revocations/{fingerprint} lists both. Chains and records the key
+ * never signed stay as they were.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { makeChainHops } from "../../vectors/ccs/factory.js";
+import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
+
+let counter = 0;
+const post = (body: unknown, token?: string) => ({ method: "POST", headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+
+/** Signs a linked hop per identity and appends the first `appended` of them (all by default) to a live chain. */
+async function liveChain(h: Harness, chainId: string, ids: Awaited<ReturnType<typeof issuerFor>>[], appended = ids.length) {
+  const hops = await makeChainHops(ids.map((i) => ({ id: i.id, spec: { label: `revocation/${chainId}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter } })));
+  for (const [n, hop] of hops.slice(0, appended).entries()) {
+    const entry = { hop_count: n, receipt: hop.receipt, runtime_context: hop.runtime_context, ...(n > 0 ? { previous_receipt_hash: (await h.call(`/v1/chains/${chainId}`)).body.tail } : {}) };
+    const res = await h.call(`/v1/chains/${chainId}/hops`, post({ entry }));
+    expect(res.status, res.text).toBe(200);
+  }
+  return hops;
+}
+
+describe("revoking a key under live chains", () => {
+  it("breaks each chain at the first hop the key signed and withdraws its seal; a chain it never signed keeps its seal; the broken chain takes no further hop", async () => {
+    const h = harness(env, createExecutionContext());
+    const planner = await issuerFor("revocation-planner");
+    const worker = await issuerFor("revocation-worker");
+    await h.pin(planner.anchor);
+    await h.pin(worker.anchor);
+    const mixedHops = await liveChain(h, "rev-mixed", [planner, worker, planner], 2);
+    await liveChain(h, "rev-worker-only", [worker]);
+    await liveChain(h, "rev-planner-only", [planner, planner]);
+    expect((await h.call("/v1/chains/rev-mixed")).body).toMatchObject({ chain_valid: true, broken_at_hop: null, seal: { chain_id: "rev-mixed" } });
+
+    const revoked = await h.revoke(worker.id.issuer, worker.id.kid);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.in_flight).toEqual({ chains: 2, journal_records: 0 });
+    const fingerprint = revoked.body.fingerprint;
+
+    const mixed = (await h.call("/v1/chains/rev-mixed")).body;
+    expect(mixed).toMatchObject({ chain_valid: false, broken_at_hop: 1, revoked: { hop: 1, fingerprint }, seal: null, total_hops: 2 });
+    expect((await h.call("/v1/chains/rev-worker-only")).body).toMatchObject({ chain_valid: false, broken_at_hop: 0, seal: null });
+    // The honest path: a chain the revoked key never signed is untouched.
+    expect((await h.call("/v1/chains/rev-planner-only")).body).toMatchObject({ chain_valid: true, broken_at_hop: null, revoked: null, seal: { chain_id: "rev-planner-only" } });
+
+    const listed = await h.admin("GET", `/v1/admin/revocations/${fingerprint}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject({ fingerprint, issuer: worker.id.issuer, kid: worker.id.kid, journal_records: [] });
+    expect(listed.body.chains).toEqual([
+      { chain_id: "rev-mixed", broken_at_hop: 1, seal_withdrawn: true },
+      { chain_id: "rev-worker-only", broken_at_hop: 0, seal_withdrawn: true },
+    ]);
+
+    // Nothing is appended after the break, even a hop by a key still trusted.
+    const next = mixedHops[2];
+    const appended = await h.call("/v1/chains/rev-mixed/hops", post({ entry: { hop_count: 2, receipt: next.receipt, runtime_context: next.runtime_context, previous_receipt_hash: mixed.tail } }));
+    expect(appended.status).toBe(409);
+    expect(appended.body.error.code).toBe("CHAIN_BROKEN");
+
+    // Revoking again changes nothing and answers the same effects.
+    expect((await h.revoke(worker.id.issuer, worker.id.kid)).body.in_flight).toEqual({ chains: 2, journal_records: 0 });
+  });
+
+  it("a revocation listing is for revoked keys only; a fingerprint not of that form is 400", async () => {
+    const h = harness(env, createExecutionContext());
+    expect((await h.admin("GET", `/v1/admin/revocations/${"ab".repeat(32)}`)).status).toBe(404);
+    expect((await h.admin("GET", "/v1/admin/revocations/not-hex")).status).toBe(400);
+    expect((await h.call(`/v1/admin/revocations/${"ab".repeat(32)}`)).status).toBe(401);
+  });
+});
+
+describe("revoking this deployment's own key under its receipt journal", () => {
+  let traces = 0;
+  const trace = () => (0xe000 + ++traces).toString(16).padStart(16, "0");
+  const command = (extra: Record<string, unknown> = {}) => ({ intake_version: "1.3", agent_id: "revocation-agent", tool: "search_web", params: { query: "weather in Tokyo" }, timestamp: TEST_NOW - 1, trace_id: trace(), ...extra });
+
+  it("marks every record admitted under it and still in flight for reconciliation, refuses to start them, lists them; settled records are not marked", async () => {
+    const h = harness(env, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const intake = async (c: Record<string, unknown>) => {
+      const res = await h.intake(c);
+      expect(res.status, res.text).toBe(200);
+      return c.trace_id as string;
+    };
+    const ready = await intake(command());
+    const started = await intake(command());
+    const denied = await intake(command({ tool: "shell_exec", params: { command: "rm -rf /" } }));
+    const finished = await intake(command());
+    const lifecycle = (traceId: string, step: string, body: unknown) => h.call(`/v1/receipts/${traceId}/${step}`, post(body, INTAKE_TOKEN));
+    expect((await lifecycle(started, "start", {})).status).toBe(200);
+    const fence = (await lifecycle(finished, "start", {})).body.fence;
+    expect((await lifecycle(finished, "finalize", { fence, response: { forecast: "sunny" } })).status).toBe(200);
+
+    const revoked = await h.admin("POST", "/v1/admin/anchors/revoke", { issuer: own.issuer, fingerprint: own.keys[0].fingerprint });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 2 });
+
+    const evidence = async (traceId: string) => (await h.call(`/v1/evidence/${traceId}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body;
+    expect((await evidence(ready)).reconciliation).toMatchObject({ state: "ready", fingerprint: own.keys[0].fingerprint, trace_id: ready });
+    expect((await evidence(started)).reconciliation).toMatchObject({ state: "started" });
+    // Settled records stay as they were: a deny and a finalised execution are not in flight.
+    expect((await evidence(denied)).reconciliation).toBeNull();
+    expect((await evidence(finished)).reconciliation).toBeNull();
+
+    const refused = await lifecycle(ready, "start", {});
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+
+    // An admission written after the revocation, under the revoked key, is marked as it is written.
+    const late = await intake(command());
+    expect((await evidence(late)).reconciliation).toMatchObject({ state: "ready" });
+
+    const listed = await h.admin("GET", `/v1/admin/revocations/${own.keys[0].fingerprint}`);
+    expect(listed.body.chains).toEqual([]);
+    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready, started, late].sort());
+  });
+});
