@@ -90,6 +90,18 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(started.status).toBe(200);
   });
 
+  it("after the deadline the deny stands on every path: a second intake carrying the evidence is a retry of the deny, and the trace cannot start", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 60 });
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    const again = await late.intake({ ...c, human_approval: approval });
+    expect(again.body).toMatchObject({ idempotent_replay: true, receipt: { verdict: "deny", nonce: denied.receipt.nonce } });
+    expect((await answer(late, c.trace_id, { human_approval: approval })).body.error.code).toBe("CHALLENGE_EXPIRED");
+    const started = await late.call(`/v1/receipts/${c.trace_id}/start`, { method: "POST", headers: { authorization: `Bearer ${INTAKE_TOKEN}`, "content-type": "application/json" }, body: "{}" });
+    expect(started.status).toBe(409);
+  });
+
   it("answered late: CHALLENGE_EXPIRED, and the deny stands", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;

@@ -93,7 +93,7 @@ describe("admission, durable before the answer", () => {
     expect((await evidence(c.trace_id)).body.receipts).toHaveLength(1);
   });
 
-  it("a Command lacking its approval awaits it (a deny with a challenge, not final), and the approved intake moves it on to ready", async () => {
+  it("a Command lacking its approval awaits it (a deny with a challenge, not final); the approval comes through the challenge, not a second intake", async () => {
     const c = command({ tool: "drop_table", params: { table: "sessions" } });
     const first = await h.intake(c);
     expect(first.body.receipt.verdict).toBe("deny");
@@ -101,7 +101,11 @@ describe("admission, durable before the answer", () => {
     expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "awaiting_approval", outcome_status: "dispatched" });
     const { prefixedDigest, jcs } = await import("../../worker/protocol/digest.js");
     const approval = { approver: "ops@example.org", request_hash: await prefixedDigest(jcs(requestOf(c))) };
-    expect((await h.intake({ ...c, human_approval: approval })).body.receipt.verdict).toBe("allow");
+    // The same intake with the approval is a retry of the deny: the deadline and answered-once rule live on the challenge.
+    const again = await h.intake({ ...c, human_approval: approval });
+    expect(again.body).toMatchObject({ idempotent_replay: true, receipt: { verdict: "deny", nonce: first.body.receipt.nonce } });
+    const answered = await h.call(`/v1/intake/${c.trace_id}/evidence`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify({ human_approval: approval }) });
+    expect(answered.body.receipt.verdict).toBe("allow");
     const e = await evidence(c.trace_id);
     expect(e.body.record.state).toBe("ready");
     expect(e.body.history.map((x: any) => x.to)).toEqual(["reserved", "awaiting_policy", "awaiting_approval", "ready"]);

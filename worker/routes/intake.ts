@@ -117,8 +117,11 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     if (loaded.kind !== "found") throw new Error(`journal record of ${traceId}: ${loaded.kind}`);
     const latest = storedAdmission(loaded.history);
     if (!latest) throw new Error("the journal holds no admission for a decided trace_id");
-    // Only an escalated record presented with a new approval is judged again; anything else is a retry.
-    if (loaded.record.state !== "awaiting_approval" || approval === null || approval === latest.approval_jcs) {
+    // Only an escalated record presented with a new approval is judged again; anything else is a
+    // retry. A deny that awaits evidence is answered through its challenge alone, which keeps the
+    // deadline and the answered-once rule: presenting the evidence here again is a retry of the deny.
+    const escalated = loaded.record.state === "awaiting_approval" && latest.receipt.verdict === "escalate";
+    if (!escalated || approval === null || approval === latest.approval_jcs) {
       const { approval_jcs: _approval, ...answer } = latest;
       return { ...answer, replay: true as const };
     }
