@@ -11,6 +11,14 @@ type Async<T> = { [K in keyof T]: T[K] extends (...a: infer A) => infer R ? (...
 export type AnyJournal = Async<ToolReceiptJournal>;
 
 const AT = 1_900_000_000;
+const DIGEST = "ab".repeat(32);
+/** A receipt of the CCS form (not signed by anyone this suite trusts): what an append may record as a receipt. */
+export const RECEIPT = {
+  action: `ccs:tool-invoke:search_web:${DIGEST}`, audience: "https://relying-party.example", block_reason: "", config_hash: `sha256:${"c".repeat(64)}`,
+  expires_at: AT + 300, issued_at: AT, issuer: "https://issuer.example", nonce: "0".repeat(32), params_hash: DIGEST.slice(0, 16), receipt: "1".repeat(32),
+  request_hash: `sha256:${"d".repeat(64)}`, rule_summary: "INT-001=pass", signature: "e".repeat(128), timestamp: AT, tool: "search_web",
+  trace_id: "00000000000000aa", verdict: "allow", verified_at: AT,
+};
 let n = 0;
 const key = (label: string) => `${label}-${Date.now().toString(36)}-${++n}`;
 
@@ -19,7 +27,7 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
   async function ready(j: AnyJournal) {
     const r = await j.reserve({ idempotency_key: key("ready"), action_digest: "sha256:a", at: AT, attributes: { tool: "search_web" } });
     if (r.kind !== "created") throw new Error(r.kind);
-    const a = await j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started", receipt: { verdict: "allow" } }] });
+    const a = await j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started", receipt: RECEIPT }] });
     if (a.kind !== "appended") throw new Error(a.kind);
     return a.record;
   }
@@ -50,6 +58,20 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: null, current: 1 });
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, fence: 7, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 7, current: 1 });
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, fence: 1, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", effect: "applied", lease: null, outcome_status: "confirmed" } });
+    });
+
+    it("append cannot skip the lease: ready → started is illegal-transition; a receipt not of the CCS form is MALFORMED_REQUEST", async () => {
+      const j = make();
+      const rec = await ready(j);
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, fence: 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+      const forged = await Promise.resolve().then(() => j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, to: "cancelled_before_start", effect: "not-started", receipt: { verdict: "deny" } })).catch((e) => e);
+      expect(forged).toBeInstanceOf(JournalInputError);
+      expect((forged as JournalInputError).code).toBe("MALFORMED_REQUEST");
+      expect(await j.load(rec.record_id)).toMatchObject({ kind: "found", record: { state: "ready", verdict: "allow", revision: rec.revision } });
+      const claimed = await j.claim({ record_id: rec.record_id, at: AT, lease_seconds: 60 });
+      expect(claimed).toMatchObject({ kind: "claimed", fence: 1 });
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision + 1, at: AT, fence: 1, to: "succeeded", effect: "applied", receipt: { ...RECEIPT, response_hash: `sha256:${"f".repeat(64)}` } })).toMatchObject({ kind: "appended", record: { state: "succeeded", verdict: "allow" } });
     });
 
     it("appendMany is all or none", async () => {

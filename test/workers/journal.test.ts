@@ -286,7 +286,14 @@ describe("the /v1/journal port routes", () => {
     expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:y" })).body.kind).toBe("conflict");
     expect((await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
     expect((await rp("append", { record_id: id, expected_revision: 2, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "awaiting_policy", to: "started" });
+    const forged = await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started", receipt: { verdict: "allow" } });
+    expect(forged.status).toBe(400);
+    expect(forged.body.error.code).toBe("MALFORMED_REQUEST");
     expect((await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started" })).body.kind).toBe("appended");
+    // Only a claim enters started: an append from ready is illegal, fence or no fence.
+    expect((await rp("append", { record_id: id, expected_revision: 3, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+    expect((await rp("append", { record_id: id, expected_revision: 3, fence: 1, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+    expect((await rp("load", { record_id: id })).body).toMatchObject({ kind: "found", record: { state: "ready", verdict: null, revision: 3 } });
     const claimed = await rp("claim", { record_id: id, lease_seconds: 60 });
     expect(claimed.body).toMatchObject({ kind: "claimed", fence: 1 });
     expect((await rp("claim", { record_id: id })).body.kind).toBe("held");

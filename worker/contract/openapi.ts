@@ -154,7 +154,7 @@ export const OPERATIONS: Operation[] = [
   },
   ...([
     ["reserve", S.ReserveCall, "reserve an idempotency key for an action digest: created | existing | conflict"],
-    ["append", S.AppendCall, "append one transition at an expected revision: appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
+    ["append", S.AppendCall, "append one transition at an expected revision (never into started, which only claim enters; a receipt must have the CCS receipt form): appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
     ["claim", S.ClaimCall, "claim the execution lease: claimed (with its fence) | held | not-eligible | revision-conflict | not-found"],
     ["verify-fence", S.VerifyFenceCall, "whether a fence holds the lease: valid | fence-conflict | not-found"],
     ["load", S.LoadCall, "a record with its ordered history: found | not-found"],
