@@ -173,8 +173,33 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
       expect(loaded.history[1].extensions).toEqual({
         "com.example.provider": { requestId: "request_123", authorization: "[redacted]", headers: { "x-api-key": "[redacted]", "content-type": "application/json" }, notes: ["[redacted]", "[redacted]", "[redacted]"], download: "[redacted]" },
       });
+      // Credentials inside strings and under any credential-like name: URL userinfo goes, the rest of the URL stays;
+      // a credential-named pair's value goes, the rest of the string stays; the honest members beside them are kept.
+      const more = {
+        "com.example.provider": {
+          dsn: "https://admin:hunter2@db.example/", db: "postgres://u:p4ss@h/db", plain: "https://db.example/path?x=1",
+          log: "connect failed: password=hunter2 user=app", query: "api_key=abc123&page=2", header: "Authorization: Bearer abc.def123 sent",
+          cfg: 'cfg {"secret":"s3cr3t","region":"eu"}', shell: "PWD: /home token = t0k3n",
+          secretKey: "k1", secret_key: "k2", pwd: "k3", auth: { user: "u", pass: "k4" }, creds: ["k5"], Credentials: "k6", passphrase: "k7", privateKey: "k8", PASSWD: "k9", dbPassword: "k10", oauth: "k11",
+          author: "Ada", keyId: "kid-1", passes: 3,
+        },
+      };
+      const b = await j.append({ record_id: r.record.record_id, expected_revision: 2, at: AT, to: "ready", effect: "not-started", extensions: more });
+      expect(b.kind).toBe("appended");
+      const again = await j.load(r.record.record_id);
+      if (again.kind !== "found") throw new Error(again.kind);
+      for (const s of ["hunter2", "p4ss", "abc123", "abc.def123", "s3cr3t", "t0k3n", ...Array.from({ length: 11 }, (_, i) => `"k${i + 1}"`)]) expect(JSON.stringify(again)).not.toContain(s);
+      expect(again.history[2].extensions).toEqual({
+        "com.example.provider": {
+          dsn: "https://[redacted]@db.example/", db: "postgres://[redacted]@h/db", plain: "https://db.example/path?x=1",
+          log: "connect failed: password=[redacted] user=app", query: "api_key=[redacted]&page=2", header: "Authorization: [redacted] sent",
+          cfg: 'cfg {"secret":"[redacted]","region":"eu"}', shell: "PWD: [redacted] token = [redacted]",
+          secretKey: "[redacted]", secret_key: "[redacted]", pwd: "[redacted]", auth: "[redacted]", creds: "[redacted]", Credentials: "[redacted]", passphrase: "[redacted]", privateKey: "[redacted]", PASSWD: "[redacted]", dbPassword: "[redacted]", oauth: "[redacted]",
+          author: "Ada", keyId: "kid-1", passes: 3,
+        },
+      });
       const refused = async (ext: unknown) => {
-        const err = await Promise.resolve().then(() => j.append({ record_id: r.record.record_id, expected_revision: 2, at: AT, to: "ready", effect: "not-started", extensions: ext })).catch((e) => e);
+        const err = await Promise.resolve().then(() => j.append({ record_id: r.record.record_id, expected_revision: 3, at: AT, to: "denied", effect: "not-started", extensions: ext })).catch((e) => e);
         expect(err).toBeInstanceOf(JournalInputError);
         expect((err as JournalInputError).code).toBe("EXTENSION_INVALID");
       };
