@@ -1,7 +1,9 @@
 /**
  * DecisionStats: the deployment's decision counts, one object for all isolates. Each isolate
- * adds a batch at most every few seconds (worker/metrics.ts); a batch lands in the bucket of the
- * minute it arrives in. Buckets older than RETENTION_MINUTES are purged by an alarm, so the table
+ * adds a batch at most once per flush interval (worker/metrics.ts); each count lands in the
+ * bucket of the minute the isolate counted it in (a minute ahead of this object's clock is booked
+ * now; one already past the retention is dropped). Buckets older than RETENTION_MINUTES are
+ * purged by an alarm, so the table
  * holds at most RETENTION_MINUTES × labels × codes rows, labels being the pinned issuers plus
  * "unpinned". Decisions per label (each decision once, however many codes it carries) are kept
  * the same way; the live chains started are one lifetime counter. The verdicts of each pinned
@@ -64,16 +66,23 @@ export class DecisionStats extends DurableObject<Env> {
    * each isolate learns them at its flush and its decisions carry the warning without a read.
    */
   async add(batch: MetricsBatch, reviewThreshold: number = DEFAULT_REVIEW_THRESHOLD): Promise<string[]> {
-    const minute = minuteOf(Date.now());
+    const now = minuteOf(Date.now());
+    // A count is booked under the minute it was counted in: never a future one, nothing past the retention.
+    const minuteFor = (counted: number | undefined): number | null => {
+      const m = typeof counted === "number" && Number.isSafeInteger(counted) ? Math.min(counted, now) : now;
+      return m > now - RETENTION_MINUTES ? m : null;
+    };
     const flagged = this.ctx.storage.transactionSync(() => {
       for (const { label, allows, others } of batch.verdicts ?? []) {
         this.sql.exec("INSERT INTO verdicts (label, allows, others) VALUES (?, ?, ?) ON CONFLICT (label) DO UPDATE SET allows = allows + excluded.allows, others = others + excluded.others", label, allows, others);
       }
-      for (const { label, code, n } of batch.codes) {
-        this.sql.exec("INSERT INTO buckets (minute, label, code, n) VALUES (?, ?, ?, ?) ON CONFLICT (minute, label, code) DO UPDATE SET n = n + excluded.n", minute, label, code, n);
+      for (const { minute: counted, label, code, n } of batch.codes) {
+        const minute = minuteFor(counted);
+        if (minute !== null) this.sql.exec("INSERT INTO buckets (minute, label, code, n) VALUES (?, ?, ?, ?) ON CONFLICT (minute, label, code) DO UPDATE SET n = n + excluded.n", minute, label, code, n);
       }
-      for (const { label, n } of batch.decisions) {
-        this.sql.exec("INSERT INTO decisions (minute, label, n) VALUES (?, ?, ?) ON CONFLICT (minute, label) DO UPDATE SET n = n + excluded.n", minute, label, n);
+      for (const { minute: counted, label, n } of batch.decisions) {
+        const minute = minuteFor(counted);
+        if (minute !== null) this.sql.exec("INSERT INTO decisions (minute, label, n) VALUES (?, ?, ?) ON CONFLICT (minute, label) DO UPDATE SET n = n + excluded.n", minute, label, n);
       }
       if (batch.chainsStarted > 0) {
         this.sql.exec("INSERT INTO counters (name, n) VALUES ('chains_started', ?) ON CONFLICT (name) DO UPDATE SET n = n + excluded.n", batch.chainsStarted);

@@ -2,11 +2,12 @@
  * Who is calling. Admin routes take ADMIN_TOKEN; verification, envelope and chain routes take a
  * relying party's token, and so do the /v1/journal port routes (each party its own journal); intake
  * and the execution lifecycle take INTAKE_TOKEN; the evidence store and reconciliation take
- * INTAKE_TOKEN or ADMIN_TOKEN. All answer 401 with `WWW-Authenticate` and nothing else.
+ * INTAKE_TOKEN or ADMIN_TOKEN. The `Bearer` scheme is matched without case (RFC 9110). All answer
+ * 401 with `WWW-Authenticate` and nothing else.
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
-import { ApiError, bearerMatches } from "./http.js";
+import { ApiError, bearerMatches, bearerToken } from "./http.js";
 import { sha256Hex } from "./protocol/digest.js";
 import { RELYING_PARTY_TOKEN } from "./protocol/relying-parties.js";
 
@@ -23,8 +24,7 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
 
 /** Looks the bearer token up by its SHA-256; a token of the wrong form is refused without a lookup. */
 export const requireRelyingParty: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const header = c.req.header("authorization");
-  const token = header?.startsWith("Bearer ") ? header.slice(7) : null;
+  const token = bearerToken(c.req.header("authorization"));
   const party = token && RELYING_PARTY_TOKEN.test(token) ? await c.get("services").relyingParties.byTokenHash(await sha256Hex(token)) : null;
   if (!party) throw new ApiError(401, "UNAUTHORIZED", "a valid relying-party bearer token is required", RELYING_PARTY_REALM);
   c.set("relyingParty", party);

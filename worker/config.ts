@@ -12,7 +12,7 @@ import type { IssuingContext } from "./protocol/issuing/lifecycle.js";
 import { DEFAULT_POLICY_FLOOR, isSecurityProfile } from "./protocol/issuing/policy-floor.js";
 import { webCryptoSigner, type ReceiptSigner } from "./protocol/issuing/signer.js";
 import { SHA256_REF } from "./protocol/encoding.js";
-import { buildManifestContent, manifestHash, signManifest, validityWindow, type ChallengePolicy, type Manifest, type ManifestContent } from "./protocol/manifest/manifest.js";
+import { buildManifestContent, manifestHash, MAX_MANIFEST_WINDOW, signManifest, validityWindow, type ChallengePolicy, type Manifest, type ManifestContent } from "./protocol/manifest/manifest.js";
 import { COUNTERSIGN_PROFILES, PROFILE_IDS } from "./protocol/manifest/profiles.js";
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
@@ -192,7 +192,8 @@ async function ownManifest(env: Env, identity: SigningIdentity, signer: ReceiptS
   const declared = env.PROFILES ? list(env.PROFILES) : PROFILE_IDS;
   const unknown = declared.filter((p) => !PROFILE_IDS.includes(p));
   if (unknown.length > 0) throw new ConfigurationError(`PROFILES: unknown profiles: ${unknown.join(", ")}`);
-  const ttl = setting(env, "MANIFEST_TTL", DEFAULT_MANIFEST_TTL, 366 * 86_400);
+  // Other verifiers refuse a window longer than MAX_MANIFEST_WINDOW, so this one never signs one.
+  const ttl = setting(env, "MANIFEST_TTL", DEFAULT_MANIFEST_TTL, MAX_MANIFEST_WINDOW);
   if (ttl < 2 * MANIFEST_REPUBLISH_SECONDS) throw new ConfigurationError(`MANIFEST_TTL must be at least ${2 * MANIFEST_REPUBLISH_SECONDS} seconds`);
   const challengePolicy: ChallengePolicy = {
     base_duration: setting(env, "CHALLENGE_BASE_DURATION", DEFAULT_CHALLENGE_POLICY.base_duration, 86_400),

@@ -132,10 +132,20 @@ export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string)
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
+/**
+ * The token of a `Bearer` authorization header, or null. The scheme is matched without case and
+ * may be followed by more than one space (RFC 9110 §11.1, §11.4: `auth-scheme 1*SP token68`).
+ */
+export function bearerToken(header: string | undefined): string | null {
+  const m = header ? /^bearer +(\S.*)$/i.exec(header) : null;
+  return m ? m[1] : null;
+}
+
 /** Constant-time bearer check: both sides are hashed first so lengths leak nothing either. */
 export async function bearerMatches(header: string | undefined, token: string | undefined): Promise<boolean> {
-  if (!token || !header?.startsWith("Bearer ")) return false;
-  const [x, y] = await Promise.all([sha256(header.slice(7)), sha256(token)]);
+  const presented = bearerToken(header);
+  if (!token || presented === null) return false;
+  const [x, y] = await Promise.all([sha256(presented), sha256(token)]);
   let diff = 0;
   for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
   return diff === 0;

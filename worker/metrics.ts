@@ -1,8 +1,10 @@
 /**
  * Decision counts, batched in isolate memory and flushed to the one DecisionStats Durable
- * Object once the oldest unflushed count is `everyMs` old (or `everyDecisions` are held), so
- * counting costs no write on any issuer's ledger and at most one small write per isolate per
- * interval. Live chains started are batched the same way.
+ * Object when a count is taken and the oldest unflushed one is `everyMs` old (or `everyDecisions`
+ * are held), so counting costs no write on any issuer's ledger and at most one small write per
+ * isolate per interval. There is no timer: a quiet isolate holds its counts until its next
+ * decision. Each count carries the minute it was taken in, so a late flush still books it under
+ * that minute. Live chains started are batched the same way.
  *
  * Labels are admin-bounded: a pinned issuer counts under its own name, anything else under
  * UNPINNED, so no string an unauthenticated caller chose becomes a map key or a row. Codes come
@@ -22,8 +24,9 @@ export const DEFERRED = "DEFERRED";
 
 const OUTCOME_LABELS: Partial<Record<Decision["decision"], string>> = { accept: ACCEPTED, reject: DENIED, defer: DEFERRED };
 
-/** One (label, code) count of a batch. */
+/** One (minute, label, code) count of a batch; `minute` is the minute it was counted in (Unix ms / 60,000, floored). */
 export interface DecisionCount {
+  minute: number;
   label: string;
   code: string;
   n: number;
@@ -40,8 +43,8 @@ export interface VerdictCount {
 export interface MetricsBatch {
   codes: DecisionCount[];
   verdicts: VerdictCount[];
-  /** Decisions per label (a decision with several codes counts once here). */
-  decisions: { label: string; n: number }[];
+  /** Decisions per minute counted in and label (a decision with several codes counts once here). */
+  decisions: { minute: number; label: string; n: number }[];
   chainsStarted: number;
 }
 
@@ -65,8 +68,15 @@ export function decisionCodes(d: Decision): string[] {
   return codes;
 }
 
+/** The minute (Unix ms / 60,000, floored) a count taken at `ms` belongs to. */
+export const minuteOf = (ms: number): number => Math.floor(ms / 60_000);
+
+const SEP = "\u0000";
+
 export class DecisionCounter {
-  private counts = new Map<string, Map<string, number>>();
+  /** `minute SEP label SEP code` → count. */
+  private counts = new Map<string, number>();
+  /** `minute SEP label` → decisions. */
   private perLabel = new Map<string, number>();
   private verdicts = new Map<string, { allows: number; others: number }>();
   /** Issuers DecisionStats answered as flagged for review at this isolate's last flush. */
@@ -85,10 +95,9 @@ export class DecisionCounter {
    * (`verdict`, else null); answers the batch to flush now, or null.
    */
   count(label: string, codes: string[], verdict: Verdict | null = null): MetricsBatch | null {
-    let byCode = this.counts.get(label);
-    if (!byCode) this.counts.set(label, (byCode = new Map()));
-    for (const code of codes) byCode.set(code, (byCode.get(code) ?? 0) + 1);
-    this.perLabel.set(label, (this.perLabel.get(label) ?? 0) + 1);
+    const at = `${minuteOf(this.clock())}${SEP}${label}`;
+    for (const code of codes) this.counts.set(`${at}${SEP}${code}`, (this.counts.get(`${at}${SEP}${code}`) ?? 0) + 1);
+    this.perLabel.set(at, (this.perLabel.get(at) ?? 0) + 1);
     if (verdict !== null && label !== UNPINNED) {
       let tally = this.verdicts.get(label);
       if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
@@ -124,10 +133,16 @@ export class DecisionCounter {
 
   /** Everything held, emptied. */
   drain(): MetricsBatch {
-    const codes: DecisionCount[] = [];
-    for (const [label, byCode] of this.counts) for (const [code, n] of byCode) codes.push({ label, code, n });
+    const codes: DecisionCount[] = [...this.counts].map(([key, n]) => {
+      const [minute, label, code] = key.split(SEP);
+      return { minute: Number(minute), label, code, n };
+    });
+    const decisions = [...this.perLabel].map(([key, n]) => {
+      const [minute, label] = key.split(SEP);
+      return { minute: Number(minute), label, n };
+    });
     const verdicts = [...this.verdicts].map(([label, t]) => ({ label, ...t }));
-    const batch = { codes, verdicts, decisions: [...this.perLabel].map(([label, n]) => ({ label, n })), chainsStarted: this.chainsStarted };
+    const batch = { codes, verdicts, decisions, chainsStarted: this.chainsStarted };
     this.counts.clear();
     this.perLabel.clear();
     this.verdicts.clear();
@@ -139,6 +154,6 @@ export class DecisionCounter {
 
   /** Labels held; bounded by the pinned issuers plus UNPINNED. */
   labels(): number {
-    return this.counts.size;
+    return new Set([...this.perLabel.keys()].map((key) => key.split(SEP)[1])).size;
   }
 }

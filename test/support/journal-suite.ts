@@ -11,6 +11,14 @@ type Async<T> = { [K in keyof T]: T[K] extends (...a: infer A) => infer R ? (...
 export type AnyJournal = Async<ToolReceiptJournal>;
 
 const AT = 1_900_000_000;
+const DIGEST = "ab".repeat(32);
+/** A receipt of the CCS form (not signed by anyone this suite trusts): what an append may record as a receipt. */
+export const RECEIPT = {
+  action: `ccs:tool-invoke:search_web:${DIGEST}`, audience: "https://relying-party.example", block_reason: "", config_hash: `sha256:${"c".repeat(64)}`,
+  expires_at: AT + 300, issued_at: AT, issuer: "https://issuer.example", nonce: "0".repeat(32), params_hash: DIGEST.slice(0, 16), receipt: "1".repeat(32),
+  request_hash: `sha256:${"d".repeat(64)}`, rule_summary: "INT-001=pass", signature: "e".repeat(128), timestamp: AT, tool: "search_web",
+  trace_id: "00000000000000aa", verdict: "allow", verified_at: AT,
+};
 let n = 0;
 const key = (label: string) => `${label}-${Date.now().toString(36)}-${++n}`;
 
@@ -19,7 +27,7 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
   async function ready(j: AnyJournal) {
     const r = await j.reserve({ idempotency_key: key("ready"), action_digest: "sha256:a", at: AT, attributes: { tool: "search_web" } });
     if (r.kind !== "created") throw new Error(r.kind);
-    const a = await j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started", receipt: { verdict: "allow" } }] });
+    const a = await j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "ready", effect: "not-started", receipt: RECEIPT }] });
     if (a.kind !== "appended") throw new Error(a.kind);
     return a.record;
   }
@@ -50,6 +58,20 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: null, current: 1 });
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, fence: 7, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 7, current: 1 });
       expect(await j.append({ record_id: rec.record_id, expected_revision: claimed.record.revision, at: AT, fence: 1, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", effect: "applied", lease: null, outcome_status: "confirmed" } });
+    });
+
+    it("append cannot skip the lease: ready → started is illegal-transition; a receipt not of the CCS form is MALFORMED_REQUEST", async () => {
+      const j = make();
+      const rec = await ready(j);
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, fence: 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+      const forged = await Promise.resolve().then(() => j.append({ record_id: rec.record_id, expected_revision: rec.revision, at: AT, to: "cancelled_before_start", effect: "not-started", receipt: { verdict: "deny" } })).catch((e) => e);
+      expect(forged).toBeInstanceOf(JournalInputError);
+      expect((forged as JournalInputError).code).toBe("MALFORMED_REQUEST");
+      expect(await j.load(rec.record_id)).toMatchObject({ kind: "found", record: { state: "ready", verdict: "allow", revision: rec.revision } });
+      const claimed = await j.claim({ record_id: rec.record_id, at: AT, lease_seconds: 60 });
+      expect(claimed).toMatchObject({ kind: "claimed", fence: 1 });
+      expect(await j.append({ record_id: rec.record_id, expected_revision: rec.revision + 1, at: AT, fence: 1, to: "succeeded", effect: "applied", receipt: { ...RECEIPT, response_hash: `sha256:${"f".repeat(64)}` } })).toMatchObject({ kind: "appended", record: { state: "succeeded", verdict: "allow" } });
     });
 
     it("appendMany is all or none", async () => {
@@ -151,8 +173,33 @@ export function journalPortSuite(adapter: string, make: () => AnyJournal) {
       expect(loaded.history[1].extensions).toEqual({
         "com.example.provider": { requestId: "request_123", authorization: "[redacted]", headers: { "x-api-key": "[redacted]", "content-type": "application/json" }, notes: ["[redacted]", "[redacted]", "[redacted]"], download: "[redacted]" },
       });
+      // Credentials inside strings and under any credential-like name: URL userinfo goes, the rest of the URL stays;
+      // a credential-named pair's value goes, the rest of the string stays; the honest members beside them are kept.
+      const more = {
+        "com.example.provider": {
+          dsn: "https://admin:hunter2@db.example/", db: "postgres://u:p4ss@h/db", plain: "https://db.example/path?x=1",
+          log: "connect failed: password=hunter2 user=app", query: "api_key=abc123&page=2", header: "Authorization: Bearer abc.def123 sent",
+          cfg: 'cfg {"secret":"s3cr3t","region":"eu"}', shell: "PWD: /home token = t0k3n",
+          secretKey: "k1", secret_key: "k2", pwd: "k3", auth: { user: "u", pass: "k4" }, creds: ["k5"], Credentials: "k6", passphrase: "k7", privateKey: "k8", PASSWD: "k9", dbPassword: "k10", oauth: "k11",
+          author: "Ada", keyId: "kid-1", passes: 3,
+        },
+      };
+      const b = await j.append({ record_id: r.record.record_id, expected_revision: 2, at: AT, to: "ready", effect: "not-started", extensions: more });
+      expect(b.kind).toBe("appended");
+      const again = await j.load(r.record.record_id);
+      if (again.kind !== "found") throw new Error(again.kind);
+      for (const s of ["hunter2", "p4ss", "abc123", "abc.def123", "s3cr3t", "t0k3n", ...Array.from({ length: 11 }, (_, i) => `"k${i + 1}"`)]) expect(JSON.stringify(again)).not.toContain(s);
+      expect(again.history[2].extensions).toEqual({
+        "com.example.provider": {
+          dsn: "https://[redacted]@db.example/", db: "postgres://[redacted]@h/db", plain: "https://db.example/path?x=1",
+          log: "connect failed: password=[redacted] user=app", query: "api_key=[redacted]&page=2", header: "Authorization: [redacted] sent",
+          cfg: 'cfg {"secret":"[redacted]","region":"eu"}', shell: "PWD: [redacted] token = [redacted]",
+          secretKey: "[redacted]", secret_key: "[redacted]", pwd: "[redacted]", auth: "[redacted]", creds: "[redacted]", Credentials: "[redacted]", passphrase: "[redacted]", privateKey: "[redacted]", PASSWD: "[redacted]", dbPassword: "[redacted]", oauth: "[redacted]",
+          author: "Ada", keyId: "kid-1", passes: 3,
+        },
+      });
       const refused = async (ext: unknown) => {
-        const err = await Promise.resolve().then(() => j.append({ record_id: r.record.record_id, expected_revision: 2, at: AT, to: "ready", effect: "not-started", extensions: ext })).catch((e) => e);
+        const err = await Promise.resolve().then(() => j.append({ record_id: r.record.record_id, expected_revision: 3, at: AT, to: "denied", effect: "not-started", extensions: ext })).catch((e) => e);
         expect(err).toBeInstanceOf(JournalInputError);
         expect((err as JournalInputError).code).toBe("EXTENSION_INVALID");
       };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BoundaryError, fromJsonText, snapshotJson, type BoundaryReason } from "../../worker/protocol/boundary.js";
+import { BoundaryError, fromJsonText, isCredentialName, redactCredentialParts, snapshotJson, type BoundaryReason } from "../../worker/protocol/boundary.js";
 
 const refusal = (input: unknown): { reason: BoundaryReason; path: (string | number)[] } => {
   try {
@@ -113,5 +113,47 @@ describe("the strict JSON boundary", () => {
 
   it("passes the strict parser's refusals through from text", () => {
     expect(() => fromJsonText('{"a": 1, "a": 2}')).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+  });
+});
+
+describe("credential redaction inside strings and by name", () => {
+  it("replaces URL userinfo and keeps the rest of the URL", () => {
+    expect(redactCredentialParts("https://admin:hunter2@db.example/")).toBe("https://[redacted]@db.example/");
+    expect(redactCredentialParts("postgres://u:p4ss@h/db")).toBe("postgres://[redacted]@h/db");
+    expect(redactCredentialParts("dsn postgres://u:p@ss@h:5432/db?sslmode=require")).toBe("dsn postgres://[redacted]@h:5432/db?sslmode=require");
+    expect(redactCredentialParts("https://ghtoken@github.com/org/repo.git")).toBe("https://[redacted]@github.com/org/repo.git");
+    expect(redactCredentialParts("https://db.example/a:b?x=1 mail me@example.com")).toBe("https://db.example/a:b?x=1 mail me@example.com");
+  });
+
+  it("replaces the value of credential-named pairs and keeps the rest of the string", () => {
+    const cases: [string, string][] = [
+      ["password=hunter2", "password=[redacted]"],
+      ["connect failed: password=hunter2 user=app", "connect failed: password=[redacted] user=app"],
+      ["passwd=a pwd=b secret=c token=d api_key=e apikey=f auth=g", "passwd=[redacted] pwd=[redacted] secret=[redacted] token=[redacted] api_key=[redacted] apikey=[redacted] auth=[redacted]"],
+      ["DB_PASSWORD = 'p w' CLIENT_SECRET: \"s\"", "DB_PASSWORD = '[redacted]' CLIENT_SECRET: \"[redacted]\""],
+      ['{"secretKey":"k","region":"eu"}', '{"secretKey":"[redacted]","region":"eu"}'],
+      ["Authorization: Bearer abc.def sent", "Authorization: [redacted] sent"],
+      ["q=1&access_token=xyz&page=2", "q=1&access_token=[redacted]&page=2"],
+    ];
+    for (const [input, output] of cases) expect(redactCredentialParts(input), input).toBe(output);
+    for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok"]) expect(redactCredentialParts(honest)).toBe(honest);
+  });
+
+  it("names credentials without case, in camelCase and snake_case forms", () => {
+    for (const name of ["secretKey", "secret_key", "SECRET-KEY", "pwd", "auth", "creds", "credentials", "passphrase", "privateKey", "private_key", "dbPassword", "x-api-key", "basicAuth", "awsSecretAccessKey", "accessKey", "clientSecret"]) expect(isCredentialName(name), name).toBe(true);
+    for (const name of ["author", "authority", "keyId", "requestId", "content-type", "passes", "tokens", "tool"]) expect(isCredentialName(name), name).toBe(false);
+  });
+
+  it("stores what it redacts in place, in redact mode only; refuse mode copies strings as they are", () => {
+    expect(snapshotJson({ log: "password=hunter2", dsn: "https://a:b@h/" }, { credentials: "redact" })).toEqual({ log: "password=[redacted]", dsn: "https://[redacted]@h/" });
+    expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });
+  });
+
+  it("scans adversarial strings in linear time", () => {
+    for (const s of ["a=".repeat(100_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
+      const t = performance.now();
+      redactCredentialParts(s);
+      expect(performance.now() - t, s.slice(0, 8)).toBeLessThan(500);
+    }
   });
 });

@@ -6,8 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTransition, type JournalState } from "../../worker/protocol/journal/lifecycle.js";
 import { memoryJournal } from "../../worker/protocol/journal/memory.js";
-import { entryDigest } from "../../worker/protocol/journal/core.js";
-import { journalPortSuite } from "../support/journal-suite.js";
+import { entryDigest, JournalInputError } from "../../worker/protocol/journal/core.js";
+import { journalPortSuite, RECEIPT } from "../support/journal-suite.js";
 
 const AT = 1_900_000_000;
 journalPortSuite("memory", () => {
@@ -45,34 +45,67 @@ describe("the lifecycle", () => {
   });
 
   const route = paths();
+  /** A fresh record driven along the shortest path to `from`: `started` is entered by a claim, as it must be. */
+  function at(from: JournalState) {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: `to-${from}`, action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    let revision = 1;
+    let fence: number | undefined;
+    for (const step of route.get(from)!) {
+      const a = step === "started" ? j.claim({ record_id: id, at: AT, lease_seconds: 60 }) : j.append({ record_id: id, expected_revision: revision, at: AT, fence, to: step, effect: EFFECTS[step][0] });
+      if (a.kind !== "appended" && a.kind !== "claimed") throw new Error(`${step}: ${a.kind}`);
+      revision = a.record.revision;
+      fence = a.kind === "claimed" ? a.fence : undefined;
+    }
+    return { j, id, revision, fence };
+  }
+
   for (const from of JOURNAL_STATES) {
-    it(`from ${from}: every allowed edge is appended, every other target is an illegal-transition result`, () => {
+    it(`from ${from}: every allowed edge is appended (started only by a claim), every other target is an illegal-transition result`, () => {
       for (const to of JOURNAL_STATES) {
-        const j = memoryJournal();
-        const r = j.reserve({ idempotency_key: `${from}->${to}`, action_digest: "d", at: AT });
-        if (r.kind !== "created") throw new Error(r.kind);
-        let revision = 1;
-        for (const step of route.get(from)!) {
-          const a = j.append({ record_id: r.record.record_id, expected_revision: revision, at: AT, to: step, effect: EFFECTS[step][0] });
-          if (a.kind !== "appended") throw new Error(`${step}: ${a.kind}`);
-          revision = a.record.revision;
-        }
-        const result = j.append({ record_id: r.record.record_id, expected_revision: revision, at: AT, to, effect: EFFECTS[to][0] });
-        if (isAllowedTransition(from, to)) expect(result, `${from} → ${to}`).toMatchObject({ kind: "appended", record: { state: to } });
+        const { j, id, revision, fence } = at(from);
+        const result = j.append({ record_id: id, expected_revision: revision, at: AT, fence, to, effect: EFFECTS[to][0] });
+        if (isAllowedTransition(from, to) && !(to === "started" && from !== "started")) expect(result, `${from} → ${to}`).toMatchObject({ kind: "appended", record: { state: to } });
         else expect(result, `${from} → ${to}`).toMatchObject({ kind: "illegal-transition", from, to });
         // An effect the target state cannot carry is refused on an allowed edge too.
         if (isAllowedTransition(from, to)) {
           const wrong = EFFECT_DISPOSITIONS.find((e) => !EFFECTS[to].includes(e))!;
-          const again = memoryJournal();
-          const rr = again.reserve({ idempotency_key: "x", action_digest: "d", at: AT });
-          if (rr.kind !== "created") throw new Error(rr.kind);
-          let rev = 1;
-          for (const step of route.get(from)!) rev = (again.append({ record_id: rr.record.record_id, expected_revision: rev, at: AT, to: step, effect: EFFECTS[step][0] }) as { record: { revision: number } }).record.revision;
-          expect(again.append({ record_id: rr.record.record_id, expected_revision: rev, at: AT, to, effect: wrong })).toMatchObject({ kind: "illegal-transition" });
+          const again = at(from);
+          expect(again.j.append({ record_id: again.id, expected_revision: again.revision, at: AT, fence: again.fence, to, effect: wrong })).toMatchObject({ kind: "illegal-transition" });
         }
       }
     });
   }
+
+  it("an append never enters started: ready → started without a claim is illegal-transition, whatever fence it names", () => {
+    const { j, id, revision } = at("ready");
+    for (const fence of [undefined, 0, 1]) expect(j.append({ record_id: id, expected_revision: revision, at: AT, fence, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started", reason: "a record enters started only by a claim" });
+    expect(j.appendMany({ record_id: id, expected_revision: revision, at: AT, transitions: [{ to: "started", effect: "unknown" }, { to: "succeeded", effect: "applied" }] })).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "ready", revision } });
+    // The honest path: claim, then leave started under the fence the claim issued.
+    const c = j.claim({ record_id: id, at: AT, lease_seconds: 60 });
+    if (c.kind !== "claimed") throw new Error(c.kind);
+    expect(j.append({ record_id: id, expected_revision: c.record.revision, at: AT, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: null, current: c.fence });
+    expect(j.append({ record_id: id, expected_revision: c.record.revision, at: AT, fence: c.fence, to: "started", effect: "unknown" })).toMatchObject({ kind: "appended", record: { state: "started", lease: { fence: c.fence } } });
+    expect(j.append({ record_id: id, expected_revision: c.record.revision + 1, at: AT, fence: c.fence, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded" } });
+  });
+
+  it("a receipt recorded by an append must have the form of a CCS receipt: an object carrying only a verdict is MALFORMED_REQUEST", () => {
+    const { j, id, revision } = at("awaiting_policy");
+    const err = (() => {
+      try {
+        j.append({ record_id: id, expected_revision: revision, at: AT, to: "ready", effect: "not-started", receipt: { verdict: "allow" } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(JournalInputError);
+    expect((err as JournalInputError).code).toBe("MALFORMED_REQUEST");
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "awaiting_policy", verdict: null, revision } });
+    expect(j.append({ record_id: id, expected_revision: revision, at: AT, to: "ready", effect: "not-started", receipt: RECEIPT })).toMatchObject({ kind: "appended", record: { state: "ready", verdict: "allow" } });
+  });
 });
 
 describe("leases and recovery from history", () => {
@@ -94,6 +127,7 @@ describe("leases and recovery from history", () => {
     expect(loaded).toMatchObject({ kind: "found", record: { state: "started", effect: "unknown", outcome_status: "unknown", lease: null, lease_lapsed: true, fence: 2 } });
     expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, fence: 1, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
     expect(j.claim({ record_id: id, at: AT + 40, lease_seconds: 30 })).toEqual({ kind: "not-eligible", state: "started", lease_lapsed: true });
+    expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", from: "started", to: "started" });
     expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", outcome_status: "confirmed" } });
   });
 

@@ -7,7 +7,7 @@ import { buildAnchorRecord, pinnedIssuer, type AnchorRecord } from "../../worker
 import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
-import { manifestContent, manifestHash, verifyManifest, type Manifest } from "../../worker/protocol/manifest/manifest.js";
+import { manifestContent, manifestHash, MAX_MANIFEST_WINDOW, verifyManifest, type Manifest } from "../../worker/protocol/manifest/manifest.js";
 import { buildPinnedManifest, pinnedBinding } from "../../worker/protocol/manifest/pinning.js";
 import { COUNTERSIGN_PROFILES } from "../../worker/protocol/manifest/profiles.js";
 import { resolveProfile, type Candidate } from "../../worker/protocol/manifest/resolve.js";
@@ -97,6 +97,16 @@ describe("pinning another verifier's manifest", () => {
     expect(await buildPinnedManifest({ manifest: expired }, record, keys, opts)).toMatchObject({ kind: "refused", code: "MANIFEST_EXPIRED" });
     const unknown = await manifestOf(id, PROFILES, WINDOW, { fingerprint: "ab".repeat(32) });
     expect(await buildPinnedManifest({ manifest: unknown }, record, keys, opts)).toMatchObject({ kind: "refused", code: "MANIFEST_KEY_UNKNOWN" });
+  });
+
+  it("refuses a window longer than MAX_MANIFEST_WINDOW, or a published_at beyond the skew ahead, as MANIFEST_INVALID; the longest window passes", async () => {
+    const { id, record, keys } = await setup();
+    const pin = async (window: { published_at: number; expires_at: number }) => buildPinnedManifest({ manifest: await manifestOf(id, PROFILES, window) }, record, keys, opts);
+    expect(await pin({ published_at: NOW - 100, expires_at: 1e15 })).toMatchObject({ kind: "refused", code: "MANIFEST_INVALID", detail: expect.stringMatching(/validity window/) });
+    expect(await pin({ published_at: NOW - 100, expires_at: NOW - 100 + MAX_MANIFEST_WINDOW + 1 })).toMatchObject({ kind: "refused", code: "MANIFEST_INVALID" });
+    expect(await pin({ published_at: NOW + opts.skew + 1, expires_at: NOW + 86_400 })).toMatchObject({ kind: "refused", code: "MANIFEST_INVALID", detail: expect.stringMatching(/future/) });
+    expect(await pin({ published_at: NOW - 100, expires_at: NOW - 100 + MAX_MANIFEST_WINDOW })).toMatchObject({ kind: "pinned" });
+    expect(MAX_MANIFEST_WINDOW).toBe(31 * 86_400);
   });
 
   it("binds configurations to the profiles_digest of the manifest they name, and tells a receipt's manifest stale", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { DecisionCounter, minuteOf, UNPINNED } from "../../worker/metrics.js";
 import { PROJECTED_ATTRIBUTES, PROJECTION_POLICY, projectModelUsage, projectToolExecutionEvent, type ToolExecutionEvent } from "../../worker/protocol/observability.js";
 import { createUsageReceipt } from "../../worker/protocol/usage/receipt.js";
 
@@ -60,5 +61,27 @@ describe("the observability projection", () => {
 
   it("declares its sampling, redaction, delivery and retention", () => {
     expect(PROJECTION_POLICY).toEqual({ sampling: "all", redaction: "allowlist", delivery: "best-effort-once", retention: "exporter" });
+  });
+});
+
+describe("decision counts batched in an isolate", () => {
+  it("a quiet isolate flushes on its next decision, and each count carries the minute it was counted in", () => {
+    let now = 1_800_000_000_000;
+    const counter = new DecisionCounter({ everyMs: 10_000, everyDecisions: 1_000 }, () => now);
+    expect(counter.count("https://issuer.example", ["ACCEPTED"], "allow")).toBeNull();
+    now += 5_000;
+    expect(counter.count("https://issuer.example", ["ACCEPTED"], "allow")).toBeNull();
+    // Ten quiet minutes: nothing is flushed without a decision, and the next one flushes the lot.
+    now += 10 * 60_000;
+    const batch = counter.count(UNPINNED, ["MALFORMED_RECEIPT"]);
+    const first = minuteOf(1_800_000_000_000);
+    const later = minuteOf(now);
+    expect(later - first).toBe(10);
+    expect(batch?.codes).toEqual([
+      { minute: first, label: "https://issuer.example", code: "ACCEPTED", n: 2 },
+      { minute: later, label: UNPINNED, code: "MALFORMED_RECEIPT", n: 1 },
+    ]);
+    expect(batch?.decisions).toEqual([{ minute: first, label: "https://issuer.example", n: 2 }, { minute: later, label: UNPINNED, n: 1 }]);
+    expect(counter.labels()).toBe(0);
   });
 });

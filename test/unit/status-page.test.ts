@@ -47,6 +47,13 @@ describe("the status page renderer", () => {
     expect(renderStatusPage(view({ usage: null }))).toContain("the usage ledgers did not answer");
   });
 
+  it("says when counts arrive as the counter sends them: with a decision, so a quiet isolate's wait for its next one", () => {
+    const html = renderStatusPage(view({ series: { minutes: 60, from: 1_900_000_000 - 3540, to: 1_900_000_000, byCode: {}, byLabel: {}, labelsFolded: 0 } as unknown as StatusView["series"] }));
+    expect(html).toContain("sends its last counts with its next decision");
+    expect(html).toContain("under the minute it was counted in");
+    expect(html).not.toContain("within the flush interval");
+  });
+
   it("says when more issuers are pinned than listed", () => {
     expect(renderStatusPage(view({ issuers: [{ issuer: "https://a.example", org_id: null, ledger_shards: 1, nonces: null, keys: [] }], moreIssuers: true }))).toContain("more are pinned and not shown");
   });

@@ -3,7 +3,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/protocol/digest.js";
 import { fromBase64Url, fromHex, toBase64Url } from "../../worker/protocol/encoding.js";
-import { harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
+import { ADMIN_TOKEN, harness, INTAKE_TOKEN, issuerFor, RP_TOKEN, TEST_NOW } from "../support/app-harness.js";
 
 const h = () => harness(env, createExecutionContext());
 const keyOf = (hex: string) => toBase64Url(fromHex(hex)!);
@@ -20,6 +20,31 @@ describe("admin authentication", () => {
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ error: { code: "UNAUTHORIZED", detail: expect.any(String) } });
     }
+  });
+});
+
+describe("the Bearer scheme is matched without case (RFC 9110 §11.1)", () => {
+  it("admin, relying-party and intake tokens are taken under bearer, BEARER or Bearer; the token itself is still exact", async () => {
+    const issuer = await issuerFor("admin-auth-case");
+    // The harness registers the test relying party on its first relying-party call.
+    await h().call("/v1/journal/load", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ record_id: "0".repeat(32) }) });
+    const pin = (authorization: string) => h().call("/v1/admin/anchors", { method: "PUT", headers: { "content-type": "application/json", authorization }, body: JSON.stringify(issuer.anchor) });
+    const party = (authorization: string) => h().call("/v1/journal/load", { method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify({ record_id: "0".repeat(32) }) });
+    const start = (authorization: string) => h().call("/v1/receipts/00000000000000ff/start", { method: "POST", headers: { "content-type": "application/json", authorization }, body: "{}" });
+    const evidence = (authorization: string) => h().call("/v1/evidence/00000000000000ff", { headers: { authorization } });
+    for (const scheme of ["Bearer", "bearer", "BEARER", "bEaReR"]) {
+      expect((await pin(`${scheme} ${ADMIN_TOKEN}`)).status, scheme).toBe(200);
+      expect((await party(`${scheme} ${RP_TOKEN}`)).body, scheme).toEqual({ kind: "not-found" });
+      expect((await start(`${scheme}  ${INTAKE_TOKEN}`)).body.error.code, scheme).toBe("NOT_FOUND");
+      expect((await evidence(`${scheme} ${ADMIN_TOKEN}`)).body.error.code, scheme).toBe("NOT_FOUND");
+    }
+    for (const authorization of [`bearer ${ADMIN_TOKEN.toUpperCase()}`, `bearer${ADMIN_TOKEN}`, `bearerx ${ADMIN_TOKEN}`, `basic ${ADMIN_TOKEN}`, "bearer "]) {
+      const res = await pin(authorization);
+      expect(res.status, authorization).toBe(401);
+      expect(res.body.error.code).toBe("UNAUTHORIZED");
+    }
+    expect((await party(`bearer ${RP_TOKEN.toUpperCase()}`)).status).toBe(401);
+    expect((await start(`BEARER ${ADMIN_TOKEN}`)).status).toBe(401);
   });
 });
 

@@ -177,6 +177,33 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await reconcile(c.trace_id, { response: { late: true }, reason: "tool log shows completion" })).body).toMatchObject({ idempotent_replay: true, receipt: r.body.receipt });
   });
 
+  it("a lapsed lease reconciled as reconciliation_required goes there through indeterminate, in one step; indeterminate alone is a reconciliation too", async () => {
+    const lapsed = async () => {
+      const c = command();
+      await h.intake(c);
+      expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
+      await sleep(200);
+      await runDurableObjectAlarm(shardOfTrace(c.trace_id));
+      expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "started", lease_lapsed: true, outcome_status: "unknown" });
+      return c.trace_id;
+    };
+    const one = await lapsed();
+    const r = await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log" }, ADMIN_TOKEN);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ state: "reconciliation_required", effect: "unknown", outcome_status: "indeterminate", receipt: null });
+    const e = await evidence(one);
+    expect(e.body.history.slice(-2).map((x: { from: string; to: string }) => [x.from, x.to])).toEqual([["started", "indeterminate"], ["indeterminate", "reconciliation_required"]]);
+    expect((await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log" })).body).toMatchObject({ state: "reconciliation_required", idempotent_replay: true });
+    expect((await reconcile(one, { response: {} })).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+    // An effect neither step can carry refuses both, and nothing is written.
+    const two = await lapsed();
+    const bad = await reconcile(two, { outcome: "reconciliation_required", effect: "applied" });
+    expect([bad.status, bad.body.error.code]).toEqual([409, "ILLEGAL_TRANSITION"]);
+    expect((await evidence(two)).body.record).toMatchObject({ state: "started", lease_lapsed: true });
+    expect((await reconcile(two, { outcome: "indeterminate" })).body).toMatchObject({ state: "indeterminate", outcome_status: "indeterminate" });
+    expect((await reconcile(two, { outcome: "reconciliation_required" })).body).toMatchObject({ state: "reconciliation_required" });
+  });
+
   it("an indeterminate outcome has no final receipt and can be reconciled as reconciliation_required", async () => {
     const c = command();
     await h.intake(c);
@@ -290,7 +317,14 @@ describe("the /v1/journal port routes", () => {
     expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:y" })).body.kind).toBe("conflict");
     expect((await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
     expect((await rp("append", { record_id: id, expected_revision: 2, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "awaiting_policy", to: "started" });
+    const forged = await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started", receipt: { verdict: "allow" } });
+    expect(forged.status).toBe(400);
+    expect(forged.body.error.code).toBe("MALFORMED_REQUEST");
     expect((await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started" })).body.kind).toBe("appended");
+    // Only a claim enters started: an append from ready is illegal, fence or no fence.
+    expect((await rp("append", { record_id: id, expected_revision: 3, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+    expect((await rp("append", { record_id: id, expected_revision: 3, fence: 1, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "ready", to: "started" });
+    expect((await rp("load", { record_id: id })).body).toMatchObject({ kind: "found", record: { state: "ready", verdict: null, revision: 3 } });
     const claimed = await rp("claim", { record_id: id, lease_seconds: 60 });
     expect(claimed.body).toMatchObject({ kind: "claimed", fence: 1 });
     expect((await rp("claim", { record_id: id })).body.kind).toBe("held");

@@ -13,7 +13,7 @@ import { webCryptoVerifier } from "../../worker/protocol/ed25519.js";
 import { fromBase64Url } from "../../worker/protocol/encoding.js";
 import { signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
-import { manifestContent, manifestHash, verifyManifest } from "../../worker/protocol/manifest/manifest.js";
+import { manifestContent, manifestHash, MAX_MANIFEST_WINDOW, verifyManifest } from "../../worker/protocol/manifest/manifest.js";
 import { anchorFor, identity, labelHex } from "../../vectors/ccs/factory.js";
 import { AUDIENCE, harness, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { manifestOf } from "../support/manifests.js";
@@ -110,10 +110,16 @@ describe("PUT /v1/admin/manifests and GET /v1/verifiers/{id}/manifest", () => {
     expect(await code({ manifest: await manifestOf(id, m.profiles, WINDOW, { fingerprint: "ef".repeat(32) }) })).toEqual([400, "MANIFEST_KEY_UNKNOWN"]);
     expect(await code({ manifest: { ...m, profiles: [] } })).toEqual([400, "MANIFEST_SIGNATURE_INVALID"]);
     expect(await code({ manifest: { verifier_id: 7 } })).toEqual([400, "MANIFEST_INVALID"]);
+    // A window longer than MAX_MANIFEST_WINDOW (31 days), or a manifest published beyond the skew ahead, is MANIFEST_INVALID.
+    expect(await code({ manifest: await manifestOf(id, m.profiles, { published_at: TEST_NOW - 100, expires_at: 1e15 }) })).toEqual([400, "MANIFEST_INVALID"]);
+    expect(await code({ manifest: await manifestOf(id, m.profiles, { published_at: TEST_NOW - 100, expires_at: TEST_NOW - 100 + MAX_MANIFEST_WINDOW + 1 }) })).toEqual([400, "MANIFEST_INVALID"]);
+    expect(await code({ manifest: await manifestOf(id, m.profiles, { published_at: TEST_NOW + 31, expires_at: TEST_NOW + 86_400 }) })).toEqual([400, "MANIFEST_INVALID"]);
     const stranger = await identity("stranger-verifier", "https://stranger-verifier.example", "v1");
     expect(await code({ manifest: await manifestOf(stranger, m.profiles, WINDOW) })).toEqual([404, "NOT_FOUND"]);
     expect((await h.call(`/v1/verifiers/${encodeURIComponent(id.issuer)}/manifest`)).status).toBe(404);
     expect((await h.call("/v1/admin/manifests", { method: "PUT", body: JSON.stringify({ manifest: m }) })).status).toBe(401);
+    // The honest edge beside them: a full 31-day window, published just within the skew.
+    expect((await pinManifest({ manifest: await manifestOf(id, m.profiles, { published_at: TEST_NOW + 30, expires_at: TEST_NOW + 30 + MAX_MANIFEST_WINDOW }) })).status).toBe(200);
   });
 
   it("pins a manifest that verifies and answers it by the verifier's urlencoded id", async () => {

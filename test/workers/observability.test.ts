@@ -75,3 +75,25 @@ describe("a decision's log line", () => {
     expect(refused.headers.get("x-request-id")).toBe("abc-LHR");
   });
 });
+
+describe("DecisionStats books each count under the minute it was counted in", () => {
+  it("an earlier minute stays earlier; a minute ahead is booked now; one past the 24 h retention is dropped", async () => {
+    const stats = env.DECISION_STATS.get(env.DECISION_STATS.idFromName("minute-booking"));
+    const now = Math.floor(Date.now() / 60_000);
+    const at = (minute: number, code: string) => ({ minute, label: "https://minutes.example", code, n: 2 });
+    await stats.add({
+      codes: [at(now - 7, "LATE_FLUSH"), at(now + 30, "AHEAD"), at(now - 24 * 60 - 5, "TOO_OLD")],
+      decisions: [{ minute: now - 7, label: "https://minutes.example", n: 2 }],
+      verdicts: [],
+      chainsStarted: 0,
+    });
+    const view = await stats.read(60);
+    const late = view.per_minute.find((m) => m.counts.LATE_FLUSH);
+    expect(late).toEqual({ minute: (now - 7) * 60, counts: { LATE_FLUSH: 2 } });
+    const ahead = view.per_minute.find((m) => m.counts.AHEAD);
+    expect(ahead?.minute).toBeGreaterThanOrEqual(now * 60);
+    expect(JSON.stringify(view)).not.toContain("TOO_OLD");
+    const series = await stats.series(60, 8);
+    expect(series.byLabel["https://minutes.example"].reduce((a, b) => a + b, 0)).toBe(2);
+  });
+});

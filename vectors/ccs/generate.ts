@@ -204,7 +204,7 @@ export async function generate() {
   const first = await contentOf([{ id: "ccs/1.3/receipt-verification", comparison_scope: "receipt" }, { id: "ccs/1.3/intake", comparison_scope: "command" }]);
   const now = await contentOf([{ id: "ccs/1.3/receipt-verification", comparison_scope: "receipt" }]);
   const boundConfig = { rules: ["SEC-001"], policy_version: "vectors", manifest_hash: await manifestHash(first) };
-  const current = await signManifest(now, { published_at: VECTOR_NOW - 86400, expires_at: VECTOR_NOW + 365 * 86400 }, async (m) => signWithSeed(m, declaring.seed));
+  const current = await signManifest(now, { published_at: VECTOR_NOW - 86400, expires_at: VECTOR_NOW + 29 * 86400 }, async (m) => signWithSeed(m, declaring.seed));
   add("WARN-manifest-stale", "the receipt's config_hash binds a manifest whose profiles_digest differs from the issuer's pinned manifest: valid, with the warning", [
     { body: await call(declaring, spec("warn-manifest-stale", { configHash: await prefixedDigest(jcs(boundConfig)) })), expect: valid("proceed_pending_reconciliation", ["MANIFEST_STALE"]) },
   ]);

@@ -129,7 +129,7 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "finalised (or the same finalisation again: idempotent_replay)", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "FENCE_CONFLICT, ALREADY_FINALISED, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
   },
   {
-    method: "post", path: "/v1/receipts/{trace_id}/reconcile", summary: "resolve an execution whose outcome is unknown (lapsed lease) or indeterminate", tag: "journal", auth: "intake-or-admin", body: S.ReconcileCall,
+    method: "post", path: "/v1/receipts/{trace_id}/reconcile", summary: "resolve an execution whose outcome is unknown (lapsed lease) or indeterminate; reconciliation_required from a lapsed lease passes through indeterminate", tag: "journal", auth: "intake-or-admin", body: S.ReconcileCall,
     parameters: [pathParam("trace_id", "16 lowercase hex")],
     responses: { 200: { description: "reconciled", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
   },
@@ -154,7 +154,7 @@ export const OPERATIONS: Operation[] = [
   },
   ...([
     ["reserve", S.ReserveCall, "reserve an idempotency key for an action digest: created | existing | conflict"],
-    ["append", S.AppendCall, "append one transition at an expected revision: appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
+    ["append", S.AppendCall, "append one transition at an expected revision (never into started, which only claim enters; a receipt must have the CCS receipt form): appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
     ["claim", S.ClaimCall, "claim the execution lease: claimed (with its fence) | held | not-eligible | revision-conflict | not-found"],
     ["verify-fence", S.VerifyFenceCall, "whether a fence holds the lease: valid | fence-conflict | not-found"],
     ["load", S.LoadCall, "a record with its ordered history: found | not-found"],

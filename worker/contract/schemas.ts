@@ -413,7 +413,7 @@ export const ReconcileCall = z
   .object({ response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.enum(["indeterminate", "reconciliation_required"]).optional(), effect: Effect.optional(), reason: z.string().max(1024).optional(), ...toolOutput })
   .strict()
   .refine(oneOutcome, "exactly one of response, error and outcome")
-  .meta({ id: "ReconcileCall", description: "resolves an unknown (lapsed) or indeterminate execution" });
+  .meta({ id: "ReconcileCall", description: "resolves an unknown (lapsed) or indeterminate execution; outcome reconciliation_required on a lapsed lease is recorded through indeterminate (started → indeterminate → reconciliation_required, one transaction)" });
 export const Finalised = z
   .object({
     trace_id: hex(16),

@@ -58,12 +58,22 @@ export const isAuthorityField = (key: string): boolean => AUTHORITY_FIELDS.has(a
 /** What a redacted credential becomes: the member stays, so a reader sees that one was there. */
 export const REDACTED = "[redacted]";
 
-/** Names (compared as authority fields are) whose value is a credential, whatever it looks like. */
-const CREDENTIAL_NAMES = new Set(["token", "authorization", "proxyauthorization", "cookie", "setcookie", "credential", "credentials", "signedurl", "privatekey", "sessionid"]);
-const CREDENTIAL_SUFFIXES = ["apikey", "secret", "password", "passwd", "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "authtoken", "bearertoken", "securitytoken", "privatekey", "signature"];
+/**
+ * Names (compared as authority fields are: without case, `_` or `-`, so camelCase and snake_case
+ * forms agree) whose value is a credential, whatever it looks like: these names exactly, any
+ * name containing one of the parts, any name ending in one of the suffixes.
+ */
+const CREDENTIAL_NAMES = new Set([
+  "token", "auth", "authorization", "proxyauthorization", "cookie", "cookies", "setcookie", "credential", "credentials", "cred", "creds",
+  "signedurl", "privatekey", "sessionid", "pwd", "passcode", "passphrase", "secretkey",
+]);
+const CREDENTIAL_PARTS = ["password", "passwd", "passphrase", "secret", "credential", "privatekey", "apikey"];
+const CREDENTIAL_SUFFIXES = [
+  "pwd", "creds", "auth", "accesskey", "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "authtoken", "bearertoken", "securitytoken", "signature",
+];
 export const isCredentialName = (key: string): boolean => {
   const name = authorityName(key);
-  return CREDENTIAL_NAMES.has(name) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
+  return CREDENTIAL_NAMES.has(name) || CREDENTIAL_PARTS.some((p) => name.includes(p)) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
 };
 
 /**
@@ -84,6 +94,40 @@ const CREDENTIAL_VALUES: readonly RegExp[] = [
 ];
 export const isCredentialValue = (s: string): boolean => CREDENTIAL_VALUES.some((r) => r.test(s));
 
+/** The userinfo of a URL (`scheme://user:password@`), up to the last `@` before the path. */
+const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
+/**
+ * A `name=value` or `name: value` pair inside a string: the name and separator are found first
+ * (only where a run of name characters starts), and only after a credential's name is its value
+ * read (a quoted value, and an authorization scheme followed by its token, are taken whole). Each
+ * character is looked at a bounded number of times, so a string is scanned in linear time
+ * whatever it holds.
+ */
+const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(["']?[ \t]*[=:][ \t]*)/g;
+const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+
+/**
+ * A string with the credentials inside it replaced, the rest kept: URL userinfo becomes
+ * `[redacted]@`, the value of a credential-named pair becomes `[redacted]` (quotes kept).
+ */
+export function redactCredentialParts(s: string): string {
+  const text = s.replace(URL_USERINFO, (_m, scheme: string) => `${scheme}${REDACTED}@`);
+  let out = "";
+  let from = 0;
+  const names = new RegExp(PAIR_NAME.source, PAIR_NAME.flags);
+  const values = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
+  for (let m = names.exec(text); m; m = names.exec(text)) {
+    if (!isCredentialName(m[1])) continue;
+    values.lastIndex = names.lastIndex;
+    const value = values.exec(text);
+    if (!value) continue;
+    const quote = value[0][0] === '"' || value[0][0] === "'" ? value[0][0] : "";
+    out += text.slice(from, names.lastIndex) + quote + REDACTED + quote;
+    from = names.lastIndex = values.lastIndex;
+  }
+  return out + text.slice(from);
+}
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 export interface BoundaryOptions {
@@ -92,8 +136,9 @@ export interface BoundaryOptions {
    * `refuse` (the default): a credential anywhere is a smuggling attempt and the whole value is
    * refused. `redact`: for provider extensions, which may legitimately mention that a request
    * was authorised: the value of a credential-named member, and any string shaped like a
-   * credential, is replaced by REDACTED before it is copied (an accessor is never invoked);
-   * the other authority fields are still refused.
+   * credential, is replaced by REDACTED before it is copied (an accessor is never invoked); in
+   * other strings, URL userinfo and the values of credential-named `name=value` pairs are
+   * replaced, the rest kept; the other authority fields are still refused.
    */
   credentials?: "refuse" | "redact";
 }
@@ -126,7 +171,10 @@ function checkString(s: string, path: JsonPath): string {
 
 function copy(value: unknown, path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   if (value === null || typeof value === "boolean") return value;
-  if (typeof value === "string") return redact && isCredentialValue(value) ? REDACTED : checkString(value, path);
+  if (typeof value === "string") {
+    checkString(value, path);
+    return redact ? (isCredentialValue(value) ? REDACTED : redactCredentialParts(value)) : value;
+  }
   if (typeof value === "number") {
     if (!Number.isFinite(value)) refuse("non_finite", path, "number is not finite");
     if (Number.isInteger(value) && !Number.isSafeInteger(value)) refuse("unsafe_integer", path, "integer outside the safe range ±(2^53−1)");

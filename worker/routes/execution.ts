@@ -3,7 +3,8 @@
  * `start` claims the execution lease and answers its fence; `finalize` verifies the fence, judges
  * the tool's output (OUT-001..008), computes response_hash and appends the outcome with the signed
  * final receipt; `reconcile` resolves an execution whose lease lapsed without a result (outcome
- * `unknown`) or whose outcome was indeterminate. The same finalisation or reconciliation asked
+ * `unknown`) or whose outcome was indeterminate (a lapsed one reaches reconciliation_required
+ * through indeterminate, both steps in one append). The same finalisation or reconciliation asked
  * twice answers the receipt already recorded; a stale fence is FENCE_CONFLICT.
  */
 import { Hono, type Context } from "hono";
@@ -117,16 +118,18 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     receipt = finalised.receipt;
     rules = finalised.results;
   }
-  const result: AppendResult | Corrupt = await journalOf(c).append({
+  const step = { effect, detail: { outcome_call: { via, digest, fence }, rules }, extensions: call.extensions };
+  // The lifecycle has no started → reconciliation_required edge: a lapsed execution gets there through
+  // indeterminate, both steps in one append, so nothing sees it half-way.
+  const steps = to === "reconciliation_required" && record.state === "started"
+    ? [{ ...step, to: "indeterminate" as const }, { ...step, to }]
+    : [{ ...step, to, receipt: receipt ?? undefined }];
+  const result: AppendResult | Corrupt = await journalOf(c).appendMany({
     record_id: record.record_id,
     expected_revision: record.revision,
     at: c.get("services").now(),
     ...(fence !== null ? { fence } : {}),
-    to,
-    effect,
-    receipt: receipt ?? undefined,
-    detail: { outcome_call: { via, digest, fence }, rules },
-    extensions: call.extensions,
+    transitions: steps,
   });
   switch (result.kind) {
     case "appended":

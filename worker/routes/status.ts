@@ -1,8 +1,10 @@
 /**
  * `GET /`: the status page. Public on purpose: it shows only what is public already (pinned
  * issuers and their public keys, as `GET /v1/issuers/...` does) and aggregated counts whose rows
- * are bounded by what an admin pinned (decision counts by code and pinned issuer, nonces held,
- * live chains started). No token, relying-party name, audience or receipt content is read.
+ * are bounded by what an admin pinned or registered (decision counts by code and pinned issuer,
+ * nonces held, live chains started, usage evidence summed over relying parties), and this
+ * deployment's manifest. No token, audience or receipt content is read; relying-party names are
+ * read only to address their usage ledgers and are never shown.
  * The work per view is bounded (STATUS_ISSUER_LIMIT issuers, STATUS_SHARD_BUDGET ledger shards)
  * and an isolate reuses a rendered page for STATUS_REUSE_SECONDS, so calling it often costs little.
  */

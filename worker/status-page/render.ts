@@ -121,7 +121,7 @@ function decisionsSection(v: StatusView): string {
   if (s === null) return `<p class="note">DecisionStats did not answer; decision counts are unavailable.</p>`;
   const codes = Object.entries(s.byCode).sort(([a], [b]) => (a < b ? -1 : 1));
   const labels = Object.entries(s.byLabel);
-  const window = `the last ${s.minutes} minutes (enforce-mode decisions; counts reach this page within the flush interval, 10 s by default)`;
+  const window = `the last ${s.minutes} minutes (enforce-mode decisions; each isolate sends its counts with its first decision once the oldest it holds is 10 s old (the default flush interval), so an isolate that has gone quiet sends its last counts with its next decision; a count is drawn under the minute it was counted in)`;
   if (codes.length === 0) return `<p class="note">No decision counted in ${window}.</p>`;
   const byCode = figure("Decisions by code", s.from, codes.map(([name, points]) => ({ name, points })));
   const byLabel = figure("Decisions by issuer", s.from, labels.map(([name, points]) => ({ name, points })));

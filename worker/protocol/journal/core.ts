@@ -10,6 +10,7 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { snapshotJson, type JsonObject, type JsonValue } from "../boundary.js";
 import { jcs } from "../digest.js";
 import { toHex, utf8 } from "../encoding.js";
+import { parseReceipt } from "../receipt.js";
 import { isJsonObject } from "../strict-json.js";
 import { isAllowedTransition, isConsistentEffect, isEffectDisposition, isJournalState, outcomeStatus, type EffectDisposition, type JournalState } from "./lifecycle.js";
 import type {
@@ -139,6 +140,11 @@ export function prepareTransition(t: Transition): Required<Pick<Transition, "to"
   } catch (err) {
     if (err instanceof JournalInputError) throw err;
     throw new JournalInputError("MALFORMED_REQUEST", (err as Error).message);
+  }
+  // A record's verdict is read from its latest receipt, so only a CCS receipt may be recorded as one.
+  if (receipt !== null) {
+    const parsed = parseReceipt(receipt);
+    if (!parsed.ok) throw new JournalInputError("MALFORMED_REQUEST", `receipt is not a CCS receipt: ${parsed.failures.map((f) => f.detail).join("; ")}`);
   }
   const extensions = redactedExtensions(t.extensions);
   if (utf8(jcs({ receipt, detail, extensions })).byteLength > MAX_TRANSITION_BYTES) throw new JournalInputError("MALFORMED_REQUEST", `receipt, detail and extensions exceed ${MAX_TRANSITION_BYTES} bytes`);
@@ -281,6 +287,9 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     for (const step of steps) {
       if (!isAllowedTransition(state, step.to)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${state} → ${step.to} is not a lifecycle edge` };
       if (!isConsistentEffect(step.to, step.effect)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${step.to} cannot carry the effect ${step.effect}` };
+      // `started` is entered only by a claim, which issues the fence; an append may stay in it only under a live lease.
+      if (step.to === "started" && state !== "started") return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "a record enters started only by a claim" };
+      if (step.to === "started" && holder === null) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "no lease is held: a lapsed execution leaves started only by its outcome" };
       // A fence given must be the lease's; leaving or staying in `started` under a lease needs it.
       if (drafts.length === 0 && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
       drafts.push({ at, event: "append", from: state, to: step.to, effect: step.effect, fence: holder, lease_until: null, receipt: step.receipt, detail: step.detail, extensions: step.extensions });

@@ -19,6 +19,13 @@ import { fromHex, toHex, utf8 } from "../encoding.js";
 
 export const MANIFEST_VERSION = "1";
 
+/**
+ * The longest validity window (expires_at − published_at, seconds) a manifest may declare: 31
+ * days. A pinned manifest is trusted until it expires, so an unbounded window would keep a
+ * declaration current long after its verifier changed or withdrew it.
+ */
+export const MAX_MANIFEST_WINDOW = 31 * 86_400;
+
 export interface Profile {
   id: string;
   comparison_scope: string;
@@ -121,7 +128,9 @@ export interface ManifestVerification {
 
 /**
  * Verifies a manifest: its form, that `signing_key_fingerprint` names a pinned key valid at
- * `published_at`, the signature under that key, `profiles_digest`, and the validity window.
+ * `published_at`, the signature under that key, `profiles_digest`, and the validity window (after
+ * published_at, at most MAX_MANIFEST_WINDOW long, published no later than `now` + `skew`, not
+ * yet expired).
  * Every failure has its own code; the first found is answered.
  */
 export async function verifyManifest(value: unknown, o: ManifestVerification): Promise<ManifestCheck> {
@@ -134,6 +143,7 @@ export async function verifyManifest(value: unknown, o: ManifestVerification): P
   if (!signed) return { ok: false, code: "MANIFEST_SIGNATURE_INVALID", detail: `the signature does not verify under key ${key.kid}` };
   if (m.profiles_digest !== (await profilesDigest(m.profiles))) return { ok: false, code: "MANIFEST_INVALID", detail: "profiles_digest is not the digest of profiles" };
   if (m.expires_at <= m.published_at) return { ok: false, code: "MANIFEST_INVALID", detail: "expires_at is not after published_at" };
+  if (m.expires_at - m.published_at > MAX_MANIFEST_WINDOW) return { ok: false, code: "MANIFEST_INVALID", detail: `the validity window (expires_at − published_at) exceeds ${MAX_MANIFEST_WINDOW} seconds` };
   if (m.published_at > o.now + o.skew) return { ok: false, code: "MANIFEST_INVALID", detail: "published_at lies in the future" };
   if (m.expires_at <= o.now) return { ok: false, code: "MANIFEST_EXPIRED", detail: `the manifest expired at ${m.expires_at}` };
   return { ok: true, manifest: m, manifestHash: await manifestHash(m), kid: key.kid };
