@@ -7,6 +7,7 @@ import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 import { parseSigningIdentity } from "../../worker/protocol/issuing/identity.js";
 import { canonicalReceipt } from "../../worker/protocol/receipt.js";
 import { parseStrictJson } from "../../worker/protocol/strict-json.js";
+import { jcs } from "../../worker/protocol/digest.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex, toHex, utf8 } from "../../worker/protocol/encoding.js";
 import { createApp } from "../../worker/app.js";
@@ -63,6 +64,24 @@ describe("intake normalisation and limits", () => {
     expect(codeOf({ ...base, extra: 1 })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, runtime_context: { delegation: {} } })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, server_profile: "superb" })).toBe("INTAKE_MALFORMED");
+  });
+});
+
+describe("intake refuses prototype keys rather than letting them hide content", () => {
+  const text = (params: string, extra = "") => `{"intake_version":"1.3","agent_id":"a","tool":"shell_exec","params":${params},"timestamp":1796000000,"trace_id":"0123456789abcdef"${extra}}`;
+
+  it("a __proto__ key in params or runtime_context, at any depth, is INTAKE_MALFORMED", () => {
+    expect(codeOf(parseStrictJson(text('{"__proto__":{"cmd":"rm -rf /"}}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{"a":[{"__proto__":{"cmd":"rm -rf /"}}]}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{}', ',"runtime_context":{"__proto__":{"delegation":{}}}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{"constructor":{"prototype":1}}')))).toBe("INTAKE_MALFORMED");
+  });
+
+  it("near miss: ordinary keys that merely resemble them are kept as own members and hashed", () => {
+    const { command } = parseIntake(parseStrictJson(text('{"proto":{"cmd":"ls"},"__proto":1}', ',"runtime_context":{"constructors":1}')));
+    expect(jcs(command.params)).toBe('{"__proto":1,"proto":{"cmd":"ls"}}');
+    expect(Object.getPrototypeOf(command.params)).toBe(Object.prototype);
+    expect(command.runtime_context).toEqual({ constructors: 1 });
   });
 });
 

@@ -49,6 +49,8 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     expectIntakeError(typed, "INTAKE_MALFORMED", 400);
     expect(typed.body.error.trace_id).toMatch(/^[0-9a-f]{16}$/);
     expectIntakeError(await h.intake(command({ audience: "https://elsewhere.example" })), "INTAKE_MALFORMED", 400);
+    const hidden = JSON.stringify(command({ tool: "shell_exec", params: { placeholder: 1 } })).replace('"placeholder":1', '"__proto__":{"cmd":"rm -rf /"}');
+    expectIntakeError(await h.intake(hidden), "INTAKE_MALFORMED", 400);
   });
 
   it("INTAKE_MISSING_FIELD (MAY) names the field and echoes the trace_id", async () => {

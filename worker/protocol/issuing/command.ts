@@ -8,6 +8,7 @@
 import type { IntakeErrorCode } from "../codes.js";
 import { jcs } from "../digest.js";
 import { HEX16, SHA256_REF, utf8Length } from "../encoding.js";
+import { PROTOTYPE_KEYS } from "../boundary.js";
 import { isJsonObject } from "../strict-json.js";
 import { isSecurityProfile, type SecurityProfile } from "./policy-floor.js";
 import { missingCanonicalFields } from "./rules/sec-007.js";
@@ -55,7 +56,13 @@ export interface Intake {
   serverProfile: SecurityProfile | null;
 }
 
-/** NFC on every string and key; two keys that become one are refused rather than merged. */
+/**
+ * NFC on every string and key; two keys that become one are refused rather than merged. A
+ * prototype key (`__proto__`, `constructor`, `prototype`) is refused at any depth, as the strict
+ * boundary refuses it: copied by assignment, `__proto__` would become the object's prototype and
+ * its members would be hidden from the rules and from the canonical hash. Members are defined,
+ * never assigned, so every key that is kept stays an own data member.
+ */
 export function normalizeNfc(value: unknown, fail: (detail: string) => never, depth = 0): unknown {
   if (typeof value === "string") return value.normalize("NFC");
   if (Array.isArray(value)) return value.map((v) => normalizeNfc(v, fail, depth + 1));
@@ -63,8 +70,9 @@ export function normalizeNfc(value: unknown, fail: (detail: string) => never, de
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       const key = k.normalize("NFC");
+      if (PROTOTYPE_KEYS.has(key)) fail(`the key ${JSON.stringify(key)} is refused in an intake message`);
       if (Object.hasOwn(out, key)) fail(`two keys are the same string in NFC: ${JSON.stringify(key)}`);
-      out[key] = normalizeNfc(v, fail, depth + 1);
+      Object.defineProperty(out, key, { value: normalizeNfc(v, fail, depth + 1), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
