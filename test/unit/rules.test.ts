@@ -197,3 +197,20 @@ describe("legacy payload numbers", () => {
     expect(pythonFloat(-2.5)).toBe("-2.5");
   });
 });
+
+describe("SEC-001 reads a URL the way real parsers do", () => {
+  it("denies hosts the WHATWG parser extracts, or that fold to a blocked address under NFKC", async () => {
+    for (const url of [
+      "http:\\\\127.0.0.1\\", "http:/127.0.0.1/", "http:127.0.0.1/", "http://127.0.0.1\\@example.com/", "\x01http://127.0.0.1/", "http://12\t7.0.0.1/",
+      "http://\uff11\uff12\uff17.\uff10.\uff10.\uff11/", "http://127\u30020\u30020\u30021/", "http://127\uff0e0\uff0e0\uff0e1/", "http://127\uff610\uff610\uff611/",
+      "http://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3/", "https:\\\\169.254.169.254\\latest", "http://example.com\\@10.0.0.1/",
+    ]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), JSON.stringify(url)).toBe("deny");
+  });
+
+  it("near misses stay allowed: public hosts in the same odd forms, free text and bare addresses", async () => {
+    for (const url of [
+      "http:\\\\8.8.8.8\\", "http:/example.com/", "http:example.com/", "http://example.com\\@8.8.8.8/", "\x01http://8.8.8.8/", "http://\uff18.\uff18.\uff18.\uff18/",
+      "http://example\u3002com/", "see 127.0.0.1 in the logs", "127.0.0.1", "localhost:8080", "note: 10.0.0.1 is private",
+    ]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), JSON.stringify(url)).toBe("allow");
+  });
+});
