@@ -33,6 +33,16 @@ export const BLOCKED_ABSOLUTE_PATH: readonly string[] = [
 ];
 
 /**
+ * What a forced recursive `rm` may not be aimed at (SEC-002): the filesystem root and its
+ * top-level system directories, judged after the target is resolved lexically (`//`, `/./`,
+ * `/usr/..` are `/`) and a trailing `*` glob is taken as its directory.
+ */
+export const RM_PROTECTED_PATH: readonly string[] = [
+  "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt", "/opt", "/proc",
+  "/root", "/run", "/sbin", "/snap", "/srv", "/sys", "/usr", "/var", "/Applications", "/Library", "/System", "/Users", "/private",
+];
+
+/**
  * Deployed secret patterns (SEC-003, OUT-001): credential formats with a fixed, documented
  * shape, so a match is structural rather than a guess.
  */
@@ -74,6 +84,6 @@ export const OUTCOME_STATUS: readonly string[] = ["confirmed", "dispatched", "in
 
 /** Everything above, as one JSON value: what the policy digest is taken over. */
 export const SCOPE_DATA = {
-  COMMAND_EXECUTION_TOOL, NETWORK_FETCH_TOOL, NETWORK_FACING_TOOL, DESTRUCTIVE_TOOL, BLOCKED_ABSOLUTE_PATH,
+  COMMAND_EXECUTION_TOOL, NETWORK_FETCH_TOOL, NETWORK_FACING_TOOL, DESTRUCTIVE_TOOL, BLOCKED_ABSOLUTE_PATH, RM_PROTECTED_PATH,
   SECRET_PATTERN, INSTRUCTION_PATTERN, COMMAND_INJECTION_THRESHOLD, PROMPT_INJECTION_THRESHOLD, DEFAULT_OUTPUT_MAX_SIZE, OUTCOME_STATUS,
 };
