@@ -260,3 +260,17 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     }
   });
 });
+
+describe("SEC-004 judges each word of an argument as a path", () => {
+  it("denies a traversal that follows other text", async () => {
+    for (const path of ["cat ../../etc/shadow", "x ../../root/.ssh/id_rsa", 'less "../../etc/passwd"', "tar -cf out.tar --files-from=../../etc/hosts", "wc -l <../../proc/self/environ", "see http://x.example/ ../../etc/shadow"]) {
+      expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("deny");
+    }
+  });
+
+  it("near misses stay allowed", async () => {
+    for (const path of ["cat docs/../README.md", "x ../../tmp/y", "cat /etc/passwd", "a..b ../c", "open https://x.example/../../etc/passwd", "--out=../build/etc/x"]) {
+      expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
+    }
+  });
+});
