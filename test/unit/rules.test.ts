@@ -274,3 +274,22 @@ describe("SEC-004 judges each word of an argument as a path", () => {
     }
   });
 });
+
+describe("the input rules scan object keys and the text inside binary values", () => {
+  const b64 = (text: string) => Buffer.from(text, "utf8").toString("base64");
+
+  it("a secret as a key, rm -rf / or a loopback URL inside base64 are found", async () => {
+    expect(await judgeIn("SEC-003", input("http_post", { body: { AKIAIOSFODNN7EXAMPLE: true } }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("shell_exec", { cmd: { $base64: b64("rm -rf /") } }))).toBe("deny");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: { $base64: b64("http://127.0.0.1/admin") } }))).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: { $base64: b64("../../etc/shadow") } }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("shell_exec", { "rm -rf /": 1 }))).toBe("deny");
+  });
+
+  it("near misses: ordinary keys, harmless text and bytes that are not UTF-8 stay allowed", async () => {
+    expect(await judgeIn("SEC-003", input("http_post", { body: { AKIAIOSFODNN7EXAMPL: true } }))).toBe("allow");
+    expect(await judgeIn("SEC-002", input("shell_exec", { cmd: { $base64: b64("ls -la /tmp") } }))).toBe("allow");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: { $base64: b64("http://8.8.8.8/") } }))).toBe("allow");
+    expect(await judgeIn("SEC-001", input("upload_file", { data: { $base64: Buffer.from([0xff, 0xfe, 0x68, 0x74]).toString("base64") } }))).toBe("allow");
+  });
+});
