@@ -1,6 +1,7 @@
 /**
  * The closed sets the sixteen rules are scoped by, written down as data. Each is a literal
- * membership test (CCS §4.8): a tool is in a set only if its exact name is listed here. The
+ * membership test (CCS §4.8): a tool is in a set only if its name, folded (NFKC, invisible
+ * characters removed, trimmed, lowercase: `foldToolName` in rules/types.ts), is listed here. The
  * sets, patterns and thresholds are part of the canonical configuration's policy digest, so
  * changing any of them changes `policy_version` and therefore `config_hash`.
  */

@@ -1,6 +1,6 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
 import { parseShell, programOf, type ParsedShell } from "../shell.js";
-import { allow, argumentStrings, deny, escalate, type InputRule } from "./types.js";
+import { allow, argumentStrings, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
@@ -95,7 +95,7 @@ export const SEC_002: InputRule = {
   trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2); below that, a forced recursive rm whose target depends on an unexpanded variable escalates`,
   scope: "string arguments of tools in COMMAND_EXECUTION_TOOL",
   judge({ command }) {
-    if (!COMMAND_EXECUTION_TOOL.includes(command.tool as string)) return allow("not a command-execution tool");
+    if (!toolIn(COMMAND_EXECUTION_TOOL, command.tool as string)) return allow("not a command-execution tool");
     let unknown = false;
     for (const s of argumentStrings(command.params)) {
       const parsed = parseShell(s);

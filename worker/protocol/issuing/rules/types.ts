@@ -81,6 +81,19 @@ export const allow = (reason = ""): RuleOutcome => ({ verdict: "allow", reason }
 export const deny = (reason: string): RuleOutcome => ({ verdict: "deny", reason });
 export const escalate = (reason: string): RuleOutcome => ({ verdict: "escalate", reason });
 
+/** Characters that render as nothing (soft hyphen, zero-width and bidi marks, word joiners, BOM). */
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/g;
+
+/** A tool name as the scope sets are matched against it: NFKC, invisible characters removed, trimmed, lowercase. */
+export const foldToolName = (tool: string): string => tool.normalize("NFKC").replace(INVISIBLE, "").trim().toLowerCase();
+
+/**
+ * Whether `tool` is in a scope set. Names are compared folded (foldToolName), so `Delete_File`,
+ * `"delete_file "` and a fullwidth `ｄｅｌｅｔｅ＿ｆｉｌｅ` are all `delete_file`.
+ */
+export const toolIn = (set: readonly string[], tool: unknown): boolean =>
+  typeof tool === "string" && set.some((member) => foldToolName(member) === foldToolName(tool));
+
 /** Marks a binary params value, as intake defines it: `{"$base64": "<padded standard base64>"}`. */
 const BINARY_MARKER = "$base64";
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
