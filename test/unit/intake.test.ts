@@ -41,6 +41,14 @@ describe("intake normalisation and limits", () => {
     expect(codeOf({ ...base, timestamp: 1796000000000 })).toBe("INTAKE_MALFORMED");
   });
 
+  it("refuses a time before 1970 in either form, and keeps the epoch itself", () => {
+    for (const timestamp of ["1900-01-01T00:00:00Z", "1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59Z", -1, -0.5]) expect(codeOf({ ...base, timestamp }), String(timestamp)).toBe("INTAKE_MALFORMED");
+    expect(parseIntake({ ...base, timestamp: "1970-01-01T00:00:00Z" }).command.timestamp).toBe(0);
+    expect(parseIntake({ ...base, timestamp: "1970-01-01T00:00:00.25Z" }).command.timestamp).toBe(0.25);
+    expect(parseIntake({ ...base, timestamp: "9999-12-31T23:59:59Z" }).command.timestamp).toBe(253402300799);
+    expect(codeOf({ ...base, timestamp: "9999-12-31T23:59:59.5Z" })).toBe("INTAKE_MALFORMED");
+  });
+
   it("takes binary params only as padded standard base64", () => {
     expect(codeOf({ ...base, params: { blob: { $base64: "aGk=" } } })).toBe("ok");
     for (const bad of ["aGk", "aGk_", "aGl=", "aG k="]) expect(codeOf({ ...base, params: { blob: { $base64: bad } } }), bad).toBe("INTAKE_MALFORMED");

@@ -85,7 +85,9 @@ export const MAX_TIMESTAMP = 253402300799;
 
 /**
  * A Command timestamp as UTC Unix seconds: a number is taken as Unix seconds; a string must be
- * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused).
+ * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused). Either form must land
+ * between 0 (1970-01-01T00:00:00Z) and MAX_TIMESTAMP: a time before 1970 is refused as a string
+ * exactly as it is as a number.
  */
 export function utcSeconds(value: unknown, fail: (detail: string) => never): number {
   if (typeof value === "number") {
@@ -101,8 +103,12 @@ export function utcSeconds(value: unknown, fail: (detail: string) => never): num
   const back = new Date(ms);
   if (back.getUTCFullYear() !== +y || back.getUTCMonth() !== +mo - 1 || back.getUTCDate() !== +d || +h > 23 || +mi > 59 || +s > 59) fail("timestamp is not a valid date and time");
   const seconds = ms / 1000;
-  // Decimal text, then one conversion: "1796000000" + ".5" is exactly 1796000000.5.
-  return frac ? Number(String(seconds) + frac) : seconds;
+  if (seconds < 0) fail("timestamp is before 1970-01-01T00:00:00Z; Unix seconds must not be negative");
+  // Decimal text, then one conversion: "1796000000" + ".5" is exactly 1796000000.5 (seconds is a
+  // non-negative integer here, so appending the fraction adds it).
+  const result = frac ? Number(String(seconds) + frac) : seconds;
+  if (result > MAX_TIMESTAMP) fail(`timestamp must be Unix seconds between 0 and ${MAX_TIMESTAMP}`);
+  return result;
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
