@@ -7,6 +7,7 @@ import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 import { parseSigningIdentity } from "../../worker/protocol/issuing/identity.js";
 import { canonicalReceipt } from "../../worker/protocol/receipt.js";
 import { parseStrictJson } from "../../worker/protocol/strict-json.js";
+import { jcs } from "../../worker/protocol/digest.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { fromHex, toHex, utf8 } from "../../worker/protocol/encoding.js";
 import { createApp } from "../../worker/app.js";
@@ -40,6 +41,14 @@ describe("intake normalisation and limits", () => {
     expect(codeOf({ ...base, timestamp: 1796000000000 })).toBe("INTAKE_MALFORMED");
   });
 
+  it("refuses a time before 1970 in either form, and keeps the epoch itself", () => {
+    for (const timestamp of ["1900-01-01T00:00:00Z", "1969-12-31T23:59:59.5Z", "1969-12-31T23:59:59Z", -1, -0.5]) expect(codeOf({ ...base, timestamp }), String(timestamp)).toBe("INTAKE_MALFORMED");
+    expect(parseIntake({ ...base, timestamp: "1970-01-01T00:00:00Z" }).command.timestamp).toBe(0);
+    expect(parseIntake({ ...base, timestamp: "1970-01-01T00:00:00.25Z" }).command.timestamp).toBe(0.25);
+    expect(parseIntake({ ...base, timestamp: "9999-12-31T23:59:59Z" }).command.timestamp).toBe(253402300799);
+    expect(codeOf({ ...base, timestamp: "9999-12-31T23:59:59.5Z" })).toBe("INTAKE_MALFORMED");
+  });
+
   it("takes binary params only as padded standard base64", () => {
     expect(codeOf({ ...base, params: { blob: { $base64: "aGk=" } } })).toBe("ok");
     for (const bad of ["aGk", "aGk_", "aGl=", "aG k="]) expect(codeOf({ ...base, params: { blob: { $base64: bad } } }), bad).toBe("INTAKE_MALFORMED");
@@ -63,6 +72,24 @@ describe("intake normalisation and limits", () => {
     expect(codeOf({ ...base, extra: 1 })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, runtime_context: { delegation: {} } })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, server_profile: "superb" })).toBe("INTAKE_MALFORMED");
+  });
+});
+
+describe("intake refuses prototype keys rather than letting them hide content", () => {
+  const text = (params: string, extra = "") => `{"intake_version":"1.3","agent_id":"a","tool":"shell_exec","params":${params},"timestamp":1796000000,"trace_id":"0123456789abcdef"${extra}}`;
+
+  it("a __proto__ key in params or runtime_context, at any depth, is INTAKE_MALFORMED", () => {
+    expect(codeOf(parseStrictJson(text('{"__proto__":{"cmd":"rm -rf /"}}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{"a":[{"__proto__":{"cmd":"rm -rf /"}}]}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{}', ',"runtime_context":{"__proto__":{"delegation":{}}}')))).toBe("INTAKE_MALFORMED");
+    expect(codeOf(parseStrictJson(text('{"constructor":{"prototype":1}}')))).toBe("INTAKE_MALFORMED");
+  });
+
+  it("near miss: ordinary keys that merely resemble them are kept as own members and hashed", () => {
+    const { command } = parseIntake(parseStrictJson(text('{"proto":{"cmd":"ls"},"__proto":1}', ',"runtime_context":{"constructors":1}')));
+    expect(jcs(command.params)).toBe('{"__proto":1,"proto":{"cmd":"ls"}}');
+    expect(Object.getPrototypeOf(command.params)).toBe(Object.prototype);
+    expect(command.runtime_context).toEqual({ constructors: 1 });
   });
 });
 

@@ -49,6 +49,8 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     expectIntakeError(typed, "INTAKE_MALFORMED", 400);
     expect(typed.body.error.trace_id).toMatch(/^[0-9a-f]{16}$/);
     expectIntakeError(await h.intake(command({ audience: "https://elsewhere.example" })), "INTAKE_MALFORMED", 400);
+    const hidden = JSON.stringify(command({ tool: "shell_exec", params: { placeholder: 1 } })).replace('"placeholder":1', '"__proto__":{"cmd":"rm -rf /"}');
+    expectIntakeError(await h.intake(hidden), "INTAKE_MALFORMED", 400);
   });
 
   it("INTAKE_MISSING_FIELD (MAY) names the field and echoes the trace_id", async () => {
@@ -242,5 +244,17 @@ describe("delegation (CV-008)", () => {
     expect(forged.body.receipt).toMatchObject({ verdict: "deny" });
     expect(forged.body.receipt.block_reason).toMatch(/delegation_invalid: SIGNATURE_INVALID/);
     expectIntakeError(await h.intake(command({ delegation_chain: { not: "a receipt" } })), "INTAKE_MALFORMED", 400);
+  });
+});
+
+describe("the input rules under workerd", () => {
+  it("SEC-001 denies URL forms workerd's own URL parser resolves to a loopback host, and allows a public one", async () => {
+    for (const url of ["http:\\\\127.0.0.1\\", "http:127.0.0.1/", "http://127.0.0.1\\@example.com/", "\x01http://12\t7.0.0.1/", "http://\uff11\uff12\uff17\u30020\u30020\u30021/", "http://\u24db\u24de\u24d2\u24d0\u24db\u24d7\u24de\u24e2\u24e3/"]) {
+      const r = await h.intake(command({ tool: "fetch_url", params: { url } }));
+      expect(r.status, JSON.stringify(url)).toBe(200);
+      expect(r.body.receipt.verdict, JSON.stringify(url)).toBe("deny");
+      expect(r.body.receipt.block_reason).toMatch(/SEC-001/);
+    }
+    expect((await h.intake(command({ tool: "fetch_url", params: { url: "http:\\\\example.com\\" } }))).body.receipt.verdict).toBe("allow");
   });
 });

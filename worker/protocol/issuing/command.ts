@@ -8,6 +8,7 @@
 import type { IntakeErrorCode } from "../codes.js";
 import { jcs } from "../digest.js";
 import { HEX16, SHA256_REF, utf8Length } from "../encoding.js";
+import { PROTOTYPE_KEYS } from "../boundary.js";
 import { isJsonObject } from "../strict-json.js";
 import { isSecurityProfile, type SecurityProfile } from "./policy-floor.js";
 import { missingCanonicalFields } from "./rules/sec-007.js";
@@ -55,7 +56,13 @@ export interface Intake {
   serverProfile: SecurityProfile | null;
 }
 
-/** NFC on every string and key; two keys that become one are refused rather than merged. */
+/**
+ * NFC on every string and key; two keys that become one are refused rather than merged. A
+ * prototype key (`__proto__`, `constructor`, `prototype`) is refused at any depth, as the strict
+ * boundary refuses it: copied by assignment, `__proto__` would become the object's prototype and
+ * its members would be hidden from the rules and from the canonical hash. Members are defined,
+ * never assigned, so every key that is kept stays an own data member.
+ */
 export function normalizeNfc(value: unknown, fail: (detail: string) => never, depth = 0): unknown {
   if (typeof value === "string") return value.normalize("NFC");
   if (Array.isArray(value)) return value.map((v) => normalizeNfc(v, fail, depth + 1));
@@ -63,8 +70,9 @@ export function normalizeNfc(value: unknown, fail: (detail: string) => never, de
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
       const key = k.normalize("NFC");
+      if (PROTOTYPE_KEYS.has(key)) fail(`the key ${JSON.stringify(key)} is refused in an intake message`);
       if (Object.hasOwn(out, key)) fail(`two keys are the same string in NFC: ${JSON.stringify(key)}`);
-      out[key] = normalizeNfc(v, fail, depth + 1);
+      Object.defineProperty(out, key, { value: normalizeNfc(v, fail, depth + 1), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
@@ -77,7 +85,9 @@ export const MAX_TIMESTAMP = 253402300799;
 
 /**
  * A Command timestamp as UTC Unix seconds: a number is taken as Unix seconds; a string must be
- * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused).
+ * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused). Either form must land
+ * between 0 (1970-01-01T00:00:00Z) and MAX_TIMESTAMP: a time before 1970 is refused as a string
+ * exactly as it is as a number.
  */
 export function utcSeconds(value: unknown, fail: (detail: string) => never): number {
   if (typeof value === "number") {
@@ -93,8 +103,12 @@ export function utcSeconds(value: unknown, fail: (detail: string) => never): num
   const back = new Date(ms);
   if (back.getUTCFullYear() !== +y || back.getUTCMonth() !== +mo - 1 || back.getUTCDate() !== +d || +h > 23 || +mi > 59 || +s > 59) fail("timestamp is not a valid date and time");
   const seconds = ms / 1000;
-  // Decimal text, then one conversion: "1796000000" + ".5" is exactly 1796000000.5.
-  return frac ? Number(String(seconds) + frac) : seconds;
+  if (seconds < 0) fail("timestamp is before 1970-01-01T00:00:00Z; Unix seconds must not be negative");
+  // Decimal text, then one conversion: "1796000000" + ".5" is exactly 1796000000.5 (seconds is a
+  // non-negative integer here, so appending the fraction adds it).
+  const result = frac ? Number(String(seconds) + frac) : seconds;
+  if (result > MAX_TIMESTAMP) fail(`timestamp must be Unix seconds between 0 and ${MAX_TIMESTAMP}`);
+  return result;
 }
 
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;

@@ -5,6 +5,13 @@
  * filling the remaining bytes), so `2130706433`, `0x7f.1` and `0177.0.0.1` are all 127.0.0.1.
  * IPv6 literals are expanded; IPv4-mapped, IPv4-compatible and NAT64 forms are judged by the
  * IPv4 address they carry.
+ *
+ * A URL argument is read twice, and either reading can condemn it: literally (`scheme://`
+ * authority, userinfo and port stripped) and as the WHATWG URL parser reads it (`new URL`, the
+ * parser of browsers, workerd and Node), which also accepts `http:\\host`, `http:/host`,
+ * `http:host`, a `\` ending the authority, leading C0 controls and tabs or newlines anywhere.
+ * Hosts are NFKC-folded first, with every IDNA full stop taken as `.`, so fullwidth digits,
+ * ideographic full stops and enclosed letters name the address they fold to.
  */
 
 export type HostClass = "loopback" | "private" | "link-local" | "unspecified";
@@ -12,9 +19,17 @@ export type HostClass = "loopback" | "private" | "link-local" | "unspecified";
 /** `scheme://` then an authority: the form of an absolute URL argument. */
 const ABSOLUTE_URL = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/([^/?#]*)/;
 
+/** Full stops IDNA treats as `.` (after NFKC, U+FF0E is already `.` and U+FF61 is U+3002). */
+const IDNA_DOTS = /[\u3002\uff0e\uff61]/g;
+/** What a URL parser ignores around a URL (C0 controls and space), plus other controls, format characters and separators. */
+const EDGE_NOISE = /^[\p{Cc}\p{Cf}\p{Z}\s]+|[\p{Cc}\p{Cf}\p{Z}\s]+$/gu;
+
+/** A host or URL text as the rules compare it: NFKC, IDNA full stops as `.`, lowercase. */
+export const foldHost = (text: string): string => text.normalize("NFKC").replace(IDNA_DOTS, ".").toLowerCase();
+
 /** The host of an absolute URL (userinfo and port removed, percent-decoding applied), or null when `text` is not one. */
 export function urlHost(text: string): string | null {
-  const m = ABSOLUTE_URL.exec(text.trim());
+  const m = ABSOLUTE_URL.exec(foldHost(text).replace(EDGE_NOISE, "").replace(/[\t\n\r]/g, ""));
   if (!m) return null;
   let authority = m[1];
   const at = authority.lastIndexOf("@");
@@ -32,7 +47,38 @@ export function urlHost(text: string): string | null {
   } catch {
     /* not valid percent-encoding: judged as written */
   }
-  return host.toLowerCase().replace(/\.$/, "");
+  return foldHost(host).replace(/\.$/, "");
+}
+
+/**
+ * The host the WHATWG URL parser extracts from `text`, or from `text` NFKC-folded with noise
+ * trimmed from its ends, brackets removed; null when neither parses or the host is empty.
+ */
+export function whatwgHosts(text: string): string[] {
+  const hosts = new Set<string>();
+  for (const candidate of new Set([text, foldHost(text).replace(EDGE_NOISE, "")])) {
+    let hostname: string;
+    try {
+      hostname = new URL(candidate).hostname;
+    } catch {
+      continue;
+    }
+    if (hostname === "") continue;
+    let host = hostname.startsWith("[") && hostname.endsWith("]") ? hostname.slice(1, -1) : hostname;
+    try {
+      host = decodeURIComponent(host);
+    } catch {
+      /* not valid percent-encoding: judged as written */
+    }
+    hosts.add(foldHost(host).replace(/\.$/, ""));
+  }
+  return [...hosts];
+}
+
+/** Every host a URL argument can be read as naming: the literal reading and the WHATWG parser's. */
+export function urlHosts(text: string): string[] {
+  const literal = urlHost(text);
+  return [...new Set([...(literal === null ? [] : [literal]), ...whatwgHosts(text)])];
 }
 
 /** How an IPv4 address (as a 32-bit unsigned number) is classified, or null for a public one. */
@@ -110,7 +156,8 @@ function classifyV6(g: number[]): HostClass | null {
 }
 
 /** The class of a host that must not be reached, or null. `localhost` and `*.localhost` are loopback by definition (RFC 6761). */
-export function classifyHost(host: string): HostClass | null {
+export function classifyHost(raw: string): HostClass | null {
+  const host = foldHost(raw).replace(/\.$/, "");
   if (host === "localhost" || host.endsWith(".localhost")) return "loopback";
   if (host.includes(":")) {
     const groups = parseIPv6(host);

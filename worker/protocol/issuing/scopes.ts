@@ -1,6 +1,7 @@
 /**
  * The closed sets the sixteen rules are scoped by, written down as data. Each is a literal
- * membership test (CCS §4.8): a tool is in a set only if its exact name is listed here. The
+ * membership test (CCS §4.8): a tool is in a set only if its name, folded (NFKC, invisible
+ * characters removed, trimmed, lowercase: `foldToolName` in rules/types.ts), is listed here. The
  * sets, patterns and thresholds are part of the canonical configuration's policy digest, so
  * changing any of them changes `policy_version` and therefore `config_hash`.
  */
@@ -30,6 +31,16 @@ export const DESTRUCTIVE_TOOL: readonly string[] = [
 /** Absolute paths a traversal may not reach (SEC-004): the path itself or anything under it. */
 export const BLOCKED_ABSOLUTE_PATH: readonly string[] = [
   "/etc", "/root", "/proc", "/sys", "/dev", "/boot", "/var/run/secrets", "/run/secrets", "/var/lib/kubelet", "/.ssh", "/.aws", "/.config/gcloud",
+];
+
+/**
+ * What a forced recursive `rm` may not be aimed at (SEC-002): the filesystem root and its
+ * top-level system directories, judged after the target is resolved lexically (`//`, `/./`,
+ * `/usr/..` are `/`) and a trailing `*` glob is taken as its directory.
+ */
+export const RM_PROTECTED_PATH: readonly string[] = [
+  "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt", "/opt", "/proc",
+  "/root", "/run", "/sbin", "/snap", "/srv", "/sys", "/usr", "/var", "/Applications", "/Library", "/System", "/Users", "/private",
 ];
 
 /**
@@ -74,6 +85,6 @@ export const OUTCOME_STATUS: readonly string[] = ["confirmed", "dispatched", "in
 
 /** Everything above, as one JSON value: what the policy digest is taken over. */
 export const SCOPE_DATA = {
-  COMMAND_EXECUTION_TOOL, NETWORK_FETCH_TOOL, NETWORK_FACING_TOOL, DESTRUCTIVE_TOOL, BLOCKED_ABSOLUTE_PATH,
+  COMMAND_EXECUTION_TOOL, NETWORK_FETCH_TOOL, NETWORK_FACING_TOOL, DESTRUCTIVE_TOOL, BLOCKED_ABSOLUTE_PATH, RM_PROTECTED_PATH,
   SECRET_PATTERN, INSTRUCTION_PATTERN, COMMAND_INJECTION_THRESHOLD, PROMPT_INJECTION_THRESHOLD, DEFAULT_OUTPUT_MAX_SIZE, OUTCOME_STATUS,
 };

@@ -1,5 +1,6 @@
 import { urlHost } from "../hosts.js";
 import { BLOCKED_ABSOLUTE_PATH } from "../scopes.js";
+import { parseShell, type ParsedShell } from "../shell.js";
 import { allow, argumentStrings, deny, type InputRule } from "./types.js";
 
 /**
@@ -29,15 +30,46 @@ export function traversalTarget(path: string): string | null {
 export const isBlockedPath = (path: string): boolean =>
   BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b))));
 
+/** Every word of a parsed command line, substitutions and scripts included. */
+function shellWords(parsed: ParsedShell, out: string[]): string[] {
+  for (const c of parsed.commands) {
+    out.push(...c.words);
+    c.substitutions.forEach((p) => shellWords(p, out));
+    c.scripts.forEach((p) => shellWords(p, out));
+  }
+  return out;
+}
+
+/**
+ * The strings of one argument judged as paths: the whole string, each of its words (split at
+ * whitespace, and as a shell splits them, quotes removed), and within a word what follows a
+ * leading redirection (`<`, `2>`) or an `=` (`--file=…`, `if=…`). A word is a path from its own
+ * start, so `cat ../../etc/shadow` climbs; absolute URLs are not paths.
+ */
+export function pathCandidates(text: string): string[] {
+  const out = new Set<string>();
+  if (urlHost(text) === null) out.add(text);
+  for (const raw of [...text.split(/\s+/), ...shellWords(parseShell(text), [])]) {
+    const word = raw.replace(/^['"]+|['"]+$/g, "");
+    if (word === "" || urlHost(word) !== null) continue;
+    out.add(word);
+    const unredirected = word.replace(/^(?:\d*[<>]+&?|[|&(]+)/, "");
+    out.add(unredirected);
+    for (let at = unredirected.indexOf("="); at >= 0; at = unredirected.indexOf("=", at + 1)) out.add(unredirected.slice(at + 1));
+  }
+  return [...out];
+}
+
 export const SEC_004: InputRule = {
   name: "SEC-004",
-  trigger: "a path argument contains a `..` traversal and resolves to a BLOCKED_ABSOLUTE_PATH or below it",
-  scope: "string arguments of any tool that are not absolute URLs",
+  trigger: "a path argument, or a word of an argument, contains a `..` traversal and resolves to a BLOCKED_ABSOLUTE_PATH or below it",
+  scope: "string arguments of any tool and their words, absolute URLs excepted",
   judge({ command }) {
     for (const s of argumentStrings(command.params)) {
-      if (urlHost(s) !== null) continue;
-      const target = traversalTarget(s);
-      if (target !== null && isBlockedPath(target)) return deny(`SEC-004: path traversal reaches ${target}`);
+      for (const path of pathCandidates(s)) {
+        const target = traversalTarget(path);
+        if (target !== null && isBlockedPath(target)) return deny(`SEC-004: path traversal reaches ${target}`);
+      }
     }
     return allow();
   },

@@ -1,6 +1,6 @@
 import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
 import { parseShell, programOf, type ParsedShell } from "../shell.js";
-import { allow, argumentStrings, deny, type InputRule } from "./types.js";
+import { allow, argumentStrings, deny, toolIn, type InputRule } from "./types.js";
 
 export const FETCH_PRIMITIVE = new Set(["curl", "wget", "fetch", "aria2c", "lwp-download", "lwp-request", "tftp", "ftp", "invoke-webrequest", "iwr", "invoke-restmethod", "irm", "certutil", "bitsadmin"]);
 export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python2", "python3", "perl", "ruby", "node", "php", "eval", "source", ".", "iex", "invoke-expression", "powershell", "pwsh", "cmd", "cmd.exe"]);
@@ -10,8 +10,9 @@ const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMIT
 
 /**
  * A fetch primitive followed by an execution primitive in the same parsed command line
- * (heredoc bodies excluded): `curl … | sh`, `wget … && bash x`, or an execution primitive
- * whose arguments substitute a fetch, `bash -c "$(curl …)"`.
+ * (heredoc bodies excluded, unless a shell runs them): `curl … | sh`, `wget … && bash x`, an
+ * execution primitive whose arguments substitute a fetch, `bash -c "$(curl …)"`, or any of these
+ * inside a script handed to a shell (`bash -c "curl … | sh"`, `eval "…"`, `sh <<EOF … EOF`).
  */
 export function downloadExecutes(p: ParsedShell): boolean {
   let fetched = false;
@@ -19,17 +20,17 @@ export function downloadExecutes(p: ParsedShell): boolean {
     const name = programName(c);
     if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches))) return true;
     if (FETCH_PRIMITIVE.has(name)) fetched = true;
-    if (c.substitutions.some(downloadExecutes)) return true;
+    if (c.substitutions.some(downloadExecutes) || c.scripts.some(downloadExecutes)) return true;
   }
   return false;
 }
 
 export const SEC_006: InputRule = {
   name: "SEC-006",
-  trigger: "an argument, parsed as a shell command line outside heredoc bodies, has a fetch primitive followed by an execution primitive",
+  trigger: "an argument, parsed as a shell command line outside heredoc bodies (inside the scripts a command hands to a shell included), has a fetch primitive followed by an execution primitive",
   scope: "string arguments of tools in COMMAND_EXECUTION_TOOL",
   judge({ command }) {
-    if (!COMMAND_EXECUTION_TOOL.includes(command.tool as string)) return allow("not a command-execution tool");
+    if (!toolIn(COMMAND_EXECUTION_TOOL, command.tool as string)) return allow("not a command-execution tool");
     for (const s of argumentStrings(command.params)) if (downloadExecutes(parseShell(s))) return deny("SEC-006: download-to-execute chain");
     return allow();
   },

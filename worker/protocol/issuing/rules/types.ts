@@ -81,19 +81,55 @@ export const allow = (reason = ""): RuleOutcome => ({ verdict: "allow", reason }
 export const deny = (reason: string): RuleOutcome => ({ verdict: "deny", reason });
 export const escalate = (reason: string): RuleOutcome => ({ verdict: "escalate", reason });
 
-/** Every string value inside `value`, with the object key it sits under (null in arrays and at the top). */
-export function walkStrings(value: unknown, visit: (s: string, key: string | null) => void, key: string | null = null, depth = 0): void {
-  if (typeof value === "string") visit(value, key);
-  else if (Array.isArray(value)) for (const v of value) walkStrings(v, visit, key, depth + 1);
-  else if (value !== null && typeof value === "object" && depth < 64) {
-    for (const [k, v] of Object.entries(value)) walkStrings(v, visit, k, depth + 1);
+/** Characters that render as nothing (soft hyphen, zero-width and bidi marks, word joiners, BOM). */
+const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/g;
+
+/** A tool name as the scope sets are matched against it: NFKC, invisible characters removed, trimmed, lowercase. */
+export const foldToolName = (tool: string): string => tool.normalize("NFKC").replace(INVISIBLE, "").trim().toLowerCase();
+
+/**
+ * Whether `tool` is in a scope set. Names are compared folded (foldToolName), so `Delete_File`,
+ * `"delete_file "` and a fullwidth `ｄｅｌｅｔｅ＿ｆｉｌｅ` are all `delete_file`.
+ */
+export const toolIn = (set: readonly string[], tool: unknown): boolean =>
+  typeof tool === "string" && set.some((member) => foldToolName(member) === foldToolName(tool));
+
+/** Marks a binary params value, as intake defines it: `{"$base64": "<padded standard base64>"}`. */
+const BINARY_MARKER = "$base64";
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** The text a binary value carries, when its bytes are valid UTF-8; null otherwise. */
+export function binaryText(data: string): string | null {
+  try {
+    return strictUtf8.decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
+  } catch {
+    return null;
   }
 }
 
-/** Every string value of the arguments, as a list. */
+/**
+ * Everything the input rules scan in the arguments, as a list: every string value, every
+ * object key, and the decoded text of every binary value (`{"$base64": …}`) whose bytes are
+ * valid UTF-8, beside its base64 form. A key or an encoding is not a place to hide an argument.
+ */
 export function argumentStrings(params: unknown): string[] {
   const out: string[] = [];
-  walkStrings(params, (s) => out.push(s));
+  const walk = (value: unknown, depth: number) => {
+    if (typeof value === "string") out.push(value);
+    else if (Array.isArray(value)) value.forEach((v) => walk(v, depth + 1));
+    else if (value !== null && typeof value === "object" && depth < 64) {
+      const entries = Object.entries(value);
+      if (entries.length === 1 && entries[0][0] === BINARY_MARKER && typeof entries[0][1] === "string") {
+        const text = binaryText(entries[0][1]);
+        if (text !== null) out.push(text);
+      }
+      for (const [k, v] of entries) {
+        out.push(k);
+        walk(v, depth + 1);
+      }
+    }
+  };
+  walk(params, 0);
   return out;
 }
 
