@@ -126,8 +126,10 @@ describe("POST /v1/intake receipts", () => {
     const denied = (await h.intake(c)).body;
     expect(denied.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
     expect(denied.challenge.missing[0].evidence).toBe("human_approval");
-    const approval = { approver: "ops@example.org", request_hash: await prefixedDigest(jcs(requestOf(c))) };
-    const ok = await h.intake({ ...c, human_approval: approval });
+    // A Command that carries its approval from the start is allowed (a challenged one is answered through its challenge).
+    const approved = command({ tool: "drop_table", params: { table: "sessions" } });
+    const approval = { approver: "ops@example.org", request_hash: await prefixedDigest(jcs(requestOf(approved))) };
+    const ok = await h.intake({ ...approved, human_approval: approval });
     expect(ok.body.receipt.verdict).toBe("allow");
     expect(ok.body.receipt.runtime_context_hash).toBe(await prefixedDigest(jcs({ human_approval: approval })));
   });
