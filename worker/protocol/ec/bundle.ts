@@ -390,17 +390,8 @@ const sortKeys = (v: unknown): unknown =>
 /** The report's bytes: keys sorted, two-space indent, no clock in it, so two replays of one bundle are byte-identical. */
 export const renderReport = (report: ReplayReport): string => JSON.stringify(sortKeys(report), null, 2) + "\n";
 
-export interface ExecutionInput {
-  run_id: string;
-  record_id: string;
-  policy: string;
-  seed: number;
-  required_claims: string[];
-  events: TraceEvent[];
-  receipts: EcReceipt[];
-  budget_ledger: BudgetLedger;
-  rerun?: ExecutionRow["rerun"];
-}
+/** An execution before its receipts are verified and stored: the row's fields, with bare receipts and an optional rerun. */
+export type ExecutionInput = Omit<ExecutionRow, "receipts" | "rerun"> & { receipts: EcReceipt[]; rerun?: ExecutionRow["rerun"] };
 
 /**
  * Builds a bundle (issuing side, fixtures, the audit): runs the online verifier and the
