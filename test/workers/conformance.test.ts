@@ -147,6 +147,49 @@ describe("Level 0 receipts (CCS §10)", () => {
     expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: missing.id.issuer })).body.error.code).toBe("SERVICE_MISCONFIGURED");
   });
 
+  it("a v1.3 receipt's field 7 is accepted only when level 1 would accept the receipt too: signature, revoked key and spent nonce are checked, and the nonce is consumed", async () => {
+    const h = harness(env, createExecutionContext());
+    const l = await issuerFor("level0-v13");
+    await h.pin({ ...l.anchor, shared_secret: { secret: "LEGACY_HMAC_KEY" } });
+    const secret = fromHex(env.LEGACY_HMAC_KEY)!;
+    const call = async (extra: Record<string, unknown> = {}) => {
+      const { receipt, request } = await l.receipt({ legacySecret: secret });
+      return { receipt: receipt as Record<string, unknown>, request, audience: AUDIENCE, level: 0, ...extra };
+    };
+    const honest = await call();
+    const ok = await h.verify(honest);
+    expect(ok.body).toMatchObject({ valid: true, decision: "accept", level: 0, nonce_consumed: true, kid: "k1" });
+    expect(codes(ok.body)).toEqual([]);
+    const again = await h.verify(honest);
+    expect(again.body).toMatchObject({ valid: false, decision: "reject", level: 0 });
+    expect(codes(again.body)).toContain("REPLAY_DETECTED");
+
+    const spentFirst = await call();
+    expect((await h.verify({ ...spentFirst, level: undefined })).body).toMatchObject({ valid: true, level: 1 });
+    const spent = await h.verify(spentFirst);
+    expect(spent.body.valid).toBe(false);
+    expect(codes(spent.body)).toContain("REPLAY_DETECTED");
+
+    const zeroed = await call();
+    zeroed.receipt = { ...zeroed.receipt, signature: "0".repeat(128) };
+    const forged = await h.verify(zeroed);
+    expect(forged.body).toMatchObject({ valid: false, decision: "reject", level: 0, nonce_consumed: false });
+    expect(codes(forged.body)).toContain("SIGNATURE_INVALID");
+
+    const badMac = await call();
+    badMac.receipt = { ...badMac.receipt, receipt: "0".repeat(32) };
+    const refused = await h.verify(badMac);
+    expect(refused.body).toMatchObject({ valid: false, nonce_consumed: false });
+    expect(codes(refused.body)).toContain("SIGNATURE_INVALID");
+    // The field-7 refusal consumed nothing: the honest receipt behind it is still good at level 1.
+
+    const late = await call();
+    expect((await h.revoke(l.id.issuer, "k1")).status).toBe(200);
+    const revoked = await h.verify(late);
+    expect(revoked.body).toMatchObject({ valid: false, decision: "reject", level: 0 });
+    expect(codes(revoked.body).some((c: string) => c.includes("REVOKED"))).toBe(true);
+  });
+
   it("is refused by name in envelopes (same-org and cross-org), chain documents and live chains", async () => {
     const h = harness(env, createExecutionContext());
     const { receipt } = await level0Receipt("level0-refused");

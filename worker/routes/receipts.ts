@@ -62,6 +62,16 @@ async function level0(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, cal
     runtimeContext: body.runtime_context,
   });
   const floor = classes.check(named);
-  if (floor.length === 0) return judged;
-  return { ...judged, valid: false, decision: gateDecision(call.mode, false, "block"), failures: [...floor, ...judged.failures], enforcement: { ...judged.enforcement, action: "block" } };
+  if (floor.length > 0) return { ...judged, valid: false, decision: gateDecision(call.mode, false, "block"), failures: [...floor, ...judged.failures], enforcement: { ...judged.enforcement, action: "block" } };
+  if (!judged.valid || isLevel0Shape(body.receipt)) return judged;
+  // A v1.3 receipt whose field 7 holds: the HMAC proves only who made it, and this deployment holds
+  // what else the receipt answers to (its Ed25519 signature, its key's revocation, its nonce). A
+  // receipt those refuse is refused here too, so `level: 0` never accepts what level 1 would not;
+  // the nonce is consumed as at level 1, so the replay warning no longer applies.
+  const full = await verifyReceipt(
+    body.receipt,
+    { ...call, policy: freshnessPolicy(c.env), request: body.request, runtimeContext: body.runtime_context, contextChecks: (r) => classes.check(r.issuer) },
+    classes.deps,
+  );
+  return { ...full, level: 0 as const };
 }

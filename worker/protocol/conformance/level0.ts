@@ -139,6 +139,8 @@ const ENFORCEMENT: Record<Verdict, Enforcement> = {
  * (a v1.3 receipt's); the issuer pinned with a shared secret and of this organisation
  * (UNTRUSTED_ISSUER, LEVEL0_NOT_ACCEPTED); the HMAC (SIGNATURE_INVALID); the presented request
  * (BINDING_MISMATCH). Every answer carries the REPLAY_UNGUARDED warning, and no nonce is consumed.
+ * The receipt route judges a v1.3 receipt whose field 7 holds again at level 1 (signature,
+ * revocation, nonce), which needs the stores this pure function does not have.
  */
 export async function verifyLevel0(value: unknown, opts: Level0Options): Promise<Level0Decision> {
   const v13 = isJsonObject(value) && Object.hasOwn(value, "signature");
