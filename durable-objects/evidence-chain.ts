@@ -37,6 +37,11 @@ export interface RevokedHop {
   revoked_at: number;
 }
 
+/** A hop of a live chain signed by a key since revoked. */
+export interface WithdrawnHop extends RevokedHop {
+  receipt_hash: string;
+}
+
 /** What an append is judged against: the chain so far and its owner. */
 export interface HeldChain extends ChainSoFar {
   owner: string;
@@ -139,6 +144,16 @@ export class EvidenceChain extends DurableObject<Env> {
   /** What a revocation of `fingerprint` did to this chain: the first hop it signed, or null. */
   brokenBy(fingerprint: string): { broken_at_hop: number | null } {
     return { broken_at_hop: this.withdrawals().has(fingerprint) ? this.firstHopOf(fingerprint) : null };
+  }
+
+  /** Every hop signed by a key since revoked, in hop order: none of them a seal vouches for. */
+  withdrawnHops(): WithdrawnHop[] {
+    const withdrawn = this.withdrawals();
+    if (withdrawn.size === 0 || !this.exists()) return [];
+    const rows = this.sql.exec<{ hop: number; receipt_hash: string; key_fingerprint: string | null }>("SELECT hop, receipt_hash, key_fingerprint FROM chain_hops ORDER BY hop").toArray();
+    return rows.flatMap(({ hop, receipt_hash, key_fingerprint }) =>
+      key_fingerprint !== null && withdrawn.has(key_fingerprint) ? [{ hop, receipt_hash, fingerprint: key_fingerprint, revoked_at: withdrawn.get(key_fingerprint)! }] : [],
+    );
   }
 
   /** The chain as an append is judged against (before its receipt is verified), or null before hop 0. */

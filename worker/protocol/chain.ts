@@ -124,9 +124,23 @@ export interface ChainOptions {
   seal?: ChainSeal;
 }
 
+/** A hop a seal would vouch for without its receipt having been verified here. */
+export interface UnverifiedHop {
+  hop: number;
+  receipt_hash: string;
+  pruned: boolean;
+}
+
 /** Anchors, verifier, and the issuers' ledgers for revocation; offline verifiers without a ledger judge no revocation. */
 export interface ChainDeps extends SealDeps {
   ledger?: VerifyDeps["ledger"];
+  /**
+   * What the verifier itself knows of revocations under this chain id (a live chain it holds):
+   * failures for those of `hops` it knows were signed by a key since revoked (a pruned entry
+   * names no key, so this is the only way to learn it), and one for a seal of its own it has
+   * withdrawn. A failure here withdraws the seal. Online only; offline verifiers pass none.
+   */
+  sealWithdrawals?(chainId: string, hops: UnverifiedHop[], seal: ChainSeal): Promise<ChainFailure[]>;
 }
 
 export type ChainParse = { ok: true; chain: ChainDocument } | { ok: false; detail: string };
@@ -260,6 +274,45 @@ const claimOf = (e: ChainEntry, receiptHash: string): HopClaim =>
     ? { pruned: true, hop_count: e.hop_count, receipt_hash: receiptHash }
     : { pruned: false, hop_count: e.hop_count, previous_receipt_hash: e.previous_receipt_hash, runtime_context: e.runtime_context, receipt_hash: receiptHash };
 
+/**
+ * Failures for the hops a seal would vouch for unverified (`verified` excepted) that were signed by
+ * a revoked key: a kept hop's key is the pinned key of its issuer, among those revoked, its
+ * signature verifies under; a pruned hop's, or any hop's the verifier holds as a live chain, is
+ * what `sealWithdrawals` knows. Without a revocation source (offline) nothing is found.
+ */
+async function revokedUnderSeal(chain: ChainDocument, hashes: string[], verified: number[], seal: ChainSeal, deps: ChainDeps): Promise<ChainFailure[]> {
+  const unverified = chain.entries.flatMap((e, i): UnverifiedHop[] => (verified.includes(i) ? [] : [{ hop: i, receipt_hash: hashes[i], pruned: "pruned" in e }]));
+  const out: ChainFailure[] = [];
+  if (deps.revokedKeys) {
+    for (const { hop } of unverified) {
+      const e = chain.entries[hop];
+      if ("pruned" in e) continue;
+      const parsed = parseReceipt(e.receipt);
+      // A receipt not of its form, or of an issuer with no key revoked, names no revoked key.
+      if (!parsed.ok) continue;
+      const r = parsed.receipt;
+      const revoked = await deps.revokedKeys(r.issuer);
+      if (revoked.size === 0) continue;
+      const keys = ((await deps.anchors(r.issuer))?.keys ?? []).filter((k) => revoked.has(k.fingerprint));
+      const { signedBytes } = canonicalReceipt(r);
+      const signature = fromHex(r.signature)!;
+      for (const key of keys) {
+        if (await deps.verifier.verify(key.raw, key.fingerprint, signature, signedBytes)) {
+          out.push(at(hop, failure("ANCHOR_REVOKED", `hop ${hop}'s receipt is signed by key ${key.kid} of ${r.issuer}, since revoked: the seal does not vouch for it`)));
+          break;
+        }
+      }
+    }
+  }
+  if (deps.sealWithdrawals) {
+    for (const f of await deps.sealWithdrawals(chain.chain_id, unverified, seal)) {
+      const hop = Math.min(f.hop, chain.entries.length - 1);
+      if (!out.some((o) => o.hop === hop && o.code === f.code)) out.push({ ...f, hop });
+    }
+  }
+  return out;
+}
+
 export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps: ChainDeps): Promise<ChainVerdict | { malformed: string }> {
   const { entries } = chain;
   const spot = opts.spot;
@@ -276,7 +329,12 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   const archival = opts.checkFreshness === false;
   const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
   const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, sealClock(opts.seal), deps) : null;
-  const sealed = sealFailures !== null && sealFailures.length === 0;
+  // The hops whose receipts are not verified below: only the seal vouches for them, and a seal
+  // never vouches for a hop signed by a key since revoked (CCS §14), so their keys are judged here.
+  const verified = spot === undefined ? entries.flatMap((e, i) => ("pruned" in e ? [] : [i])) : [spot];
+  const withdrawn = opts.seal && sealFailures!.length === 0 ? await revokedUnderSeal(chain, hashes, verified, opts.seal, deps) : [];
+  const sealed = sealFailures !== null && sealFailures.length === 0 && withdrawn.length === 0;
+  failures.push(...withdrawn);
 
   const hopFailures: Failure[][] = [];
   const links = entries.map((e, i) => {
@@ -289,7 +347,6 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   // Every kept receipt is judged by the receipt route's own predicate, in audit mode: no consumer
   // is judged (each hop's receipt is addressed to that hop's consumer) and a nonce already
   // consumed is not a failure (the executors consumed them); revocation still is.
-  const verified = spot === undefined ? entries.flatMap((e, i) => ("pruned" in e ? [] : [i])) : [spot];
   const ledgerDeps = { anchors: deps.anchors, verifier: deps.verifier, ledger: deps.ledger ?? (() => NO_LEDGER) };
   const decisions = await Promise.all(
     verified.map((i) => {

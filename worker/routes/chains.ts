@@ -1,10 +1,11 @@
 import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
-import type { AppendResult, ChainState, HeldChain } from "../../durable-objects/evidence-chain.js";
+import type { AppendResult, ChainState, HeldChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
-import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type KeptEntry } from "../protocol/chain.js";
+import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type ChainFailure, type KeptEntry } from "../protocol/chain.js";
+import { failure } from "../protocol/codes.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
@@ -12,8 +13,14 @@ import { audienceAllowed, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 
-/** Anchors, verifier, the issuers' ledgers, and seal-key revocations (each issuer's asked once per call). */
-function chainDeps(services: Services): ChainDeps {
+/**
+ * Anchors, verifier, the issuers' ledgers, key revocations (each issuer's asked once per call) for
+ * the seal's key and for the hops a seal vouches for unverified, and this deployment's live chain
+ * of the document's id: a hop it holds signed by a revoked key is never vouched for by a seal
+ * (that is how a pruned hop's key is learnt), and a seal of this deployment's own over a chain it
+ * holds broken by a revocation is withdrawn.
+ */
+function chainDeps(c: Context<AppEnv>, services: Services): ChainDeps {
   const { anchors, ledgers } = services;
   const revoked = new Map<string, Promise<Set<string>>>();
   return {
@@ -25,6 +32,21 @@ function chainDeps(services: Services): ChainDeps {
         revoked.set(issuer, keys);
       }
       return keys;
+    },
+    async sealWithdrawals(chainId, hops, seal) {
+      if (!(await services.chains.get(chainId))) return [];
+      const reading = chainStub(c, chainId).withdrawnHops() as Promise<WithdrawnHop[]>;
+      const held = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
+      if (held.length === 0) return [];
+      const byHash = new Map(held.map((w) => [w.receipt_hash, w]));
+      const out: ChainFailure[] = hops.flatMap(({ hop, receipt_hash }) => {
+        const w = byHash.get(receipt_hash);
+        return w ? [{ ...failure("ANCHOR_REVOKED", `hop ${hop}'s receipt is hop ${w.hop} of live chain ${chainId}, signed by a key since revoked (fingerprint ${w.fingerprint}): the seal does not vouch for it`), hop }] : [];
+      });
+      if (seal.issuer === signingIdentity(c.env).issuer) {
+        out.push({ ...failure("ANCHOR_REVOKED", `this deployment's seal over chain ${chainId} is withdrawn: the live chain is broken at hop ${held[0].hop}, signed by a key since revoked`), hop: held[0].hop });
+      }
+      return out;
     },
   };
 }
@@ -66,7 +88,7 @@ export const chainRoutes = new Hono<AppEnv>()
       policy: freshnessPolicy(c.env),
       seal: seal?.ok ? seal.seal : undefined,
     },
-    chainDeps(services),
+    chainDeps(c, services),
   );
   if ("malformed" in verdict) throw new ApiError(400, "MALFORMED_REQUEST", verdict.malformed);
   return c.json(verdict);
