@@ -154,7 +154,7 @@ describe("Level 0 receipts (CCS §10)", () => {
     const secret = fromHex(env.LEGACY_HMAC_KEY)!;
     const call = async (extra: Record<string, unknown> = {}) => {
       const { receipt, request } = await l.receipt({ legacySecret: secret });
-      return { receipt: receipt as Record<string, unknown>, request, audience: AUDIENCE, level: 0, ...extra };
+      return { receipt: receipt as unknown as Record<string, unknown>, request, audience: AUDIENCE, level: 0, ...extra };
     };
     const honest = await call();
     const ok = await h.verify(honest);
