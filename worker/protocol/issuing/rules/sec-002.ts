@@ -137,8 +137,8 @@ export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
 
 export const SEC_002: InputRule = {
   name: "SEC-002",
-  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2); below that, a forced recursive rm whose target depends on an unexpanded variable escalates`,
-  scope: "string arguments of tools in COMMAND_EXECUTION_TOOL",
+  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2, including a deleting find); below that, a forced recursive rm or a deleting find whose target depends on an unexpanded variable escalates`,
+  scope: "string arguments of tools in COMMAND_EXECUTION_TOOL, and their argv-shaped arguments joined into a command line",
   judge({ command }) {
     if (!toolIn(COMMAND_EXECUTION_TOOL, command.tool as string)) return allow("not a command-execution tool");
     let unknown = false;
@@ -148,6 +148,6 @@ export const SEC_002: InputRule = {
       if (score >= COMMAND_INJECTION_THRESHOLD) return deny(`SEC-002: command-injection pattern (chain score ${score} >= ${COMMAND_INJECTION_THRESHOLD})`);
       unknown ||= rmDependsOnExpansion(parsed);
     }
-    return unknown ? escalate("SEC-002: forced recursive rm of a path that depends on an unexpanded variable") : allow();
+    return unknown ? escalate("SEC-002: recursive removal (forced recursive rm or a deleting find) of a path that depends on an unexpanded variable") : allow();
   },
 };
