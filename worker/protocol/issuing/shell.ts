@@ -1,7 +1,10 @@
 /**
  * A structural reading of a shell command line, enough for SEC-002 and SEC-006: heredoc bodies
  * set aside (they are data, not commands, unless a shell reads them), then split into simple
- * commands at `;`, `&`, `&&`, `||`, `|` and newlines, respecting quotes and backslash escapes.
+ * commands at `;`, `&`, `&&`, `||`, `|` and newlines (chained) and at `(`, `)` (a subshell or group
+ * boundary, not chained), respecting quotes and backslash escapes. Words also break at an unquoted
+ * `$IFS`/`${IFS}` and around redirection operators (`cat<file` is `cat`, `<`, `file`), and an
+ * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded.
  * Command substitutions (`$(…)`, backticks) are parsed recursively and reported with the command
  * they sit in, and so is any text a shell is handed to run: `sh|bash|zsh|dash|ksh|ash -c
  * "<script>"`, `eval "<script>"`, and the standard input of a shell given no script file (its
