@@ -309,3 +309,56 @@ describe("tool names match the scope sets folded: NFKC, invisible characters rem
     expect(await judgeIn("SEC-002", input("shell_exec_dry_run", { command: "rm -rf /" }))).toBe("allow");
   });
 });
+
+describe("SEC-002 and SEC-004 see through separators, wrappers, find and argv-shaped arguments", () => {
+  const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
+
+  it("SEC-002 denies find deleting from the root, subshells and groups, and wrapper programs", async () => {
+    for (const command of [
+      "find / -delete", "find / -exec rm -rf {} +", "find / -exec rm {} \\;", "find -L /etc -execdir rm -f {} +", "find / | xargs rm -rf",
+      "(rm -rf /)", "{ rm -rf /; }", "if true; then rm -rf /; fi", "{rm,-rf,/}", "rm${IFS}-rf${IFS}/", "rm>/dev/null -rf /",
+      "sudo -u root rm -rf /", "doas rm -rf /", "doas -u root rm -rf /", "timeout 5 rm -rf /", "timeout -s KILL 5s rm -rf /", "stdbuf -o0 rm -rf /",
+      "ionice -c3 rm -rf /", "ionice -c 3 -n 7 rm -rf /", "nice -n 19 rm -rf /", "busybox rm -rf /", "xargs rm -rf <<< /", "echo / | xargs rm -rf",
+      "env -i FOO=1 nohup rm -rf /", "sudo -E -H rm -rf /",
+    ]) expect(await sec002({ command }), command).toBe("deny");
+  });
+
+  it("SEC-002 joins argv-shaped arguments into a command line", async () => {
+    for (const params of [
+      { argv: ["rm", "-rf", "/"] }, { cmd: "rm", args: ["-rf", "/"] }, { command: "rm", args: "-rf /" }, { program: "find", arguments: ["/", "-delete"] },
+      { argv: ["bash", "-c", "rm -rf /"] },
+    ]) expect(await sec002(params), JSON.stringify(params)).toBe("deny");
+  });
+
+  it("SEC-002 escalates find deleting from a path that depends on an unexpanded variable", async () => {
+    expect(await sec002({ command: 'find "$OUT/cache" -delete' })).toBe("escalate");
+    expect(await sec002({ command: 'find "$OUT" -delete' })).toBe("deny");
+  });
+
+  it("SEC-002 near misses stay allowed", async () => {
+    for (const command of [
+      "find . -name '*.ts'", "find / -name '*.ts'", "find . -delete", "find /tmp/build -delete", "find . -name node_modules -exec rm -rf {} +",
+      "find . -name x | xargs rm -rf", "rm -rf ./build", "timeout 5 ls", "sudo -u root ls /", "(cd sub && make)", "{ ls; }", "ls 2>&1",
+      "diff <(sort a) <(sort b)", "arr=(a b c)", "case $x in a) echo a;; esac", "echo {a,b}", "xargs rm -rf <<< ./build", "stdbuf -o0 tail -f log",
+      "busybox ls /", "cat README.md",
+    ]) expect(await sec002({ command }), command).toBe("allow");
+    for (const params of [{ argv: ["ls", "-la", "/"] }, { cmd: "rm", args: ["-rf", "./build"] }, { command: "echo", args: "hello world" }, { files: ["a;b", "c;d"] }]) {
+      expect(await sec002(params), JSON.stringify(params)).toBe("allow");
+    }
+  });
+
+  it("SEC-004 denies a traversal behind a redirection, a separator, brace expansion, $IFS or a file: URL", async () => {
+    for (const path of [
+      "cat<../../etc/shadow", "x=1;cat<../../etc/shadow", "sh -c 'cat<../../etc/shadow'", "{cat,../../etc/shadow}", "cat${IFS}../../etc/shadow",
+      "cat$IFS../../etc/shadow", "file:///tmp/../etc/shadow", "file://localhost/var/../etc/shadow", "open file:/tmp/../root/.ssh/id_rsa", "(cat ../../etc/shadow)",
+      "cat|../../etc/shadow", "a&&cat>../../etc/passwd",
+    ]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("deny");
+  });
+
+  it("SEC-004 near misses stay allowed", async () => {
+    for (const path of [
+      "cat README.md", "cat<docs/../README.md", "{cat,README.md}", "cat${IFS}README.md", "file:///tmp/x/../y", "file:///etc/shadow", "https://x.example/../../etc/shadow",
+      "file://example.com/../../etc/shadow", "cat$IFSX../../y",
+    ]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
+  });
+});

@@ -1,7 +1,10 @@
 /**
  * A structural reading of a shell command line, enough for SEC-002 and SEC-006: heredoc bodies
  * set aside (they are data, not commands, unless a shell reads them), then split into simple
- * commands at `;`, `&`, `&&`, `||`, `|` and newlines, respecting quotes and backslash escapes.
+ * commands at `;`, `&`, `&&`, `||`, `|` and newlines (chained) and at `(`, `)` (a subshell or group
+ * boundary, not chained), respecting quotes and backslash escapes. Words also break at an unquoted
+ * `$IFS`/`${IFS}` and around redirection operators (`cat<file` is `cat`, `<`, `file`), and an
+ * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded.
  * Command substitutions (`$(…)`, backticks) are parsed recursively and reported with the command
  * they sit in, and so is any text a shell is handed to run: `sh|bash|zsh|dash|ksh|ash -c
  * "<script>"`, `eval "<script>"`, and the standard input of a shell given no script file (its
@@ -26,6 +29,12 @@ export interface SimpleCommand {
   herestrings: string[];
   /** Whether this command's standard output is piped (`|`) into the next command. */
   pipesInto: boolean;
+  /**
+   * Whether a chain operator (`;`, `&`, `&&`, `||`, `|`, newline) separates this command from the
+   * one before it; false for the first command and for one that only a group or subshell
+   * boundary (`(`, `)`) separates from it.
+   */
+  chained: boolean;
   /** The scripts this command hands to a shell (see above), parsed. */
   scripts: ParsedShell[];
   /** Scripts this command hands to a shell that lie deeper than MAX_SHELL_DEPTH and were not read. */
@@ -35,6 +44,11 @@ export interface SimpleCommand {
 export interface ParsedShell {
   commands: SimpleCommand[];
 }
+
+/** One unquoted brace expansion in a word, `pre{a,b}post` (not `${…}`): prefix, alternatives, suffix. */
+const BRACE_EXPANSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
+/** An unquoted `$IFS` or `${IFS}`, at the start of the text tested. */
+const IFS = /^\$(?:\{IFS\}|IFS(?![A-Za-z0-9_]))/;
 
 const HEREDOC = /(?<!<)<<(?!<)(-?)\s*(['"]?)([A-Za-z0-9_]+)\2/g;
 /** Stands in for a here-document operator once its body is set aside: `<<`, NUL, the body's index, NUL. */
@@ -100,12 +114,24 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
   let heredocs: string[] = [];
   let herestrings: string[] = [];
   let herestringNext = false;
+  let chained = false;
   let word: string | null = null;
+  /** Whether the word being read has a quoted or escaped part (then no brace expansion). */
+  let literal = false;
   let quote: string | null = null;
   const endWord = () => {
     if (word === null) return;
     const w: string = word;
+    const expandable = !literal;
     word = null;
+    literal = false;
+    if (expandable && !herestringNext) {
+      const brace = BRACE_EXPANSION.exec(w);
+      if (brace) {
+        for (const alt of brace[2].split(",")) words.push(brace[1] + alt + brace[3]);
+        return;
+      }
+    }
     const mark = HEREDOC_MARK.exec(w);
     if (herestringNext) {
       herestrings.push(w);
@@ -115,10 +141,15 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     else if (w.startsWith("<<<")) herestrings.push(w.slice(3));
     else words.push(w);
   };
-  const endCommand = (pipesInto: boolean) => {
+  /** Ends the command being read; `operator` is whether a chain operator (rather than a group boundary) ends it. */
+  const endCommand = (pipesInto: boolean, operator = true) => {
     endWord();
     herestringNext = false;
-    if (words.length > 0 || heredocs.length > 0 || herestrings.length > 0) commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, scripts: [], unread: 0 });
+    if (words.length > 0 || heredocs.length > 0 || herestrings.length > 0) {
+      commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, chained: chained && commands.length > 0, scripts: [], unread: 0 });
+      chained = false;
+    }
+    if (operator) chained = true;
     words = [];
     subs = [];
     heredocs = [];
@@ -136,7 +167,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       continue;
     }
     if (c === "\\" && i + 1 < s.length) {
-      if (s[i + 1] !== "\n") word = (word ?? "") + s[i + 1];
+      if (s[i + 1] !== "\n") {
+        word = (word ?? "") + s[i + 1];
+        literal = true;
+      }
       i++;
       continue;
     }
@@ -162,6 +196,43 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     if (c === "'" || c === '"') {
       quote = c;
       word = word ?? "";
+      literal = true;
+    } else if (c === "$" && IFS.test(s.slice(i, i + 6))) {
+      // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
+      endWord();
+      i += s[i + 1] === "{" ? 5 : 3;
+    } else if (c === "(" && word !== null && word.endsWith("=")) {
+      // An array assignment, `name=(a b c)`, is one word.
+      const end = closingParen(s, i + 1);
+      const stop = end < 0 ? s.length : end;
+      word += s.slice(i, stop + 1);
+      i = stop;
+    } else if (c === "(" || c === ")") {
+      // A subshell or group boundary (and the parentheses of a process substitution): the
+      // commands on either side are read apart, but no chain operator joins them.
+      endCommand(false, false);
+    } else if ((c === "<" || c === ">") && s[i + 1] === "(") {
+      endWord();
+    } else if (c === "<" && s.startsWith("<<\u0000", i)) {
+      // A here-document marker left by extractHeredocs: one word.
+      endWord();
+      const end = s.indexOf("\u0000", i + 3);
+      const stop = end < 0 ? s.length - 1 : end;
+      word = s.slice(i, stop + 1);
+      endWord();
+      i = stop;
+    } else if (c === "<" || c === ">" || (c === "&" && s[i + 1] === ">")) {
+      // A redirection operator is a word of its own, with its file descriptor (`2>`), so the word
+      // after it starts afresh: `cat<file`, `echo x>/dev/null`.
+      const fd: string = word !== null && /^\d+$/.test(word) ? word : "";
+      if (fd === "") endWord();
+      let op = "";
+      if (c === "&") op += s[i++];
+      while (i < s.length && (s[i] === "<" || s[i] === ">")) op += s[i++];
+      if (s[i] === "&" || s[i] === "|") op += s[i++];
+      i--;
+      word = fd + op;
+      endWord();
     } else if (c === ";" || c === "\n" || c === "&" || c === "|") {
       endCommand(c === "|" && s[i + 1] !== "|");
       if ((c === "&" || c === "|") && s[i + 1] === c) i++;
@@ -222,13 +293,104 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   return [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
 }
 
-/** The word that names the program: leading `sudo`, `env`, `exec`, `nohup`, `command` and `VAR=value` words skipped; a path reduced to its base name. */
-export function programOf(command: SimpleCommand): { name: string; at: number } | null {
-  const prefixes = new Set(["sudo", "env", "exec", "nohup", "command", "time", "nice"]);
-  for (let i = 0; i < command.words.length; i++) {
-    const w = command.words[i];
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || prefixes.has(w) || (w.startsWith("-") && i > 0 && prefixes.has(command.words[i - 1]))) continue;
-    return { name: w.slice(w.lastIndexOf("/") + 1), at: i };
+/**
+ * Programs that run the command that follows them, as a prefix (`sudo -u root rm …`): for each,
+ * its options that take the next word as their argument, and how many operands come before the
+ * command (`timeout 5 …`). `xargs` also hands the command the words on its standard input.
+ */
+const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands: number }> = new Map(
+  (
+    [
+      ["sudo", ["-u", "-g", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout", "--other-user", "--chroot"], 0],
+      ["doas", ["-u", "-C"], 0],
+      ["timeout", ["-s", "-k", "--signal", "--kill-after"], 1],
+      ["stdbuf", ["-i", "-o", "-e", "--input", "--output", "--error"], 0],
+      ["ionice", ["-c", "-n", "-P", "-u", "--class", "--classdata", "--pgid", "--uid"], 0],
+      ["nice", ["-n", "--adjustment"], 0],
+      ["env", ["-u", "-C", "-S", "--unset", "--chdir", "--split-string"], 0],
+      ["nohup", [], 0],
+      ["setsid", [], 0],
+      ["busybox", [], 0],
+      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
+      ["command", [], 0],
+      ["builtin", [], 0],
+      ["exec", ["-a"], 0],
+      ["time", ["-f", "-o", "--format", "--output"], 0],
+    ] as const
+  ).map(([name, options, operands]) => [name, { withArgument: new Set<string>(options), operands }]),
+);
+
+/** Reserved words that may open a command without naming its program. */
+const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"]);
+
+/** A redirection operator word as the parser emits it (`<`, `2>`, `>>`, `>&`, `&>`, `<<<`). */
+export const isRedirection = (w: string): boolean => /^(?:\d*[<>][<>]*[&|]?|&>>?)$/.test(w);
+
+export interface Invocation {
+  /** The program's base name. */
+  name: string;
+  /** Its index among the command's words. */
+  at: number;
+  /** The program word and its arguments, redirections (operator and target) removed. */
+  argv: string[];
+  /** Whether the command is run by `xargs`, which appends the words on its standard input. */
+  viaXargs: boolean;
+}
+
+/**
+ * The program a command runs and its arguments: `VAR=value` words, reserved words (`{`, `!`,
+ * `then`, `do`, …), redirections and wrapper programs (WRAPPER: `sudo -u root`, `timeout 5`,
+ * `stdbuf -o0`, `busybox`, `xargs -0`, …) with their options skipped; a path reduced to its base name.
+ */
+export function invocationOf(command: SimpleCommand): Invocation | null {
+  const words = command.words;
+  let viaXargs = false;
+  let wrapper: { withArgument: ReadonlySet<string>; operands: number } | null = null;
+  let operands = 0;
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i];
+    if (isRedirection(w)) {
+      i++;
+      continue;
+    }
+    if (wrapper) {
+      if (w === "--") continue;
+      if (w.startsWith("-") && w.length > 1) {
+        if (wrapper.withArgument.has(w)) i++;
+        continue;
+      }
+      if (operands > 0) {
+        operands--;
+        continue;
+      }
+    }
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED_PREFIX.has(w)) continue;
+    const name = w.slice(w.lastIndexOf("/") + 1);
+    const wrapping = WRAPPER.get(name);
+    if (wrapping) {
+      wrapper = wrapping;
+      operands = wrapping.operands;
+      viaXargs ||= name === "xargs";
+      continue;
+    }
+    const argv = [w];
+    for (let k = i + 1; k < words.length; k++) {
+      if (isRedirection(words[k])) k++;
+      else argv.push(words[k]);
+    }
+    return { name, at: i, argv, viaXargs };
   }
   return null;
+}
+
+/** The word that names the program, as invocationOf finds it. */
+export function programOf(command: SimpleCommand): { name: string; at: number } | null {
+  const inv = invocationOf(command);
+  return inv && { name: inv.name, at: inv.at };
+}
+
+/** The words a command reads on its standard input when they are known: its here-documents and here-strings, or the literal output of the command piped into it. */
+export function stdinWords(command: SimpleCommand, previous: SimpleCommand | undefined): string[] {
+  const texts = [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  return texts.flatMap((t) => t.split(/\s+/)).filter((w) => w !== "");
 }

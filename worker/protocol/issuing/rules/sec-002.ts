@@ -1,6 +1,6 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { parseShell, programOf, type ParsedShell } from "../shell.js";
-import { allow, argumentStrings, deny, escalate, toolIn, type InputRule } from "./types.js";
+import { invocationOf, parseShell, stdinWords, type ParsedShell, type SimpleCommand } from "../shell.js";
+import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
@@ -39,11 +39,11 @@ export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
   return /\$|^~/.test(target) ? "unknown" : null;
 }
 
-/** The targets of a forced recursive `rm` at `words[at]`, or [] when it is not one. */
-function forcedRecursiveRmTargets(words: string[], at: number): string[] {
-  const program = words[at].slice(words[at].lastIndexOf("/") + 1);
+/** The targets of a forced recursive `rm` whose argv (program first) is `argv`, or [] when it is not one. */
+function forcedRecursiveRmTargets(argv: string[]): string[] {
+  const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
   if (program !== "rm") return [];
-  const args = words.slice(at + 1);
+  const args = argv.slice(1);
   const end = args.indexOf("--");
   const options = (end < 0 ? args : args.slice(0, end)).filter((a) => a.startsWith("-") && a !== "-");
   const short = options.filter((a) => !a.startsWith("--")).join("");
@@ -53,56 +53,101 @@ function forcedRecursiveRmTargets(words: string[], at: number): string[] {
   return end < 0 ? args.filter((a) => !a.startsWith("-") || a === "-") : [...args.slice(0, end).filter((a) => !a.startsWith("-")), ...args.slice(end + 1)];
 }
 
-/** A recursive forced removal aimed at the root, a system directory, a home directory or everything; or a disk overwrite. */
-function wipesRoot(words: string[], at: number): boolean {
-  const program = words[at].slice(words[at].lastIndexOf("/") + 1);
-  if (forcedRecursiveRmTargets(words, at).some((t) => rmTargetRisk(t) === "wipe")) return true;
-  if (/^mkfs(\.|$)/.test(program)) return true;
-  return program === "dd" && words.slice(at + 1).some((a) => /^of=\/dev\//.test(a));
+/** Options of `find` that come before its start paths; `-D` takes the next word. */
+const FIND_LEADING_OPTION = /^-(?:[HLP]|O\d*|D)$/;
+/** Actions of `find` that run a command on each file found. */
+const FIND_EXEC = new Set(["-exec", "-execdir", "-ok", "-okdir"]);
+
+/** The start paths of a `find` whose argv is `argv` (`.` when none is given). */
+export function findStartPaths(argv: string[]): string[] {
+  let k = 1;
+  while (k < argv.length && FIND_LEADING_OPTION.test(argv[k])) k += argv[k] === "-D" ? 2 : 1;
+  const paths: string[] = [];
+  for (; k < argv.length && !/^[-(!)]/.test(argv[k]); k++) paths.push(argv[k]);
+  return paths.length > 0 ? paths : ["."];
+}
+
+/** The start paths of a `find` that deletes what it finds (`-delete`, or `-exec`/`-execdir`/`-ok`/`-okdir` running `rm`), or []. */
+function findDeletionTargets(argv: string[]): string[] {
+  if (argv[0].slice(argv[0].lastIndexOf("/") + 1) !== "find") return [];
+  let deletes = argv.includes("-delete");
+  argv.forEach((a, k) => {
+    if (!FIND_EXEC.has(a)) return;
+    const rest = argv.slice(k + 1);
+    const stop = rest.findIndex((w) => w === ";" || w === "+");
+    const words = stop < 0 ? rest : rest.slice(0, stop);
+    if (invocationOf({ words, substitutions: [], heredocs: [], herestrings: [], pipesInto: false, chained: false, scripts: [], unread: 0 })?.name === "rm") deletes = true;
+  });
+  return deletes ? findStartPaths(argv) : [];
 }
 
 /**
- * The chain score of a command line: one for each command chained after the first, two for each
- * command substitution, two for a command that wipes the root (the usual payload of an injected
- * command), counted through nested substitutions and through the scripts a command hands to a
- * shell (`bash -c "…"`, `eval "…"`, a heredoc fed to `sh`); a script nested deeper than the
- * parser reads counts two, as a substitution does.
+ * The program and arguments `c` runs (see invocationOf), with what `xargs` appends when it runs
+ * the command: the words of its here-documents and here-strings or of a literal piped into it, or
+ * the start paths of a `find` piped into it (the worst case of what that find prints).
+ */
+function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined): string[] | null {
+  const inv = invocationOf(c);
+  if (!inv) return null;
+  if (!inv.viaXargs) return inv.argv;
+  const feeder = previous?.pipesInto ? invocationOf(previous) : null;
+  return [...inv.argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
+}
+
+/** The paths a command removes recursively: the targets of a forced recursive `rm`, or the start paths of a deleting `find`. */
+const removedTargets = (argv: string[]): string[] => [...forcedRecursiveRmTargets(argv), ...findDeletionTargets(argv)];
+
+/** A recursive removal aimed at the root, a system directory, a home directory or everything; or a disk overwrite. */
+function wipesRoot(argv: string[]): boolean {
+  const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
+  if (removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
+  if (/^mkfs(\.|$)/.test(program)) return true;
+  return program === "dd" && argv.slice(1).some((a) => /^of=\/dev\//.test(a));
+}
+
+/**
+ * The chain score of a command line: one for each command chained after the first (a subshell
+ * or group boundary alone does not chain), two for each command substitution, two for a command
+ * that wipes the root (the usual payload of an injected command), counted through nested
+ * substitutions and through the scripts a command hands to a shell (`bash -c "…"`, `eval "…"`, a
+ * heredoc fed to `sh`); a script nested deeper than the parser reads counts two, as a
+ * substitution does.
  */
 export function chainScore(parsed: ParsedShell): number {
-  let score = Math.max(0, parsed.commands.length - 1);
-  for (const c of parsed.commands) {
-    const program = programOf(c);
-    if (program && wipesRoot(c.words, program.at)) score += 2;
+  let score = parsed.commands.filter((c) => c.chained).length;
+  parsed.commands.forEach((c, i) => {
+    const argv = effectiveArgv(c, parsed.commands[i - 1]);
+    if (argv && wipesRoot(argv)) score += 2;
     for (const sub of c.substitutions) score += 2 + chainScore(sub);
     for (const script of c.scripts) score += chainScore(script);
     // A script nested too deep to read is scored as a substitution: unread, so not trusted.
     score += 2 * c.unread;
-  }
+  });
   return score;
 }
 
-/** Whether a forced recursive `rm` anywhere in `parsed` (substitutions and scripts included) has a target that depends on an expansion. */
+/** Whether a recursive removal anywhere in `parsed` (substitutions and scripts included) has a target that depends on an expansion. */
 export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
-  return parsed.commands.some((c) => {
-    const program = programOf(c);
-    if (program && forcedRecursiveRmTargets(c.words, program.at).some((t) => rmTargetRisk(t) !== null)) return true;
+  return parsed.commands.some((c, i) => {
+    const argv = effectiveArgv(c, parsed.commands[i - 1]);
+    if (argv && removedTargets(argv).some((t) => rmTargetRisk(t) !== null)) return true;
     return c.substitutions.some(rmDependsOnExpansion) || c.scripts.some(rmDependsOnExpansion);
   });
 }
 
 export const SEC_002: InputRule = {
   name: "SEC-002",
-  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2); below that, a forced recursive rm whose target depends on an unexpanded variable escalates`,
-  scope: "string arguments of tools in COMMAND_EXECUTION_TOOL",
+  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2, including a deleting find); below that, a forced recursive rm or a deleting find whose target depends on an unexpanded variable escalates`,
+  scope: "string arguments of tools in COMMAND_EXECUTION_TOOL, and their argv-shaped arguments joined into a command line",
   judge({ command }) {
     if (!toolIn(COMMAND_EXECUTION_TOOL, command.tool as string)) return allow("not a command-execution tool");
     let unknown = false;
-    for (const s of argumentStrings(command.params)) {
+    for (const s of commandLines(command.params)) {
       const parsed = parseShell(s);
       const score = chainScore(parsed);
       if (score >= COMMAND_INJECTION_THRESHOLD) return deny(`SEC-002: command-injection pattern (chain score ${score} >= ${COMMAND_INJECTION_THRESHOLD})`);
       unknown ||= rmDependsOnExpansion(parsed);
     }
-    return unknown ? escalate("SEC-002: forced recursive rm of a path that depends on an unexpanded variable") : allow();
+    return unknown ? escalate("SEC-002: recursive removal (forced recursive rm or a deleting find) of a path that depends on an unexpanded variable") : allow();
   },
 };

@@ -41,16 +41,31 @@ function shellWords(parsed: ParsedShell, out: string[]): string[] {
 }
 
 /**
+ * Where a shell would split words, and more: whitespace, an unquoted `$IFS`/`${IFS}`, and the
+ * characters that end a word or a command or separate brace-expansion alternatives.
+ */
+const WORD_BREAK = /\s+|\$\{IFS\}|\$IFS(?![A-Za-z0-9_])|[(){};|&<>,]/;
+
+/** The path of a `file:` URL with an empty or `localhost` host (`file:///p`, `file://localhost/p`, `file:/p`), or null. */
+export function fileUrlPath(text: string): string | null {
+  const m = /^file:(?:\/\/(?:localhost)?(?=\/)|(?=\/(?!\/)))(\/[^?#]*)/i.exec(text);
+  return m ? m[1] : null;
+}
+
+/**
  * The strings of one argument judged as paths: the whole string, each of its words (split at
- * whitespace, and as a shell splits them, quotes removed), and within a word what follows a
- * leading redirection (`<`, `2>`) or an `=` (`--file=…`, `if=…`). A word is a path from its own
- * start, so `cat ../../etc/shadow` climbs; absolute URLs are not paths.
+ * whitespace, `$IFS`, `( ) { } ; | & < > ,`, and as a shell splits them, quotes removed), and
+ * within a word what follows a leading redirection (`<`, `2>`) or an `=` (`--file=…`, `if=…`). A
+ * word is a path from its own start, so `cat ../../etc/shadow` climbs. Absolute URLs are not
+ * paths, except that a local `file:` URL is read as its path (`file:///tmp/../etc/shadow`).
  */
 export function pathCandidates(text: string): string[] {
   const out = new Set<string>();
   if (urlHost(text) === null) out.add(text);
-  for (const raw of [...text.split(/\s+/), ...shellWords(parseShell(text), [])]) {
+  for (const raw of [text, ...text.split(WORD_BREAK), ...shellWords(parseShell(text), [])]) {
     const word = raw.replace(/^['"]+|['"]+$/g, "");
+    const local = fileUrlPath(word);
+    if (local !== null) out.add(local);
     if (word === "" || urlHost(word) !== null) continue;
     out.add(word);
     const unredirected = word.replace(/^(?:\d*[<>]+&?|[|&(]+)/, "");
@@ -62,8 +77,8 @@ export function pathCandidates(text: string): string[] {
 
 export const SEC_004: InputRule = {
   name: "SEC-004",
-  trigger: "a path argument, or a word of an argument, contains a `..` traversal and resolves to a BLOCKED_ABSOLUTE_PATH or below it",
-  scope: "string arguments of any tool and their words, absolute URLs excepted",
+  trigger: "a path argument, or a word of an argument (or the path of a local file: URL), contains a `..` traversal and resolves to a BLOCKED_ABSOLUTE_PATH or below it",
+  scope: "string arguments of any tool and their words, absolute URLs other than local file: URLs excepted",
   judge({ command }) {
     for (const s of argumentStrings(command.params)) {
       for (const path of pathCandidates(s)) {

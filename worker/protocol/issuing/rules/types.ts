@@ -133,6 +133,51 @@ export function argumentStrings(params: unknown): string[] {
   return out;
 }
 
+/** Keys that name the program of an argv-shaped command, and keys that hold its arguments. */
+const PROGRAM_KEY: ReadonlySet<string> = new Set(["command", "cmd", "program", "executable", "exe", "bin", "binary"]);
+const ARGUMENTS_KEY: ReadonlySet<string> = new Set(["args", "arguments", "argument", "argv", "params", "parameters"]);
+
+/** `word` quoted for a shell when it holds anything but plain word characters. */
+const shellQuote = (word: string): string => (/^[A-Za-z0-9_\/.,:=@%+{}~-]+$/.test(word) ? word : "'" + word.replace(/'/g, "'\\''") + "'");
+
+/**
+ * The command lines an argument list may run: every argument string (argumentStrings), and the
+ * argv-shaped ones joined into a line: an array of two or more strings (`["rm","-rf","/"]`, each
+ * quoted as a shell would need), and a program key (`command`, `cmd`, `program`, …) joined with
+ * an arguments key (`args`, `argv`, `arguments`, …) of the same object, the arguments being a
+ * string (taken as a command-line fragment) or an array of strings.
+ */
+export function commandLines(params: unknown): string[] {
+  const out = argumentStrings(params);
+  const joinArray = (value: unknown): string | null =>
+    Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === "string") ? value.map(shellQuote).join(" ") : null;
+  const walk = (value: unknown, depth: number) => {
+    if (depth >= 64) return;
+    if (Array.isArray(value)) {
+      if (value.length >= 2) {
+        const line = joinArray(value);
+        if (line !== null) out.push(line);
+      }
+      value.forEach((v) => walk(v, depth + 1));
+    } else if (value !== null && typeof value === "object") {
+      const entries = Object.entries(value);
+      for (const [pk, pv] of entries) {
+        if (!PROGRAM_KEY.has(pk.toLowerCase())) continue;
+        const program = typeof pv === "string" ? pv : joinArray(pv);
+        if (program === null) continue;
+        for (const [ak, av] of entries) {
+          if (!ARGUMENTS_KEY.has(ak.toLowerCase())) continue;
+          const args = typeof av === "string" ? av : joinArray(av);
+          if (args !== null) out.push(program + " " + args);
+        }
+      }
+      for (const [, v] of entries) walk(v, depth + 1);
+    }
+  };
+  walk(params, 0);
+  return out;
+}
+
 /** The text an output rule scans: a string as it is; otherwise every key and string value, one a line. */
 export function outputText(content: unknown): string {
   if (typeof content === "string") return content;
