@@ -234,15 +234,16 @@ export async function generate() {
     { body: asLevel0(withReceipt(cv2l0, { verdict: "allow", block_reason: "" })), expect: l0(["SIGNATURE_INVALID", "REPLAY_UNGUARDED"], "block", false) },
   ]);
   const cv1l1 = await call(level0Issuer, spec("cv-001-l1", { ...cv1, legacySecret: secret }));
-  add("CV-001-L1", "Level 1: the same command as a 22-field Ed25519 receipt whose field 7 is the HMAC over the extended payload; judged by field 7 alone (level: 0) it verifies with no replay guarantee, then by its signature its nonce is consumed", [
-    { body: asLevel0(cv1l1), expect: l0(["REPLAY_UNGUARDED"], "proceed_pending_reconciliation") },
-    { body: cv1l1, expect: valid("proceed_pending_reconciliation") },
+  add("CV-001-L1", "Level 1: the same command as a 22-field Ed25519 receipt whose field 7 is the HMAC over the extended payload; with level: 0 its field 7 is checked and then the receipt is judged in full as at level 1, so its nonce is consumed and it is not presented again at either level", [
+    { body: asLevel0(cv1l1), expect: valid("proceed_pending_reconciliation") },
+    { body: cv1l1, expect: reject(["REPLAY_DETECTED"]) },
+    { body: asLevel0(cv1l1), expect: reject(["REPLAY_DETECTED"]) },
   ]);
   const cv2l1 = await call(level0Issuer, spec("cv-002-l1", { ...cv2, verdict: "deny", legacySecret: secret }));
-  add("CV-002-L1", "Level 1: the deny as a 22-field receipt; field 7 and the signature both cover the deny", [
-    { body: asLevel0(cv2l1), expect: l0(["REPLAY_UNGUARDED"], "block") },
+  add("CV-002-L1", "Level 1: the deny as a 22-field receipt; field 7 and the signature both cover the deny: with block_reason edited field 7 fails first and consumes nothing, the honest receipt then blocks and consumes its nonce", [
     { body: asLevel0(withReceipt(cv2l1, { block_reason: "edited" })), expect: l0(["SIGNATURE_INVALID", "REPLAY_UNGUARDED"], "block", false) },
-    { body: cv2l1, expect: valid("block") },
+    { body: asLevel0(cv2l1), expect: valid("block") },
+    { body: cv2l1, expect: reject(["REPLAY_DETECTED"]) },
   ]);
 
   // CCS §9: a relying party requiring Class B refuses a Class C issuer's receipt before its nonce is consumed.
