@@ -11,6 +11,7 @@ import { labelHex } from "../../vectors/ccs/factory.js";
 import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
 import { jcs, sha256Hex } from "../../worker/protocol/digest.js";
 import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
+import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
 import type { Receipt } from "../../worker/protocol/receipt.js";
 import { AUDIENCE, harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
@@ -188,6 +189,27 @@ describe("Level 0 receipts (CCS §10)", () => {
     const revoked = await h.verify(late);
     expect(revoked.body).toMatchObject({ valid: false, decision: "reject", level: 0 });
     expect(codes(revoked.body).some((c: string) => c.includes("REVOKED"))).toBe(true);
+  });
+
+  it("a v1.3 receipt's field 7 cannot pass as a 7-field receipt by folding its extended fields into rule_summary (the payloads share their first six fields)", async () => {
+    const h = harness(env, createExecutionContext());
+    const l = await issuerFor("level0-downgrade");
+    await h.pin({ ...l.anchor, shared_secret: { secret: "LEGACY_HMAC_KEY" } });
+    const { receipt, request } = await l.receipt({ legacySecret: fromHex(env.LEGACY_HMAC_KEY)! });
+    const r = receipt as unknown as Record<string, any>;
+    const parts = legacyPayload(receipt).split("|");
+    const folded = { trace_id: r.trace_id, verdict: r.verdict, timestamp: r.timestamp, tool: r.tool, params_hash: r.params_hash, rule_summary: parts.slice(5).join("|"), receipt: r.receipt };
+    // The fold is exact: the 7-field payload of the folded receipt is the v1.3 payload, so only the form stops it.
+    expect(level0Payload(folded)).toBe(legacyPayload(receipt));
+    for (const mode of ["enforce", "audit"]) {
+      const judged = await h.verify({ receipt: folded, request, audience: AUDIENCE, level: 0, issuer: l.id.issuer, mode });
+      expect(judged.body.valid).toBe(false);
+      expect(codes(judged.body)).toContain("MALFORMED_RECEIPT");
+    }
+    const piped = await h.verify({ receipt: { ...folded, tool: `${r.tool}|x`, rule_summary: r.rule_summary }, request, audience: AUDIENCE, level: 0, issuer: l.id.issuer });
+    expect(codes(piped.body)).toContain("MALFORMED_RECEIPT");
+    // The honest v1.3 receipt still passes at level 0, once.
+    expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0 })).body).toMatchObject({ valid: true, nonce_consumed: true });
   });
 
   it("is refused by name in envelopes (same-org and cross-org), chain documents and live chains", async () => {

@@ -65,7 +65,7 @@ export const MAX_URI_BYTES = 256;
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX128 = /^[0-9a-f]{128}$/;
-const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
+export const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
 const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
 const OPTIONAL_SET = new Set<string>(OPTIONAL_FIELDS);
 

@@ -20,7 +20,7 @@ import { failure, type Failure } from "../codes.js";
 import { jcs, prefixedDigest, sha256Hex } from "../digest.js";
 import { fromHex, HEX16, toHex, utf8, utf8Length } from "../encoding.js";
 import { isJsonObject } from "../strict-json.js";
-import { MAX_TOOL_BYTES, parseReceipt, type Receipt, type Verdict } from "../receipt.js";
+import { MAX_TOOL_BYTES, parseReceipt, RULE_SUMMARY, type Receipt, type Verdict } from "../receipt.js";
 import { checkAudience } from "../checks/audience.js";
 import { checkBinding, type PresentedRequest } from "../checks/binding.js";
 import { checkFreshness, type FreshnessPolicy } from "../checks/freshness.js";
@@ -74,8 +74,12 @@ export function parseLevel0(value: unknown): Level0Parse {
   if (typeof v.verdict !== "string" || !VERDICTS.has(v.verdict)) return bad('verdict must be "allow", "deny" or "escalate"');
   if (typeof v.timestamp !== "number" || !Number.isFinite(v.timestamp)) return bad("timestamp must be a finite number of Unix seconds");
   if (typeof v.tool !== "string" || v.tool === "" || utf8Length(v.tool) > MAX_TOOL_BYTES) return bad(`tool must be a non-empty string of at most ${MAX_TOOL_BYTES} UTF-8 bytes`);
+  // The payload joins fields with "|", and field 7 of a v1.3 receipt is the same HMAC over a longer
+  // join: a "|" where the 7-field form takes free text would let a v1.3 receipt's tail be smuggled
+  // in as one field, and its field 7 pass as a Level 0 receipt without signature, nonce or audience.
+  if (v.tool.includes("|")) return bad('tool must not contain "|" (the payload separator)');
   if (typeof v.params_hash !== "string" || !HEX16.test(v.params_hash)) return bad("params_hash must be 16 lowercase hex");
-  if (typeof v.rule_summary !== "string") return bad("rule_summary must be a string");
+  if (typeof v.rule_summary !== "string" || !RULE_SUMMARY.test(v.rule_summary)) return bad('rule_summary must be "name=verdict" entries joined by "|"');
   if (typeof v.receipt !== "string" || !HEX32.test(v.receipt)) return bad("receipt must be 32 lowercase hex");
   if (Object.hasOwn(v, "block_reason")) {
     if (typeof v.block_reason !== "string") return bad("block_reason must be a string");
