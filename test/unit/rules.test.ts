@@ -362,3 +362,24 @@ describe("SEC-002 and SEC-004 see through separators, wrappers, find and argv-sh
     ]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
   });
 });
+
+describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
+  const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
+  const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
+
+  it("decodes $'…' into the word", async () => {
+    for (const command of ["$'\\x72\\x6d' -rf /", "$'rm' -rf /", "rm -rf $'/'", "$'\\162\\155' -rf /", "rm -rf $'\\x2f'", "r$'m' -rf /"]) {
+      expect(await sec002({ command }), command).toBe("deny");
+    }
+    for (const path of ["cat /tmp/$'..'/etc/shadow", "cat /tmp/$'\\x2e\\x2e'/etc/shadow", "cat /tmp/$'\\056\\056'/etc/shadow"]) expect(await sec004(path), path).toBe("deny");
+    for (const command of ["cat $'hello'", "echo $'a\\tb'", "rm -rf $'./build'"]) expect(await sec002({ command }), command).toBe("allow");
+    expect(await sec004("cat $'hello\\n'")).toBe("allow");
+  });
+
+  it("reads a wrapper's short-option cluster whose last letter takes an argument", async () => {
+    for (const command of ["sudo -nu root rm -rf /", "sudo -iu root rm -rf /", "sudo -uroot rm -rf /", "sudo -Eu root rm -rf /", "doas -nu root rm -rf /"]) {
+      expect(await sec002({ command }), command).toBe("deny");
+    }
+    for (const command of ["sudo -u deploy ls", "sudo -nu deploy ls /", "sudo -iu root rm -rf ./build"]) expect(await sec002({ command }), command).toBe("allow");
+  });
+});
