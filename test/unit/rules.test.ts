@@ -383,3 +383,25 @@ describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
     for (const command of ["sudo -u deploy ls", "sudo -nu deploy ls /", "sudo -iu root rm -rf ./build"]) expect(await sec002({ command }), command).toBe("allow");
   });
 });
+
+describe("SEC-002 reads variable programs, glob targets and abbreviated long options", () => {
+  const sec002 = (command: string) => judgeIn("SEC-002", input("shell_exec", { command }));
+
+  it("resolves a program variable assigned earlier in the script; escalates an unresolved one aimed at the root", async () => {
+    for (const command of ["R=rm; $R -rf /", "R=rm\n${R} -rf /etc", "R='rm -rf'; $R /", "R=/bin/rm && $R -fr /usr"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["$CMD -rf /", "${CMD} -rf /etc", "$CMD --recursive --force /usr"]) expect(await sec002(command), command).toBe("escalate");
+    // A substitution as the program already scores as one.
+    expect(await sec002("$(which rm) -rf /")).toBe("deny");
+    for (const command of ["R=ls; $R -la /", "$CMD -rf ./build", "R=rm; $R -rf ./build", "$EDITOR file.txt"]) expect(await sec002(command), command).toBe("allow");
+  });
+
+  it("judges an absolute glob target by what it could match at a protected level", async () => {
+    for (const command of ["rm -rf /?*", "rm -rf /**", "rm -rf /[e]tc", "rm -rf /e?c", "rm -rf /[!t]*", "rm -rf /usr/../?sr"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["rm -rf ./build/*", "rm -rf /tmp/build/*", "rm -rf /tmp/b?ild", "rm -rf /home/u/proj/[ab]*", "ls /e*"]) expect(await sec002(command), command).toBe("allow");
+  });
+
+  it("takes an unambiguous prefix of --recursive and --force", async () => {
+    for (const command of ["rm --r --f /", "rm --recur --forc /", "rm --rec -f /", "rm -r --fo /"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["rm --r ./build", "rm --recursive --force ./build", "rm --f /tmp/x"]) expect(await sec002(command), command).toBe("allow");
+  });
+});
