@@ -405,3 +405,28 @@ describe("SEC-002 reads variable programs, glob targets and abbreviated long opt
     for (const command of ["rm --r ./build", "rm --recursive --force ./build", "rm --f /tmp/x"]) expect(await sec002(command), command).toBe("allow");
   });
 });
+
+describe("SEC-004 reads empty expansions in dot segments and globs after a traversal; SEC-002 joins more argument keys", () => {
+  const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
+
+  it("takes a segment that is .. once its variables are empty as ..", async () => {
+    for (const path of ["cat /tmp/..$x/etc/shadow", "cat /tmp/.$x./etc/shadow", "cat /tmp/.${x}./etc/shadow", "cat ../..$y/etc/passwd"]) expect(await sec004(path), path).toBe("deny");
+    for (const path of ["cat /tmp/..$x/README.md", "cat $HOME/docs/a.txt", "cat /tmp/$x/etc/shadow"]) expect(await sec004(path), path).toBe("allow");
+  });
+
+  it("counts a glob segment after a traversal that could match a blocked path", async () => {
+    for (const path of ["cat /tmp/../e*/shadow", "cat /tmp/../etc/shado?", "cat /tmp/../[e]tc/passwd", "cat /tmp/../var/*/secrets/token", "cat /tmp/../r??t/.bashrc"]) {
+      expect(await sec004(path), path).toBe("deny");
+    }
+    for (const path of ["ls /e*", "cat /tmp/../x*/shadow", "cat /tmp/a/../b*/c", "cat /home/u/../u/*.md"]) expect(await sec004(path), path).toBe("allow");
+  });
+
+  it("SEC-002 joins flags, options, path(s) and target(s) with the program key", async () => {
+    for (const params of [{ command: "rm", flags: "-rf", path: "/" }, { cmd: "rm", options: ["-r", "-f"], targets: ["/etc"] }, { program: "rm", flags: "-rf", target: "/" }]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", params)), JSON.stringify(params)).toBe("deny");
+    }
+    for (const params of [{ command: "rm", flags: "-rf", path: "./build" }, { command: "ls", options: "-la", path: "/" }]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", params)), JSON.stringify(params)).toBe("allow");
+    }
+  });
+});
