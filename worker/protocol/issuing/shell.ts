@@ -4,7 +4,8 @@
  * commands at `;`, `&`, `&&`, `||`, `|` and newlines (chained) and at `(`, `)` (a subshell or group
  * boundary, not chained), respecting quotes and backslash escapes. Words also break at an unquoted
  * `$IFS`/`${IFS}` and around redirection operators (`cat<file` is `cat`, `<`, `file`), and an
- * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded.
+ * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded. ANSI-C quoting (`$'\x72m'`)
+ * is decoded into the word.
  * Command substitutions (`$(…)`, backticks) are parsed recursively and reported with the command
  * they sit in, and so is any text a shell is handed to run: `sh|bash|zsh|dash|ksh|ash -c
  * "<script>"`, `eval "<script>"`, and the standard input of a shell given no script file (its
