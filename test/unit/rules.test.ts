@@ -362,3 +362,71 @@ describe("SEC-002 and SEC-004 see through separators, wrappers, find and argv-sh
     ]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
   });
 });
+
+describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
+  const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
+  const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
+
+  it("decodes $'…' into the word", async () => {
+    for (const command of ["$'\\x72\\x6d' -rf /", "$'rm' -rf /", "rm -rf $'/'", "$'\\162\\155' -rf /", "rm -rf $'\\x2f'", "r$'m' -rf /"]) {
+      expect(await sec002({ command }), command).toBe("deny");
+    }
+    for (const path of ["cat /tmp/$'..'/etc/shadow", "cat /tmp/$'\\x2e\\x2e'/etc/shadow", "cat /tmp/$'\\056\\056'/etc/shadow"]) expect(await sec004(path), path).toBe("deny");
+    for (const command of ["cat $'hello'", "echo $'a\\tb'", "rm -rf $'./build'"]) expect(await sec002({ command }), command).toBe("allow");
+    expect(await sec004("cat $'hello\\n'")).toBe("allow");
+  });
+
+  it("reads a wrapper's short-option cluster whose last letter takes an argument", async () => {
+    for (const command of ["sudo -nu root rm -rf /", "sudo -iu root rm -rf /", "sudo -uroot rm -rf /", "sudo -Eu root rm -rf /", "doas -nu root rm -rf /"]) {
+      expect(await sec002({ command }), command).toBe("deny");
+    }
+    for (const command of ["sudo -u deploy ls", "sudo -nu deploy ls /", "sudo -iu root rm -rf ./build"]) expect(await sec002({ command }), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 reads variable programs, glob targets and abbreviated long options", () => {
+  const sec002 = (command: string) => judgeIn("SEC-002", input("shell_exec", { command }));
+
+  it("resolves a program variable assigned earlier in the script; escalates an unresolved one aimed at the root", async () => {
+    for (const command of ["R=rm; $R -rf /", "R=rm\n${R} -rf /etc", "R='rm -rf'; $R /", "R=/bin/rm && $R -fr /usr"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["$CMD -rf /", "${CMD} -rf /etc", "$CMD --recursive --force /usr"]) expect(await sec002(command), command).toBe("escalate");
+    // A substitution as the program already scores as one.
+    expect(await sec002("$(which rm) -rf /")).toBe("deny");
+    for (const command of ["R=ls; $R -la /", "$CMD -rf ./build", "R=rm; $R -rf ./build", "$EDITOR file.txt"]) expect(await sec002(command), command).toBe("allow");
+  });
+
+  it("judges an absolute glob target by what it could match at a protected level", async () => {
+    for (const command of ["rm -rf /?*", "rm -rf /**", "rm -rf /[e]tc", "rm -rf /e?c", "rm -rf /[!t]*", "rm -rf /usr/../?sr"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["rm -rf ./build/*", "rm -rf /tmp/build/*", "rm -rf /tmp/b?ild", "rm -rf /home/u/proj/[ab]*", "ls /e*"]) expect(await sec002(command), command).toBe("allow");
+  });
+
+  it("takes an unambiguous prefix of --recursive and --force", async () => {
+    for (const command of ["rm --r --f /", "rm --recur --forc /", "rm --rec -f /", "rm -r --fo /"]) expect(await sec002(command), command).toBe("deny");
+    for (const command of ["rm --r ./build", "rm --recursive --force ./build", "rm --f /tmp/x"]) expect(await sec002(command), command).toBe("allow");
+  });
+});
+
+describe("SEC-004 reads empty expansions in dot segments and globs after a traversal; SEC-002 joins more argument keys", () => {
+  const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
+
+  it("takes a segment that is .. once its variables are empty as ..", async () => {
+    for (const path of ["cat /tmp/..$x/etc/shadow", "cat /tmp/.$x./etc/shadow", "cat /tmp/.${x}./etc/shadow", "cat ../..$y/etc/passwd"]) expect(await sec004(path), path).toBe("deny");
+    for (const path of ["cat /tmp/..$x/README.md", "cat $HOME/docs/a.txt", "cat /tmp/$x/etc/shadow"]) expect(await sec004(path), path).toBe("allow");
+  });
+
+  it("counts a glob segment after a traversal that could match a blocked path", async () => {
+    for (const path of ["cat /tmp/../e*/shadow", "cat /tmp/../etc/shado?", "cat /tmp/../[e]tc/passwd", "cat /tmp/../var/*/secrets/token", "cat /tmp/../r??t/.bashrc"]) {
+      expect(await sec004(path), path).toBe("deny");
+    }
+    for (const path of ["ls /e*", "cat /tmp/../x*/shadow", "cat /tmp/a/../b*/c", "cat /home/u/../u/*.md"]) expect(await sec004(path), path).toBe("allow");
+  });
+
+  it("SEC-002 joins flags, options, path(s) and target(s) with the program key", async () => {
+    for (const params of [{ command: "rm", flags: "-rf", path: "/" }, { cmd: "rm", options: ["-r", "-f"], targets: ["/etc"] }, { program: "rm", flags: "-rf", target: "/" }]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", params)), JSON.stringify(params)).toBe("deny");
+    }
+    for (const params of [{ command: "rm", flags: "-rf", path: "./build" }, { command: "ls", options: "-la", path: "/" }]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", params)), JSON.stringify(params)).toBe("allow");
+    }
+  });
+});

@@ -4,7 +4,8 @@
  * commands at `;`, `&`, `&&`, `||`, `|` and newlines (chained) and at `(`, `)` (a subshell or group
  * boundary, not chained), respecting quotes and backslash escapes. Words also break at an unquoted
  * `$IFS`/`${IFS}` and around redirection operators (`cat<file` is `cat`, `<`, `file`), and an
- * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded.
+ * unquoted one-level brace expansion (`{cat,file}`, `a{b,c}`) is expanded. ANSI-C quoting (`$'\x72m'`)
+ * is decoded into the word.
  * Command substitutions (`$(…)`, backticks) are parsed recursively and reported with the command
  * they sit in, and so is any text a shell is handed to run: `sh|bash|zsh|dash|ksh|ash -c
  * "<script>"`, `eval "<script>"`, and the standard input of a shell given no script file (its
@@ -101,6 +102,46 @@ function closingParen(s: string, from: number): number {
   return -1;
 }
 
+const ANSI_C_ESCAPE: Readonly<Record<string, string>> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v" };
+
+/**
+ * The text of an ANSI-C quoted string `$'…'` whose content starts at `from`, its escapes decoded
+ * as bash does (`\xHH`, `\NNN` octal, `\uHHHH`, `\UHHHHHHHH`, `\cX`, `\n`, `\t`, `\\`, `\'`, …),
+ * and the index of its closing quote (the end of the text when unclosed).
+ */
+export function ansiC(s: string, from: number): { text: string; end: number } {
+  let text = "";
+  let i = from;
+  for (; i < s.length && s[i] !== "'"; i++) {
+    if (s[i] !== "\\" || i + 1 >= s.length) {
+      text += s[i];
+      continue;
+    }
+    const e = s[++i];
+    let m: RegExpExecArray | null;
+    const rest = s.slice(i + 1);
+    if (e in ANSI_C_ESCAPE) text += ANSI_C_ESCAPE[e];
+    else if (e === "x" && (m = /^[0-9A-Fa-f]{1,2}/.exec(rest))) {
+      text += String.fromCharCode(parseInt(m[0], 16));
+      i += m[0].length;
+    } else if (e === "u" && (m = /^[0-9A-Fa-f]{1,4}/.exec(rest))) {
+      text += String.fromCodePoint(parseInt(m[0], 16));
+      i += m[0].length;
+    } else if (e === "U" && (m = /^[0-9A-Fa-f]{1,8}/.exec(rest))) {
+      const cp = parseInt(m[0], 16);
+      text += cp <= 0x10ffff ? String.fromCodePoint(cp) : "";
+      i += m[0].length;
+    } else if (/[0-7]/.test(e)) {
+      m = /^[0-7]{0,2}/.exec(rest)!;
+      text += String.fromCharCode(parseInt(e + m[0], 8) & 0xff);
+      i += m[0].length;
+    } else if (e === "c" && i + 1 < s.length) text += String.fromCharCode(s[++i].toUpperCase().charCodeAt(0) & 0x1f);
+    else if (e === "\\" || e === "'" || e === '"' || e === "?") text += e;
+    else text += "\\" + e;
+  }
+  return { text, end: i };
+}
+
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
   const { text, bodies } = extractHeredocs(input);
@@ -191,6 +232,14 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     if (quote === '"') {
       if (c === '"') quote = null;
       else word += c;
+      continue;
+    }
+    if (c === "$" && s[i + 1] === "'") {
+      // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
+      const { text, end } = ansiC(s, i + 2);
+      word = (word ?? "") + text;
+      literal = true;
+      i = end;
       continue;
     }
     if (c === "'" || c === '"') {
@@ -357,6 +406,12 @@ export function invocationOf(command: SimpleCommand): Invocation | null {
       if (w === "--") continue;
       if (w.startsWith("-") && w.length > 1) {
         if (wrapper.withArgument.has(w)) i++;
+        else if (/^-[A-Za-z0-9]{2,}$/.test(w)) {
+          // A cluster of short options (`-nu root`, `-uroot`): the first that takes an argument
+          // takes the rest of the cluster, or the next word when it is the cluster's last letter.
+          const k = [...w.slice(1)].findIndex((letter) => wrapper!.withArgument.has("-" + letter));
+          if (k === w.length - 2) i++;
+        }
         continue;
       }
       if (operands > 0) {

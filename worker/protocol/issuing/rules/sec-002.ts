@@ -2,6 +2,9 @@ import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH 
 import { invocationOf, parseShell, stdinWords, type ParsedShell, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
+/** A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`). */
+const UNRESOLVED_PROGRAM = /^(?:\$|`)/;
+
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
 
@@ -17,7 +20,44 @@ export function resolveRmPath(path: string): string {
   return "/" + stack.join("/");
 }
 
-const isProtected = (absolute: string): boolean => RM_PROTECTED_PATH.includes(resolveRmPath(absolute));
+/** A glob pattern's characters. */
+const GLOB = /[*?[]/;
+
+/** A regular expression matching what one path segment, a glob pattern, matches. */
+export function globSegment(pattern: string): RegExp {
+  let re = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === "*") re += ".*";
+    else if (c === "?") re += ".";
+    else if (c === "[" && pattern.indexOf("]", i + 2) > 0) {
+      const end = pattern.indexOf("]", i + 2);
+      let body = pattern.slice(i + 1, end);
+      if (body.startsWith("!")) body = "^" + body.slice(1);
+      re += "[" + body.replace(/\\/g, "\\\\") + "]";
+      i = end;
+    } else re += c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp("^" + re + "$");
+}
+
+/**
+ * Whether an absolute path is protected: it resolves to a RM_PROTECTED_PATH, or a segment holding
+ * a glob (`/?*`, `/[e]tc`, `/e?c`, `/**`) could match a protected path at that level.
+ */
+const isProtected = (absolute: string): boolean => {
+  const resolved = resolveRmPath(absolute);
+  if (RM_PROTECTED_PATH.includes(resolved)) return true;
+  const segments = resolved.split("/").filter((s) => s !== "");
+  const k = segments.findIndex((s) => GLOB.test(s));
+  if (k < 0) return false;
+  const prefix = segments.slice(0, k);
+  const match = globSegment(segments[k]);
+  return RM_PROTECTED_PATH.some((p) => {
+    const ps = p.split("/").filter((s) => s !== "");
+    return ps.length === k + 1 && prefix.every((s, j) => s === ps[j]) && match.test(ps[k]);
+  });
+};
 
 /**
  * How dangerous one target of a forced recursive `rm` is: "wipe" when it is or resolves to `/`
@@ -42,13 +82,15 @@ export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
 /** The targets of a forced recursive `rm` whose argv (program first) is `argv`, or [] when it is not one. */
 function forcedRecursiveRmTargets(argv: string[]): string[] {
   const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
-  if (program !== "rm") return [];
+  if (program !== "rm" && !UNRESOLVED_PROGRAM.test(argv[0])) return [];
   const args = argv.slice(1);
   const end = args.indexOf("--");
   const options = (end < 0 ? args : args.slice(0, end)).filter((a) => a.startsWith("-") && a !== "-");
   const short = options.filter((a) => !a.startsWith("--")).join("");
-  const recursive = /[rR]/.test(short) || options.includes("--recursive");
-  const force = /f/.test(short) || options.includes("--force");
+  // GNU getopt takes any unambiguous prefix of a long option: `--r`, `--recur`, `--f`, `--forc`.
+  const long = (name: string) => options.some((o) => o.length >= 3 && name.startsWith(o));
+  const recursive = /[rR]/.test(short) || long("--recursive");
+  const force = /f/.test(short) || long("--force");
   if (!recursive || !force) return [];
   return end < 0 ? args.filter((a) => !a.startsWith("-") || a === "-") : [...args.slice(0, end).filter((a) => !a.startsWith("-")), ...args.slice(end + 1)];
 }
@@ -86,12 +128,43 @@ function findDeletionTargets(argv: string[]): string[] {
  * the command: the words of its here-documents and here-strings or of a literal piped into it, or
  * the start paths of a `find` piped into it (the worst case of what that find prints).
  */
-function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined): string[] | null {
+function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, vars: ReadonlyMap<string, string>): string[] | null {
   const inv = invocationOf(c);
   if (!inv) return null;
-  if (!inv.viaXargs) return inv.argv;
+  const argv = resolveProgram(inv.argv, vars);
+  if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
-  return [...inv.argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
+  return [...argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
+}
+
+/** A program word that is only a variable, `$NAME` or `${NAME}`. */
+const VARIABLE_PROGRAM = /^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))$/;
+
+/** `argv` with a program word that is a variable assigned earlier in the script (`R=rm; $R -rf /`) replaced by its value's words. */
+function resolveProgram(argv: string[], vars: ReadonlyMap<string, string>): string[] {
+  const m = VARIABLE_PROGRAM.exec(argv[0]);
+  const value = m ? vars.get(m[1] ?? m[2]) : undefined;
+  if (value === undefined) return argv;
+  const words = value.split(/\s+/).filter((w) => w !== "");
+  return words.length > 0 ? [...words, ...argv.slice(1)] : argv;
+}
+
+/**
+ * The argv of each command of `parsed` (see effectiveArgv), a variable used as the program
+ * resolved from the plain assignments (`NAME=value` alone as a command) before it in the same script.
+ */
+function commandArgvs(parsed: ParsedShell): (string[] | null)[] {
+  const vars = new Map<string, string>();
+  return parsed.commands.map((c, i) => {
+    const argv = effectiveArgv(c, parsed.commands[i - 1], vars);
+    if (argv === null) {
+      for (const w of c.words) {
+        const m = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(w);
+        if (m) vars.set(m[1], m[2]);
+      }
+    }
+    return argv;
+  });
 }
 
 /** The paths a command removes recursively: the targets of a forced recursive `rm`, or the start paths of a deleting `find`. */
@@ -100,7 +173,8 @@ const removedTargets = (argv: string[]): string[] => [...forcedRecursiveRmTarget
 /** A recursive removal aimed at the root, a system directory, a home directory or everything; or a disk overwrite. */
 function wipesRoot(argv: string[]): boolean {
   const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
-  if (removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
+  // A program that is still an unresolved expansion is judged by rmDependsOnExpansion (escalated), not here.
+  if (!UNRESOLVED_PROGRAM.test(argv[0]) && removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
   if (/^mkfs(\.|$)/.test(program)) return true;
   return program === "dd" && argv.slice(1).some((a) => /^of=\/dev\//.test(a));
 }
@@ -115,8 +189,9 @@ function wipesRoot(argv: string[]): boolean {
  */
 export function chainScore(parsed: ParsedShell): number {
   let score = parsed.commands.filter((c) => c.chained).length;
+  const argvs = commandArgvs(parsed);
   parsed.commands.forEach((c, i) => {
-    const argv = effectiveArgv(c, parsed.commands[i - 1]);
+    const argv = argvs[i];
     if (argv && wipesRoot(argv)) score += 2;
     for (const sub of c.substitutions) score += 2 + chainScore(sub);
     for (const script of c.scripts) score += chainScore(script);
@@ -128,8 +203,9 @@ export function chainScore(parsed: ParsedShell): number {
 
 /** Whether a recursive removal anywhere in `parsed` (substitutions and scripts included) has a target that depends on an expansion. */
 export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
+  const argvs = commandArgvs(parsed);
   return parsed.commands.some((c, i) => {
-    const argv = effectiveArgv(c, parsed.commands[i - 1]);
+    const argv = argvs[i];
     if (argv && removedTargets(argv).some((t) => rmTargetRisk(t) !== null)) return true;
     return c.substitutions.some(rmDependsOnExpansion) || c.scripts.some(rmDependsOnExpansion);
   });

@@ -1,6 +1,7 @@
 import { urlHost } from "../hosts.js";
 import { BLOCKED_ABSOLUTE_PATH } from "../scopes.js";
 import { parseShell, type ParsedShell } from "../shell.js";
+import { globSegment } from "./sec-002.js";
 import { allow, argumentStrings, deny, type InputRule } from "./types.js";
 
 /**
@@ -12,7 +13,12 @@ import { allow, argumentStrings, deny, type InputRule } from "./types.js";
 export function traversalTarget(path: string): string | null {
   let p = path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
   if (p.startsWith("~/")) p = p.slice(1);
-  const segments = p.split("/");
+  // A segment that is `..` (or `.`) once its variable expansions are taken as empty (`..$x`,
+  // `.${x}.`) is read as that: the worst case of a value the verifier cannot see.
+  const segments = p.split("/").map((seg) => {
+    const bare = seg.replace(VARIABLE, "");
+    return bare !== seg && (bare === ".." || bare === ".") ? bare : seg;
+  });
   if (!segments.includes("..")) return null;
   const absolute = p.startsWith("/");
   const stack: string[] = [];
@@ -27,8 +33,23 @@ export function traversalTarget(path: string): string | null {
   return absolute || escaped ? "/" + stack.join("/") : null;
 }
 
+/** A variable expansion, `$name` or `${name}`. */
+const VARIABLE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*/g;
+
+/**
+ * Whether a resolved path is a BLOCKED_ABSOLUTE_PATH or below one; a segment holding a glob
+ * (`/e*`/shadow, `/etc/shado?`) counts when it could match the blocked path's segment there.
+ */
 export const isBlockedPath = (path: string): boolean =>
-  BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b))));
+  BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b)))) ||
+  (/[*?[]/.test(path) && BLOCKED_ABSOLUTE_PATH.some((b) => globReaches(path, b)));
+
+/** Whether the glob path `path` (absolute, resolved) could name `blocked` or a path below it. */
+function globReaches(path: string, blocked: string): boolean {
+  const ps = path.split("/").filter((s) => s !== "");
+  const bs = blocked.split("/").filter((s) => s !== "");
+  return ps.length >= bs.length && bs.every((b, j) => globSegment(ps[j]).test(b));
+}
 
 /** Every word of a parsed command line, substitutions and scripts included. */
 function shellWords(parsed: ParsedShell, out: string[]): string[] {

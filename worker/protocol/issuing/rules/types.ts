@@ -135,7 +135,9 @@ export function argumentStrings(params: unknown): string[] {
 
 /** Keys that name the program of an argv-shaped command, and keys that hold its arguments. */
 const PROGRAM_KEY: ReadonlySet<string> = new Set(["command", "cmd", "program", "executable", "exe", "bin", "binary"]);
-const ARGUMENTS_KEY: ReadonlySet<string> = new Set(["args", "arguments", "argument", "argv", "params", "parameters"]);
+const ARGUMENTS_KEY: ReadonlySet<string> = new Set([
+  "args", "arguments", "argument", "argv", "params", "parameters", "flags", "options", "path", "paths", "target", "targets",
+]);
 
 /** `word` quoted for a shell when it holds anything but plain word characters. */
 const shellQuote = (word: string): string => (/^[A-Za-z0-9_\/.,:=@%+{}~-]+$/.test(word) ? word : "'" + word.replace(/'/g, "'\\''") + "'");
@@ -144,7 +146,8 @@ const shellQuote = (word: string): string => (/^[A-Za-z0-9_\/.,:=@%+{}~-]+$/.tes
  * The command lines an argument list may run: every argument string (argumentStrings), and the
  * argv-shaped ones joined into a line: an array of two or more strings (`["rm","-rf","/"]`, each
  * quoted as a shell would need), and a program key (`command`, `cmd`, `program`, …) joined with
- * an arguments key (`args`, `argv`, `arguments`, …) of the same object, the arguments being a
+ * an arguments key (`args`, `argv`, `arguments`, `flags`, `path`, `targets`, …) of the same
+ * object, each alone and all of them together in the object's order, the arguments being a
  * string (taken as a command-line fragment) or an array of strings.
  */
 export function commandLines(params: unknown): string[] {
@@ -165,11 +168,16 @@ export function commandLines(params: unknown): string[] {
         if (!PROGRAM_KEY.has(pk.toLowerCase())) continue;
         const program = typeof pv === "string" ? pv : joinArray(pv);
         if (program === null) continue;
+        const all: string[] = [];
         for (const [ak, av] of entries) {
           if (!ARGUMENTS_KEY.has(ak.toLowerCase())) continue;
           const args = typeof av === "string" ? av : joinArray(av);
-          if (args !== null) out.push(program + " " + args);
+          if (args === null) continue;
+          out.push(program + " " + args);
+          all.push(args);
         }
+        // Every arguments key together, in the object's order: `{command: "rm", flags: "-rf", path: "/"}`.
+        if (all.length > 1) out.push(program + " " + all.join(" "));
       }
       for (const [, v] of entries) walk(v, depth + 1);
     }
