@@ -122,4 +122,23 @@ describe("a seal never vouches for a hop signed by a revoked key", () => {
       expect(res.body, res.text).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
     }
   });
+
+  it("the receipts of a live chain presented under another chain_id, the revoked hop pruned: the revocation recorded the hop by receipt hash, so no seal vouches for it there either", async () => {
+    const { h, planner, worker } = await setup("seal-rev-moved");
+    const hops = await makeChainHops([planner, worker, planner].map((i) => ({ id: i.id, spec: { label: `seal-revocation/moved/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter } })));
+    const live = await buildChain("seal-rev-moved-live", hops);
+    for (const e of live.entries) expect((await h.call("/v1/chains/seal-rev-moved-live/hops", post({ entry: e }))).status).toBe(200);
+    const moved = await buildChain("seal-rev-moved-elsewhere", hops);
+    const seal = await (await sealer(h, "seal-rev-moved-sealer"))(moved);
+    const pruned = await pruneChain(moved, [1]);
+    // Honest control: before the revocation the moved document stands under its seal.
+    for (const spot of [undefined, 0, 2]) expect((await verify(h, pruned, seal, spot)).body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+
+    expect((await h.revoke(worker.id.issuer, worker.id.kid)).status).toBe(200);
+    for (const spot of [undefined, 0, 2]) {
+      const res = await verify(h, pruned, seal, spot);
+      expect(res.body).toMatchObject({ chain_valid: false, seal: { valid: false } });
+      expect(failuresOf(res)).toEqual(expect.arrayContaining(["1:ANCHOR_REVOKED", "1:CHAIN_UNSEALED"]));
+    }
+  });
 });

@@ -85,6 +85,12 @@ export interface TrustedKey extends AnchorKey {
 export const anchorKvKey = (issuer: string): string => `anchor:${issuer}`;
 /** KV `ANCHORS` key of the global record of a revoked key, written on revoke, read on pin. */
 export const revokedKeyKvKey = (fingerprint: string): string => `revoked-key:${fingerprint}`;
+/**
+ * A live chain's hop signed by a key since revoked, by its receipt hash (KV
+ * `withdrawn-receipt:<receipt_hash>`), written when the revocation reaches the chain: a seal never
+ * vouches for that receipt, under whatever chain_id a document presents it.
+ */
+export const withdrawnReceiptKvKey = (receiptHash: string): string => `withdrawn-receipt:${receiptHash}`;
 
 /** Why a value cannot name an issuer (not a string, or longer than MAX_URI_BYTES), or null. */
 export function issuerProblem(issuer: unknown): string | null {

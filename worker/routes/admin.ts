@@ -7,7 +7,8 @@ import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, type AnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
+import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64 } from "../protocol/encoding.js";
 import { uriMemoSize } from "../protocol/receipt.js";
@@ -48,6 +49,7 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
 const chainObject = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId)) as unknown as {
   withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null }>;
   brokenBy(fingerprint: string): Promise<{ broken_at_hop: number | null }>;
+  withdrawnHops(): Promise<WithdrawnHop[]>;
 };
 
 /** Every live chain that took a hop signed by `fingerprint`, page by page from the issuer's first ledger shard. */
@@ -71,7 +73,13 @@ async function chainsSignedBy(c: Context<AppEnv>, issuer: string, shards: number
 async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number, fingerprint: string, revokedAt: number) {
   const timeout = dependencyTimeout(c.env);
   const chains = await chainsSignedBy(c, issuer, shards, fingerprint);
-  await Promise.all(chains.map((id) => withTimeout(chainObject(c, id).withdraw(fingerprint, revokedAt), timeout, "evidence chain")));
+  await Promise.all(chains.map(async (id) => {
+    const chain = chainObject(c, id);
+    await withTimeout(chain.withdraw(fingerprint, revokedAt), timeout, "evidence chain");
+    // Each hop the key signed, by receipt hash, for seals over documents of another chain_id.
+    const hops = (await withTimeout(chain.withdrawnHops(), timeout, "evidence chain")).filter((h) => h.fingerprint === fingerprint);
+    await Promise.all(hops.map((h) => c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at }))));
+  }));
   const { journal, now } = c.get("services");
   const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()));
   return { chains: chains.length, journal_records: records.length };

@@ -6,6 +6,7 @@ import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type ChainFailure, type KeptEntry } from "../protocol/chain.js";
 import { failure } from "../protocol/codes.js";
+import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
@@ -34,16 +35,16 @@ function chainDeps(c: Context<AppEnv>, services: Services): ChainDeps {
       return keys;
     },
     async sealWithdrawals(chainId, hops, seal) {
-      if (!(await services.chains.get(chainId))) return [];
-      const reading = chainStub(c, chainId).withdrawnHops() as Promise<WithdrawnHop[]>;
-      const held = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
-      if (held.length === 0) return [];
-      const byHash = new Map(held.map((w) => [w.receipt_hash, w]));
-      const out: ChainFailure[] = hops.flatMap(({ hop, receipt_hash }) => {
-        const w = byHash.get(receipt_hash);
-        return w ? [{ ...failure("ANCHOR_REVOKED", `hop ${hop}'s receipt is hop ${w.hop} of live chain ${chainId}, signed by a key since revoked (fingerprint ${w.fingerprint}): the seal does not vouch for it`), hop }] : [];
+      const timeout = dependencyTimeout(c.env);
+      const held = (await services.chains.get(chainId)) ? await withTimeout(chainStub(c, chainId).withdrawnHops() as Promise<WithdrawnHop[]>, timeout, "evidence chain") : [];
+      const byHash = new Map<string, { chain_id: string; hop: number; fingerprint: string }>(held.map((w) => [w.receipt_hash, { ...w, chain_id: chainId }]));
+      // A hop of a live chain under another id, recorded when the revocation reached that chain.
+      const elsewhere = await Promise.all(hops.map(({ receipt_hash }) => (byHash.has(receipt_hash) ? null : withTimeout(c.env.ANCHORS.get<{ chain_id: string; hop: number; fingerprint: string }>(withdrawnReceiptKvKey(receipt_hash), "json"), timeout, "anchor store"))));
+      const out: ChainFailure[] = hops.flatMap(({ hop, receipt_hash }, i) => {
+        const w = byHash.get(receipt_hash) ?? elsewhere[i];
+        return w ? [{ ...failure("ANCHOR_REVOKED", `hop ${hop}'s receipt is hop ${w.hop} of live chain ${w.chain_id}, signed by a key since revoked (fingerprint ${w.fingerprint}): the seal does not vouch for it`), hop }] : [];
       });
-      if (seal.issuer === signingIdentity(c.env).issuer) {
+      if (held.length > 0 && seal.issuer === signingIdentity(c.env).issuer) {
         out.push({ ...failure("ANCHOR_REVOKED", `this deployment's seal over chain ${chainId} is withdrawn: the live chain is broken at hop ${held[0].hop}, signed by a key since revoked`), hop: held[0].hop });
       }
       return out;
