@@ -91,12 +91,8 @@ export class EvidenceChain extends DurableObject<Env> {
 
   /** The first hop signed by a revoked key, or null. */
   private revokedHop(): RevokedHop | null {
-    const withdrawn = this.withdrawals();
-    if (withdrawn.size === 0 || !this.exists()) return null;
-    for (const { hop, key_fingerprint } of this.sql.exec<{ hop: number; key_fingerprint: string | null }>("SELECT hop, key_fingerprint FROM chain_hops ORDER BY hop")) {
-      if (key_fingerprint !== null && withdrawn.has(key_fingerprint)) return { hop, fingerprint: key_fingerprint, revoked_at: withdrawn.get(key_fingerprint)! };
-    }
-    return null;
+    const first = this.withdrawnHops()[0];
+    return first ? { hop: first.hop, fingerprint: first.fingerprint, revoked_at: first.revoked_at } : null;
   }
 
   private held(): HeldChain | null {
@@ -125,13 +121,15 @@ export class EvidenceChain extends DurableObject<Env> {
   /**
    * CCS §14: a key that signed evidence here has been revoked. Recorded in one transaction, so an
    * append that lands later with that key is judged against it; answers the hop the chain is now
-   * broken at (null when no hop held so far is that key's). Idempotent: the first revoked_at stays.
+   * broken at (null when no hop held so far is that key's) and every hop the key signed, in hop
+   * order. Idempotent: the first revoked_at stays.
    */
-  withdraw(fingerprint: string, revokedAt: number): { broken_at_hop: number | null } {
+  withdraw(fingerprint: string, revokedAt: number): { broken_at_hop: number | null; hops: WithdrawnHop[] } {
     return this.ctx.storage.transactionSync(() => {
       this.sql.exec("CREATE TABLE IF NOT EXISTS chain_withdrawals (fingerprint TEXT PRIMARY KEY, revoked_at REAL NOT NULL) WITHOUT ROWID");
       this.sql.exec("INSERT INTO chain_withdrawals (fingerprint, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING", fingerprint, revokedAt);
-      return { broken_at_hop: this.firstHopOf(fingerprint) };
+      const hops = this.withdrawnHops().filter((h) => h.fingerprint === fingerprint);
+      return { broken_at_hop: hops[0]?.hop ?? null, hops };
     });
   }
 

@@ -47,9 +47,8 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
 }
 
 const chainObject = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId)) as unknown as {
-  withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null }>;
+  withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null; hops: WithdrawnHop[] }>;
   brokenBy(fingerprint: string): Promise<{ broken_at_hop: number | null }>;
-  withdrawnHops(): Promise<WithdrawnHop[]>;
 };
 
 /** Every live chain that took a hop signed by `fingerprint`, page by page from the issuer's first ledger shard. */
@@ -74,10 +73,8 @@ async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number
   const timeout = dependencyTimeout(c.env);
   const chains = await chainsSignedBy(c, issuer, shards, fingerprint);
   await Promise.all(chains.map(async (id) => {
-    const chain = chainObject(c, id);
-    await withTimeout(chain.withdraw(fingerprint, revokedAt), timeout, "evidence chain");
+    const { hops } = await withTimeout(chainObject(c, id).withdraw(fingerprint, revokedAt), timeout, "evidence chain");
     // Each hop the key signed, by receipt hash, for seals over documents of another chain_id.
-    const hops = (await withTimeout(chain.withdrawnHops(), timeout, "evidence chain")).filter((h) => h.fingerprint === fingerprint);
     await Promise.all(hops.map((h) => c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at }))));
   }));
   const { journal, now } = c.get("services");

@@ -18,7 +18,12 @@ export const receiptRoutes = new Hono<AppEnv>()
   if (body.issuer !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "issuer is given only with level: 0 (a v1.3 receipt names its own)");
   // A Level 0 receipt presented as v1.3 evidence is refused by name, not as a malformed receipt.
   if (isLevel0Shape(body.receipt)) return answerDecision(c, { ...rejection([level0Refused("a call without level: 0")], call.mode, call.now), verifier_class: null, level: 0 as const });
-  const decision = await verifyReceipt(
+  return answerDecision(c, { ...classes.report(await atLevel1(c, body, call, classes)), level: 1 as const });
+});
+
+/** The receipt judged as a v1.3 receipt: signature, ledger, binding, the class floor. */
+function atLevel1(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, call: DecisionCall, classes: ReturnType<typeof verifierClasses>) {
+  return verifyReceipt(
     body.receipt,
     {
       ...call,
@@ -31,8 +36,7 @@ export const receiptRoutes = new Hono<AppEnv>()
     },
     classes.deps,
   );
-  return answerDecision(c, { ...classes.report(decision), level: 1 as const });
-});
+}
 
 /**
  * A `level: 0` call: the receipt judged by its HMAC under the shared secret its issuer is pinned
@@ -68,10 +72,5 @@ async function level0(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, cal
   // what else the receipt answers to (its Ed25519 signature, its key's revocation, its nonce). A
   // receipt those refuse is refused here too, so `level: 0` never accepts what level 1 would not;
   // the nonce is consumed as at level 1, so the replay warning no longer applies.
-  const full = await verifyReceipt(
-    body.receipt,
-    { ...call, policy: freshnessPolicy(c.env), request: body.request, runtimeContext: body.runtime_context, contextChecks: (r) => classes.check(r.issuer) },
-    classes.deps,
-  );
-  return { ...full, level: 0 as const };
+  return { ...(await atLevel1(c, body, call, classes)), level: 0 as const };
 }
