@@ -14,6 +14,7 @@ import type { Env } from "../worker/env.js";
 import type { FailureCode } from "../worker/protocol/codes.js";
 import { judgeHop, summaryHash, type ChainSoFar } from "../worker/protocol/chain.js";
 import { fromHex } from "../worker/protocol/encoding.js";
+import { hasTable } from "./sql.js";
 
 export interface ChainState {
   chain_id: string;
@@ -74,7 +75,7 @@ export class EvidenceChain extends DurableObject<Env> {
 
   /** Whether the first append has created the tables; a read-only look at the schema. */
   private exists(): boolean {
-    if (!this.created && this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_owner'").toArray().length > 0) {
+    if (!this.created && hasTable(this.sql, "chain_owner")) {
       this.created = true;
       // Chains appended before hops recorded their signing key gain the column (those hops carry none).
       const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('chain_hops')").toArray().map((c) => c.name);
@@ -85,7 +86,7 @@ export class EvidenceChain extends DurableObject<Env> {
 
   /** The revoked keys this chain was told of; none before the first withdrawal (nothing is created to read it). */
   private withdrawals(): Map<string, number> {
-    if (this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'chain_withdrawals'").toArray().length === 0) return new Map();
+    if (!hasTable(this.sql, "chain_withdrawals")) return new Map();
     return new Map(this.sql.exec<{ fingerprint: string; revoked_at: number }>("SELECT fingerprint, revoked_at FROM chain_withdrawals").toArray().map((r) => [r.fingerprint, r.revoked_at]));
   }
 

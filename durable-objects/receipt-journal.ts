@@ -12,6 +12,7 @@ import type { Env } from "../worker/env.js";
 import { JournalInputError, journalCore, type JournalCore, type JournalRow, type JournalStorage } from "../worker/protocol/journal/core.js";
 import type { AppendInput, AppendManyInput, ClaimInput, JournalEntry, JournalQuery, ReconciliationMark, RecordSummary, ReserveInput, VerifyFenceInput } from "../worker/protocol/journal/port.js";
 import { IN_FLIGHT_STATES } from "../worker/protocol/journal/lifecycle.js";
+import { hasTable } from "./sql.js";
 
 /**
  * CCS §14, revocation of evidence in flight: the key each admission was signed under (its
@@ -61,8 +62,8 @@ export class ReceiptJournal extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.hasSchema = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'").toArray().length > 0;
-    this.hasRevocationSchema = this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'admission_keys'").toArray().length > 0;
+    this.hasSchema = hasTable(this.sql, "records");
+    this.hasRevocationSchema = hasTable(this.sql, "admission_keys");
     this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
   }
 

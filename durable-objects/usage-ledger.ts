@@ -9,6 +9,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
+import { hasTable } from "./sql.js";
 
 /** A receipt and what rode on it, as canonical JSON texts. */
 export interface UsageEntry {
@@ -70,7 +71,7 @@ export class UsageLedger extends DurableObject<Env> {
 
   /** Whether the first receipt has created the table; a read-only look at the schema. */
   private exists(): boolean {
-    this.created ||= this.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'").toArray().length > 0;
+    this.created ||= hasTable(this.sql, "usage");
     return this.created;
   }
 
