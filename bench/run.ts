@@ -23,6 +23,15 @@ import { anchorFor, identity, makeChainHops, makeReceipt, type Identity } from "
 const quick = process.argv.includes("--quick");
 /** `--cases=a,b` times only those CPU cases and stops (for profiling one stage). */
 const onlyCases = process.argv.find((a) => a.startsWith("--cases="))?.slice(8).split(",");
+/** `--profile=case` records a V8 CPU profile of that case through the DevTools inspector and prints its heaviest functions. */
+const profileCase = process.argv.find((a) => a.startsWith("--profile="))?.slice(10);
+/**
+ * The Worker is served through wrangler's own `unstable_startWorker` with the DevTools inspector
+ * off (scripts/serve-without-inspector.ts): `wrangler dev` attaches an inspector, and each
+ * `console.log` then costs ~90 µs of the isolate's time, which a deployed Worker does not pay.
+ * `--inspector` serves with `wrangler dev` as `npm start` does, for comparison; `--profile` needs it.
+ */
+const withInspector = process.argv.includes("--inspector") || profileCase !== undefined;
 const AUDIENCE = "https://relying-party.example";
 const TOKEN = "bench-admin-token";
 const CPU_ROUNDS = quick ? 7 : 15;
@@ -239,7 +248,7 @@ function machine() {
 async function main() {
   const started = Date.now();
   const persistTo = mkdtempSync(join(tmpdir(), "countersign-bench-"));
-  const server = await startLocalServer({ persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN, ...IDENTITY_VARS } });
+  const server = await startLocalServer({ inspector: withInspector, persistTo, config: resolve(PROJECT_ROOT, "bench/wrangler.toml"), vars: { ADMIN_TOKEN: TOKEN, ...IDENTITY_VARS } });
   try {
     log("CPU: setting up inputs");
     const cpuSetup = await cpuInputs();
@@ -247,6 +256,10 @@ async function main() {
     await post(server, "/v1/admin/relying-parties", { name: "bench", audiences: [AUDIENCE], token: RP_TOKEN }, TOKEN);
     resetup = async () => void (await post(server, "/bench/setup", cpuSetup.inputs));
     await resetup();
+    if (profileCase) {
+      await profile(server, profileCase);
+      return;
+    }
     if (onlyCases) {
       const best = (await cpuBench(server, Object.fromEntries(onlyCases.map((c) => [c, CPU_N[c] ?? STAGE_N])))).best;
       console.log(best);
@@ -279,6 +292,7 @@ async function main() {
     const http: HttpResult[] = [];
     const pairRatios: Record<string, number> = {};
     const claimRatios: number[] = [];
+    const unloggedRatios: number[] = [];
     const runs: [string, Identity[]][] = [["enforce, 1 issuer", ids.slice(0, 1)], ["enforce, 8 issuers", ids.slice(0, 8)], ["enforce, 64 issuers", ids], ["enforce, 1 hot issuer, 4 shards", [hot4]]];
     for (const [label, group] of runs) {
       log(`HTTP: ${label}`);
@@ -292,6 +306,9 @@ async function main() {
           http.push(claim);
           claimRatios.push(claim.rps / baseline.rps);
           http.push(await load(server, "enforce route without its ledger", "/bench/stateless/v1/receipts/verify", bodies, RP_AUTH));
+          const unlogged = await load(server, "enforce, decision log line not written", "/bench/unlogged/v1/receipts/verify", await signedBodies(group, HTTP_REQUESTS, 300, `${label}/unlogged`), RP_AUTH);
+          http.push(unlogged);
+          unloggedRatios.push(unlogged.rps / baseline.rps);
         }
         const enforce = await load(server, label, "/v1/receipts/verify", bodies, RP_AUTH);
         http.push(baseline, enforce);
@@ -301,6 +318,7 @@ async function main() {
     }
 
     pairRatios["ledger claim only"] = round(median(claimRatios));
+    pairRatios["enforce, decision log line not written"] = round(median(unloggedRatios));
     const claimLedger = (await (await fetch(`${server.url}/bench/ledger?name=bench-claim-1`)).json()) as { nonces: number; database_bytes: number; rows_written: number };
 
     // Intake: every request judged, sequenced by the key's IssuingSequence object and signed.
@@ -354,6 +372,7 @@ async function main() {
     const results = {
       generated_at: new Date().toISOString(),
       mode: quick ? "quick" : "full",
+      server: withInspector ? "wrangler dev (DevTools inspector attached)" : "wrangler unstable_startWorker, DevTools inspector off (as deployed: no inspector)",
       machine: machine(),
       versions: versions(),
       cpu_us_per_op: cpu,
@@ -394,6 +413,7 @@ async function main() {
         route_without_log_write_over_full: round(cpu["route:without-log-write"] / cpu.full),
         claim_over_baseline: pairRatios["ledger claim only"],
         http_over_baseline: pairRatios["enforce, 1 issuer"],
+        http_unlogged_over_baseline: pairRatios["enforce, decision log line not written"],
         http_8_issuers_over_baseline: pairRatios["enforce, 8 issuers"],
         http_64_issuers_over_baseline: pairRatios["enforce, 64 issuers"],
         hot_issuer_4_shards_over_baseline: pairRatios["enforce, 1 hot issuer, 4 shards"],
@@ -411,6 +431,56 @@ async function main() {
     await server.stop();
     rmSync(persistTo, { recursive: true, force: true });
   }
+}
+
+/** Self time by function over `n` runs of one case, from the runtime's own sampling profiler. */
+async function profile(server: LocalServer, name: string): Promise<void> {
+  const { default: WebSocket } = await import("ws");
+  const targets = (await (await fetch(`http://127.0.0.1:${server.inspectorPort}/json`)).json()) as { webSocketDebuggerUrl: string; title: string }[];
+  const target = targets.find((t) => !t.title.includes("ProxyWorker")) ?? targets[0];
+  const ws = new WebSocket(target.webSocketDebuggerUrl);
+  await new Promise((r) => ws.once("open", r));
+  let id = 0;
+  const send = (method: string, params: object = {}) =>
+    new Promise<any>((ok) => {
+      const mine = ++id;
+      const onMessage = (data: Buffer) => {
+        const msg = JSON.parse(data.toString());
+        if (msg.id === mine) {
+          ws.off("message", onMessage);
+          ok(msg.result);
+        }
+      };
+      ws.on("message", onMessage);
+      ws.send(JSON.stringify({ id: mine, method, params }));
+    });
+  await send("Profiler.enable");
+  await send("Profiler.setSamplingInterval", { interval: 50 });
+  await timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=500`);
+  await send("Profiler.start");
+  const n = CPU_N[name] ?? STAGE_N;
+  await timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=${n * 3}`);
+  const { profile: p } = await send("Profiler.stop");
+  ws.close();
+  const self = new Map<string, number>();
+  const inclusive = new Map<string, number>();
+  const total = p.samples.length;
+  const byId = new Map<number, any>(p.nodes.map((node: any) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of p.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const keyOf = (node: any) => `${node.callFrame.functionName || "(anonymous)"} ${node.callFrame.url.split("/").slice(-2).join("/")}:${node.callFrame.lineNumber + 1}`;
+  for (const sample of p.samples) {
+    self.set(keyOf(byId.get(sample)), (self.get(keyOf(byId.get(sample))) ?? 0) + 1);
+    const seen = new Set<string>();
+    for (let at: number | undefined = sample; at !== undefined; at = parent.get(at)) seen.add(keyOf(byId.get(at)));
+    for (const k of seen) inclusive.set(k, (inclusive.get(k) ?? 0) + 1);
+  }
+  const top = (m: Map<string, number>, label: string) => {
+    console.log(`\n${name}, ${label} (${total} samples)`);
+    for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]).slice(0, 45)) console.log(`${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`);
+  };
+  top(self, "self time");
+  top(inclusive, "inclusive time");
 }
 
 function renderMarkdown(r: any): string {

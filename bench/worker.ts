@@ -233,6 +233,14 @@ app.post("/bench/stateless/v1/receipts/verify", (c) => {
   return statelessApp.fetch(new Request(url, c.req.raw), c.env, c.executionCtx);
 });
 
+/** The real enforce route, ledger included, with its decision log line built but not written. */
+const unloggedApp = createApp({ logLine: () => {} });
+app.post("/bench/unlogged/v1/receipts/verify", (c) => {
+  const url = new URL(c.req.url);
+  url.pathname = "/v1/receipts/verify";
+  return unloggedApp.fetch(new Request(url, c.req.raw), c.env, c.executionCtx);
+});
+
 app.post("/bench/baseline", async (c) => {
   const env = c.env as BenchEnv;
   await c.req.arrayBuffer();
