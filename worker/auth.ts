@@ -8,7 +8,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
 import { ApiError, bearerMatches, bearerToken } from "./http.js";
-import { sha256Hex } from "./protocol/digest.js";
 import { RELYING_PARTY_TOKEN } from "./protocol/relying-parties.js";
 
 export const ADMIN_REALM = 'Bearer realm="countersign-admin"';
@@ -22,10 +21,10 @@ export const requireAdmin: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
 };
 
-/** Looks the bearer token up by its SHA-256; a token of the wrong form is refused without a lookup. */
+/** Looks the bearer token up (by its SHA-256 in KV); a token of the wrong form is refused without a lookup. */
 export const requireRelyingParty: MiddlewareHandler<AppEnv> = async (c, next) => {
   const token = bearerToken(c.req.header("authorization"));
-  const party = token && RELYING_PARTY_TOKEN.test(token) ? await c.get("services").relyingParties.byTokenHash(await sha256Hex(token)) : null;
+  const party = token && RELYING_PARTY_TOKEN.test(token) ? await c.get("services").relyingParties.byToken(token) : null;
   if (!party) throw new ApiError(401, "UNAUTHORIZED", "a valid relying-party bearer token is required", RELYING_PARTY_REALM);
   c.set("relyingParty", party);
   await next();

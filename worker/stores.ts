@@ -19,6 +19,7 @@ import {
   type SequenceResetAudit,
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
+import { sha256Hex } from "./protocol/digest.js";
 import type { MetricsBatch } from "./metrics.js";
 import { allowOnly } from "./protocol/conformance/verifier-class.js";
 import type { DecisionSeries, DecisionStatsView } from "../durable-objects/decision-stats.js";
@@ -216,12 +217,15 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
 export const RELYING_PARTY_CACHE_TTL_MS = 30_000;
 const RELYING_PARTY_CACHE_SIZE = 256;
 
-/** Holds only tokens that were found: an unknown token is never remembered, so guessing grows nothing. */
+/**
+ * Keyed by the bearer token itself, so a cached caller costs no digest. Holds only tokens that were
+ * found: an unknown token is never remembered, so guessing grows nothing.
+ */
 export type RelyingPartyCache = Map<string, { at: number; party: RelyingParty }>;
 
 export interface RelyingPartyStore {
-  /** The party whose token hashes to `tokenSha256`, or null. */
-  byTokenHash(tokenSha256: string): Promise<RelyingParty | null>;
+  /** The party holding this bearer token (looked up by its SHA-256), or null. */
+  byToken(token: string): Promise<RelyingParty | null>;
   get(name: string): Promise<RelyingParty | null>;
   /** Refused when the name, or the token, is already some party's. */
   create(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
@@ -242,13 +246,13 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   return {
-    async byTokenHash(hash) {
-      const hit = cache.get(hash);
+    async byToken(token) {
+      const hit = cache.get(token);
       if (hit && Date.now() - hit.at < RELYING_PARTY_CACHE_TTL_MS) return hit.party;
-      const party = await get(tokenKey(hash));
+      const party = await get(tokenKey(await sha256Hex(token)));
       if (!party) return null;
       if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();
-      cache.set(hash, { at: Date.now(), party });
+      cache.set(token, { at: Date.now(), party });
       return party;
     },
     get: (name) => get(partyKey(name)),
@@ -263,7 +267,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       const party = await get(partyKey(name));
       if (!party) return false;
       await kv(Promise.all([env.ANCHORS.delete(tokenKey(party.token_sha256)), env.ANCHORS.delete(partyKey(name))]));
-      cache.delete(party.token_sha256);
+      for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
       return true;
     },
     async list() {
