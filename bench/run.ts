@@ -456,10 +456,21 @@ async function profile(server: LocalServer, name: string): Promise<void> {
     });
   await send("Profiler.enable");
   await send("Profiler.setSamplingInterval", { interval: 50 });
-  await timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=500`);
+  // `http:/path` profiles the isolate under HTTP load on that path (fresh receipts of one pinned issuer).
+  const httpPath = name.startsWith("http:") ? name.slice(5) : null;
+  let run: () => Promise<unknown>;
+  if (httpPath) {
+    const id = await identity("bench/profile", "https://bench-profile.example", "k1");
+    await post(server, "/v1/admin/anchors", anchorFor(id), TOKEN);
+    await load(server, "warm-up", httpPath, await signedBodies([id], 300, 300, "profile-warm"), RP_AUTH);
+    const bodies = await signedBodies([id], HTTP_REQUESTS, 300, "profile");
+    run = () => load(server, name, httpPath, bodies, RP_AUTH);
+  } else {
+    await timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=500`);
+    run = () => timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=${(CPU_N[name] ?? STAGE_N) * 3}`);
+  }
   await send("Profiler.start");
-  const n = CPU_N[name] ?? STAGE_N;
-  await timeRequest(server, `/bench/run?case=${encodeURIComponent(name)}&n=${n * 3}`);
+  console.log(await run());
   const { profile: p } = await send("Profiler.stop");
   ws.close();
   const self = new Map<string, number>();

@@ -117,6 +117,17 @@ describe("strict JSON: the native fast path and the parser agree", () => {
     `[999999999999999,-999999999999999,1234567890123456,9007199254740991,9007199254740992]`,
     `[0.1e1,1E2,1e-2,-0,0.0000001,123456789012345.678]`,
     `[12345678901234567.5]`,
+    // Sixteen integer digits: natively up to 2^53−1 as a plain integer, the parser for the rest.
+    `[1764000000000001,-1764000000000001,9007199254740991,-9007199254740991,1000000000000000]`,
+    `[9007199254740992]`,
+    `[-9007199254740992]`,
+    `[9999999999999999]`,
+    `[9007199254740991.5]`,
+    `[9007199254740990.5]`,
+    `[1234567890123456.7]`,
+    `[1234567890123456e0]`,
+    `[0123456789012345]`,
+    `[12345678901234567]`,
     `[1., -, .5, +1]`,
     `[1.]`,
     `-`,
@@ -156,6 +167,20 @@ describe("strict JSON: the native fast path and the parser agree", () => {
 
   it.each(tricky.map((t) => [t]))("%s", (text) => {
     expect(outcome(parseStrictJson, text)).toEqual(outcome(parseWithParser, text));
+  });
+
+  it("parses sixteen-digit safe integers natively (a sequence taken from a microsecond clock)", () => {
+    const body = JSON.stringify({ sequence: 1_764_000_000_000_001, max: Number.MAX_SAFE_INTEGER, min: -Number.MAX_SAFE_INTEGER });
+    const spy = vi.spyOn(JSON, "parse");
+    try {
+      expect(parseStrictJson(body)).toEqual({ sequence: 1_764_000_000_000_001, max: Number.MAX_SAFE_INTEGER, min: -Number.MAX_SAFE_INTEGER });
+      expect(spy).toHaveBeenCalledWith(body);
+      spy.mockClear();
+      expect(() => parseStrictJson(`{"sequence":9007199254740992}`)).toThrow(expect.objectContaining({ reason: "unsafe_integer" }));
+      expect(spy).not.toHaveBeenCalled();
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it("agrees on a verification body, and parses it natively", () => {

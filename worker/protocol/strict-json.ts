@@ -68,12 +68,13 @@ export function parseWithParser(text: string, maxDepth = DEFAULT_MAX_DEPTH): unk
  * The native fast path. `JSON.parse` builds the same value as the parser below whenever the text
  * is valid JSON with no duplicate key, no lone surrogate, no unsafe or non-finite number and no
  * nesting deeper than `maxDepth`. One scan outside strings proves the last three conservatively
- * (any exponent, any integer part of 16 digits or more, any `\u` escape of a surrogate sends the
+ * (any exponent, any integer part of 17 digits or more or of 16 beyond 2^53−1 or with a fraction, any `\u` escape of a surrogate sends the
  * text to the parser), counts the object members, and finds the nesting depth; `JSON.parse`
  * refuses what is not JSON; and a value holding fewer keys than the text has members had a
  * duplicate key collapsed. Anything in doubt, and every refusal, is left to the parser, so the
  * fast path accepts exactly what the parser accepts and every error comes from the parser.
  */
+const MAX_SAFE_DIGITS = String(Number.MAX_SAFE_INTEGER);
 const SURROGATE_ESCAPE = /\\u[dD][89abcdefABCDEF]/;
 const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
@@ -102,7 +103,9 @@ function nativeParse(s: string, maxDepth: number): { value: unknown } | null {
       const start = c === 0x2d ? i + 1 : i;
       let j = start;
       while (j < n && s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
-      if (j - start > 15) return null;
+      // Up to 15 integer digits is below 2^53 whatever follows; 16 only as a plain integer no
+      // greater than 2^53−1 (same length, so the text compares as the number does).
+      if (j - start > 16 || (j - start === 16 && (s.charCodeAt(j) === 0x2e || s.slice(start, j) > MAX_SAFE_DIGITS))) return null;
       if (s.charCodeAt(j) === 0x2e) {
         j++;
         while (j < n && s.charCodeAt(j) >= 0x30 && s.charCodeAt(j) <= 0x39) j++;
