@@ -1,7 +1,7 @@
 /**
  * One row written per accepted IssuerLedger claim: the default policy's sequences are held in
- * memory instead of a unique index. Restarts are real (abortAllDurableObjects) or a fresh
- * instance over the same storage.
+ * memory instead of a unique index, the strict window is written at a key's first claim and by
+ * the purge. Restarts are real (abortAllDurableObjects) or a fresh instance over the same storage.
  */
 import { env } from "cloudflare:workers";
 import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
@@ -34,6 +34,13 @@ const heldAndStored = (l: Ledger) =>
       held: held === null ? null : [...held].flatMap(([tag, sequences]) => [...sequences].map((s) => `${tag}:${s}`)).sort(),
       stored: state.storage.sql.exec<{ key_tag: number; sequence: number }>("SELECT key_tag, sequence FROM nonces WHERE sequence IS NOT NULL").toArray().map((r) => `${r.key_tag}:${r.sequence}`).sort(),
     };
+  });
+
+/** The key's window as the live instance holds it, and as a fresh instance over the same storage rebuilds it. */
+const windowNowAndRebuilt = (l: Ledger, fingerprint: string) =>
+  runInDurableObject(l, (o: IssuerLedger, state) => {
+    const show = ({ highest, bitmap }: { highest: number; bitmap: bigint }) => ({ highest, bitmap: bitmap.toString(16) });
+    return { now: show(o["windowOf"](fingerprint)), rebuilt: show(new IssuerLedger(state, env)["windowOf"](fingerprint)) };
   });
 
 const restarted = async (name: string) => {
@@ -105,5 +112,105 @@ describe("IssuerLedger: one row written per accepted claim", () => {
     expect(held).toEqual(stored);
     expect(stored).toEqual([`${keyTag(K1)}:7`, `${keyTag(K2)}:7`].sort());
     expect((await l.claim(q("d7", 7, K1))).replay).toBe("sequence 7 was already presented");
+  });
+});
+
+describe("IssuerLedger: the strict window without a row per claim", () => {
+  it("a key's first window claim writes 2 rows (nonce, window), every later one 1; a refused one 0", async () => {
+    const l = ledger("one-row-window");
+    expect(await claimed(l, q("e1", 5000, K1, "window"))).toMatchObject({ consumed: true, rows: 2 });
+    for (const [nonce, sequence] of [["e2", 5001], ["e3", 4990], ["e4", 6000], ["e5", 4977]] as const) {
+      expect(await claimed(l, q(nonce, sequence, K1, "window"))).toMatchObject({ consumed: true, rows: 1 });
+    }
+    expect(await claimed(l, q("e6", 6000, K1, "window"))).toMatchObject({ replay: "sequence 6000 was already presented", rows: 0 });
+    expect(await claimed(l, q("e7", 4976, K1, "window"))).toMatchObject({ replay: expect.stringMatching(/older than the window/), rows: 0 });
+    expect(await claimed(l, q("e8", 7, K2, "window"))).toMatchObject({ consumed: true, rows: 2 });
+    expect((await l.stats()).windows).toEqual([{ fingerprint: K1, highest: 6000 }, { fingerprint: K2, highest: 7 }]);
+  });
+
+  it("a window rebuilt after a restart equals the one before: what was refused stays refused", async () => {
+    let l = ledger("one-row-window-restart");
+    for (const [i, sequence] of [5000, 4000, 4990, 5100, 4100, 6000].entries()) await l.claim(q(`f${i}`, sequence, K1, "window"));
+    const { now, rebuilt } = await windowNowAndRebuilt(l, K1);
+    expect(rebuilt).toEqual(now);
+    expect(now.highest).toBe(6000);
+    l = await restarted("one-row-window-restart");
+    expect((await l.stats()).windows).toEqual([{ fingerprint: K1, highest: 6000 }]);
+    expect((await l.claim(q("g1", 5100, K1, "window"))).replay).toBe("sequence 5100 was already presented");
+    expect((await l.claim(q("g2", 4976, K1, "window"))).replay).toMatch(/older than the window/);
+    expect(await claimed(l, q("g3", 4977, K1, "window"))).toMatchObject({ consumed: true, rows: 1 });
+  });
+
+  it("purge, then restart: a sequence whose nonce row was purged but is still inside the window is refused", async () => {
+    let l = ledger("one-row-window-purge");
+    const past = Date.now() / 1000 - 1;
+    for (const [nonce, sequence, retainUntil] of [["h1", 100, past], ["h2", 101, past], ["h3", 102, 2e9], ["h4", 600, past]] as const) await l.claim(q(nonce, sequence, K1, "window", retainUntil));
+    expect(await runDurableObjectAlarm(l)).toBe(true);
+    expect((await l.stats()).nonces).toBe(1);
+    const { now, rebuilt } = await windowNowAndRebuilt(l, K1);
+    expect(rebuilt).toEqual(now);
+    l = await restarted("one-row-window-purge");
+    for (const sequence of [100, 101, 600]) expect(await claimed(l, q(`i${sequence}`, sequence, K1, "window"))).toMatchObject({ replay: `sequence ${sequence} was already presented`, rows: 0 });
+    expect(await claimed(l, q("i1", 300, K1, "window"))).toMatchObject({ consumed: true, rows: 1 });
+    expect(await claimed(l, q("i2", 1200, K1, "window", past))).toMatchObject({ consumed: true, rows: 1 });
+    // Once more, the window now ahead of its row again: purge, restart, and the old ones are too old.
+    expect(await runDurableObjectAlarm(l)).toBe(true);
+    l = await restarted("one-row-window-purge");
+    for (const sequence of [300, 600, 1200]) expect((await l.claim(q(`j${sequence}`, sequence, K1, "window"))).replay).toBe(`sequence ${sequence} was already presented`);
+    expect((await l.claim(q("j1", 176, K1, "window"))).replay).toMatch(/older than the window/);
+    expect((await l.claim(q("j2", 177, K1, "window"))).consumed).toBe(true);
+  });
+
+  it("a key's claims under policy repeat stay out of its window, across a restart", async () => {
+    let l = ledger("one-row-window-switch");
+    await l.claim(q("k1", 100, K1, "window"));
+    await l.claim(q("k2", 5000, K1, "repeat"));
+    await l.claim(q("k3", 200, K1, "window"));
+    const { now, rebuilt } = await windowNowAndRebuilt(l, K1);
+    expect(rebuilt).toEqual(now);
+    expect(now.highest).toBe(200);
+    l = await restarted("one-row-window-switch");
+    expect((await l.claim(q("k4", 150, K1, "window"))).consumed).toBe(true);
+    expect((await l.claim(q("k5", 5000, K1, "window"))).replay).toBe("sequence 5000 was already presented");
+  });
+
+  it("forgetKey and resetSequence drop a window that was never purged; the key starts afresh after a restart", async () => {
+    let l = ledger("one-row-window-forget");
+    await l.claim(q("m1", 9000, K1, "window"));
+    await l.claim(q("m2", 9500, K1, "window"));
+    expect(await l.resetSequence(K1, null)).toEqual({ previous_highest: 9500 });
+    l = await restarted("one-row-window-forget");
+    expect((await l.stats()).windows).toEqual([]);
+    expect(await claimed(l, q("m3", 5, K1, "window"))).toMatchObject({ consumed: true, rows: 2 });
+    await l.forgetKey(K1);
+    expect(await claimed(l, q("m4", 5, K1, "window"))).toMatchObject({ consumed: true, rows: 2 });
+  });
+});
+
+describe("IssuerLedger: a ledger created with the unique index", () => {
+  it("loses the index when constructed and keeps its state", async () => {
+    let l = ledger("one-row-old-schema");
+    await runInDurableObject(l, (_o: IssuerLedger, state) => {
+      const sql = state.storage.sql;
+      sql.exec(`
+        DROP TABLE nonces;
+        CREATE TABLE nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT) WITHOUT ROWID;
+        CREATE UNIQUE INDEX nonce_sequences ON nonces (key_tag, sequence) WHERE sequence IS NOT NULL;
+      `);
+      sql.exec("INSERT INTO nonces (nonce, retain_until, key_tag, sequence) VALUES (?, 2e9, ?, 7), (?, 2e9, ?, 50)", "n1".padStart(32, "0"), keyTag(K1), "n2".padStart(32, "0"), keyTag(K2));
+      sql.exec("INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, 50, '1')", K2);
+    });
+    l = await restarted("one-row-old-schema");
+    expect(await claimed(l, q("n3", 7))).toMatchObject({ replay: "sequence 7 was already presented", rows: 0 });
+    expect(await claimed(l, q("n4", 8))).toMatchObject({ consumed: true, rows: 1 });
+    expect(await claimed(l, q("n5", 50, K2, "window"))).toMatchObject({ replay: "sequence 50 was already presented", rows: 0 });
+    expect(await claimed(l, q("n6", 51, K2, "window"))).toMatchObject({ consumed: true, rows: 1 });
+    expect((await l.claim(q("n7", 1200, K2, "window"))).consumed).toBe(true);
+    expect((await l.claim(q("n8", 52, K2, "window"))).replay).toMatch(/older than the window/);
+    const schema = await runInDurableObject(l, (_o: IssuerLedger, state) => ({
+      indexes: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").toArray(),
+      columns: state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('nonces')").toArray().map((c) => c.name),
+    }));
+    expect(schema).toEqual({ indexes: [], columns: ["nonce", "retain_until", "key_tag", "sequence", "retry_tag", "answer", "windowed"] });
   });
 });
