@@ -2,15 +2,36 @@
  * IssuerLedger: the replay state of one issuer (or of one shard of a hot issuer), kept per key.
  * Each decision is one RPC whose reads and writes run in one synchronous SQLite transaction:
  * refuse a revoked key, claim the nonce, admit the sequence. A refused decision writes nothing;
- * an accepted claim writes one row (the nonce, carrying its key's tag and its sequence), plus
- * the key's window row only under `sequence_policy: "window"`. Decisions are counted elsewhere
+ * an accepted claim writes one row, the nonce, carrying its key's tag and its sequence, and no
+ * index entry (the table has no secondary index). Only a key's first claim under
+ * `sequence_policy: "window"` also writes the key's window row. Decisions are counted elsewhere
  * (DecisionStats, batched), so attacker traffic buys no write here.
  *
  * A nonce is kept until its receipt's `expires_at + skew`; an alarm purges what has passed, so
  * the table holds at most rate × (lifetime + skew + PURGE_INTERVAL) rows. The sequences noted on
  * the nonce rows live exactly as long: under the default policy "a sequence already used" means
- * "used by a receipt of the same key whose nonce is still retained", which needs no storage of
- * its own.
+ * "used by a receipt of the same key whose nonce is still retained". Those sequences are held in
+ * memory by key tag, read from the nonce rows once per instance at first need, and changed only
+ * after the transaction that changed the rows committed (claim, purge, forget). The object is
+ * single-threaded and a transaction here is synchronous, so nothing runs between the check and
+ * the insert: the check is as strong as the unique index on (key_tag, sequence) it replaces,
+ * without that index's second B-tree entry per claim. Memory: one Set entry per retained keyed
+ * nonce, so at most rate × (lifetime + skew + PURGE_INTERVAL) entries, about 21–40 bytes each
+ * for sequences below 2^31 and 37–56 above (measured in Node 20's V8, 64-bit pointers; an
+ * estimate for workerd): at 1,000 claims/s, a 300 s lifetime, the 30 s skew cap and the 30 s
+ * purge interval, 360,000 entries, at most ~20 MB.
+ *
+ * A key's strict window (policy "window") is held in memory too. Its row is written at the key's
+ * first window claim (that row is how a purge finds the key) and rewritten from memory only
+ * before nonce rows lose their sequences, by the purge and by forget. A nonce row notes whether
+ * its claim entered the window (`windowed`: 1, else NULL; a record-header byte, no payload), so
+ * a key's claims under "repeat" stay out of it. A new instance rebuilds a window as its row
+ * merged with the windowed sequences still on the key's nonce rows: every sequence admitted since
+ * the row was last written is on such a row, as only the purge and forget take sequences off rows
+ * and both write the windows first. A window is a function of the set of sequences it admitted
+ * (the highest, and those less than WINDOW_SIZE below it), so the merge is the window as it was
+ * (two keys sharing a tag would only refuse more, as everywhere with keyTag). A window that
+ * changed costs one row write at the next purge.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
@@ -28,7 +49,7 @@ import {
   type SequenceReset,
   type SequenceResetAudit,
 } from "../worker/protocol/ledger.js";
-import { decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
+import { admitSequence, decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
 
 /** Purges are batched: an alarm never fires sooner than this after the previous one. */
 export const PURGE_INTERVAL_MS = 30_000;
@@ -54,8 +75,15 @@ export interface AnchorLedgerState {
 
 export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   private readonly sql: SqlStorage;
-  /** Windows read so far, by fingerprint; an issuer has a handful of keys. */
+  /** Windows rebuilt so far, by fingerprint; an issuer has a handful of keys. */
   private windows = new Map<string, SequenceWindow>();
+  /** Fingerprints whose window in memory is ahead of its row. */
+  private unsaved = new Set<string>();
+  /**
+   * The sequences on retained nonce rows, by key tag; null until first needed. A (tag, sequence)
+   * is on one retained row at most (a claim refuses a repeat), so a purged row's leaves the Set.
+   */
+  private heldSequences: Map<number, Set<number>> | null = null;
   private revoked: Set<string>;
   private alarmAt: number | null = null;
   private rowsWritten = 0;
@@ -64,10 +92,10 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     // No index on retain_until: every claim would pay for it, while the purge that would use it
-    // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention. The unique
-    // index on (key_tag, sequence) is both the repeated-sequence lookup and its guarantee.
+    // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention. No index on
+    // (key_tag, sequence) either: those sequences are held in memory (see above).
     this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT, windowed INTEGER) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS windows (fingerprint TEXT PRIMARY KEY, highest INTEGER NOT NULL, bitmap TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS key_uses (fingerprint TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (fingerprint, kind, ref)) WITHOUT ROWID;
@@ -79,21 +107,54 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     if (!columns.has("key_tag")) this.sql.exec("ALTER TABLE nonces ADD COLUMN key_tag INTEGER; ALTER TABLE nonces ADD COLUMN sequence INTEGER");
     if (!columns.has("retry_tag")) this.sql.exec("ALTER TABLE nonces ADD COLUMN retry_tag TEXT");
     if (!columns.has("answer")) this.sql.exec("ALTER TABLE nonces ADD COLUMN answer TEXT");
-    this.sql.exec("CREATE UNIQUE INDEX IF NOT EXISTS nonce_sequences ON nonces (key_tag, sequence) WHERE sequence IS NOT NULL");
+    // Rows from before have no `windowed`: their claims rewrote the window row, which is current.
+    if (!columns.has("windowed")) this.sql.exec("ALTER TABLE nonces ADD COLUMN windowed INTEGER");
+    this.sql.exec("DROP INDEX IF EXISTS nonce_sequences");
     this.revoked = new Set(this.sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM revoked_keys").toArray().map((r) => r.fingerprint));
     ctx.blockConcurrencyWhile(async () => {
       this.alarmAt = await ctx.storage.getAlarm();
     });
   }
 
+  /** The key's window: at first need, its row merged with the windowed sequences on its retained nonce rows. */
   private windowOf(fingerprint: string): SequenceWindow {
     let window = this.windows.get(fingerprint);
-    if (!window) {
-      const row = this.sql.exec<{ highest: number; bitmap: string }>("SELECT highest, bitmap FROM windows WHERE fingerprint = ?", fingerprint).toArray()[0];
-      window = row ? { highest: row.highest, bitmap: decodeBitmap(row.bitmap) } : EMPTY_WINDOW;
-      this.windows.set(fingerprint, window);
+    if (window) return window;
+    const row = this.sql.exec<{ highest: number; bitmap: string }>("SELECT highest, bitmap FROM windows WHERE fingerprint = ?", fingerprint).toArray()[0];
+    const saved = row ? { highest: row.highest, bitmap: decodeBitmap(row.bitmap) } : EMPTY_WINDOW;
+    window = saved;
+    for (const { sequence } of this.sql.exec<{ sequence: number }>("SELECT sequence FROM nonces WHERE key_tag = ? AND windowed = 1", keyTag(fingerprint))) {
+      const merged = admitSequence(window, sequence);
+      if (merged.kind === "fresh") window = merged.next;
     }
+    if (window !== saved) this.unsaved.add(fingerprint);
+    this.windows.set(fingerprint, window);
     return window;
+  }
+
+  /** Writes every window ahead of its row (rebuilding those not yet in memory); answers the fingerprints written. */
+  private saveWindows(): string[] {
+    for (const { fingerprint } of this.sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM windows").toArray()) this.windowOf(fingerprint);
+    const written = [...this.unsaved];
+    for (const fingerprint of written) {
+      const window = this.windowOf(fingerprint);
+      this.sql.exec(
+        "INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap",
+        fingerprint,
+        window.highest,
+        encodeBitmap(window.bitmap),
+      );
+    }
+    return written;
+  }
+
+  private sequences(): Map<number, Set<number>> {
+    if (this.heldSequences) return this.heldSequences;
+    const held = new Map<number, Set<number>>();
+    for (const { key_tag, sequence } of this.sql.exec<{ key_tag: number; sequence: number }>("SELECT key_tag, sequence FROM nonces WHERE sequence IS NOT NULL")) {
+      noteSequence(held, key_tag, sequence);
+    }
+    return (this.heldSequences = held);
   }
 
   private judge(q: LedgerQuery & { retryTag?: string | null }) {
@@ -104,41 +165,43 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       sameRetry: claimed !== undefined && q.retryTag != null && claimed.retry_tag === q.retryTag,
       answer: claimed?.answer ?? null,
       keyRevoked: q.fingerprint !== null && this.revoked.has(q.fingerprint),
-      sequenceRepeated: keyed && this.sql.exec("SELECT 1 FROM nonces WHERE key_tag = ? AND sequence = ?", keyTag(q.fingerprint!), q.sequence).toArray().length > 0,
+      sequenceRepeated: keyed && this.sequences().get(keyTag(q.fingerprint!))?.has(q.sequence!) === true,
       window: keyed && q.sequencePolicy === "window" ? this.windowOf(q.fingerprint!) : EMPTY_WINDOW,
     });
   }
 
   claim(q: ClaimQuery): LedgerAnswer {
-    const { answer, next } = this.ctx.storage.transactionSync(() => {
+    const noted = q.fingerprint !== null && q.sequence !== null;
+    const { answer, admitted, next, saved } = this.ctx.storage.transactionSync(() => {
       const judged = this.judge(q);
-      if (!judged.admitted) return judged;
-      const noted = q.fingerprint !== null && q.sequence !== null;
+      if (!judged.admitted) return { ...judged, saved: false };
+      // A key's first window claim writes its row, by which a purge finds the window to save.
+      const first = judged.next !== null && this.windowOf(q.fingerprint!).highest < 0;
       const inserted = this.sql.exec(
-        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer, windowed) VALUES (?, ?, ?, ?, ?, ?, ?)",
         q.nonce,
         q.retainUntil,
         noted ? keyTag(q.fingerprint!) : null,
         noted ? q.sequence : null,
         q.retryTag,
         q.retryTag !== null ? (q.answer ?? null) : null,
+        judged.next ? 1 : null,
       );
       inserted.toArray();
       this.rowsWritten += inserted.rowsWritten;
-      if (judged.next) {
-        const stored = this.sql.exec(
-          "INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO UPDATE SET highest = excluded.highest, bitmap = excluded.bitmap",
-          q.fingerprint,
-          judged.next.highest,
-          encodeBitmap(judged.next.bitmap),
-        );
+      if (first) {
+        const stored = this.sql.exec("INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?)", q.fingerprint, judged.next!.highest, encodeBitmap(judged.next!.bitmap));
         stored.toArray();
         this.rowsWritten += stored.rowsWritten;
       }
-      return { ...judged, answer: { ...judged.answer, consumed: true } };
+      return { ...judged, answer: { ...judged.answer, consumed: true }, saved: first };
     });
     // Memory follows the database only once the transaction committed.
-    if (next) this.windows.set(q.fingerprint!, next);
+    if (admitted && noted) noteSequence(this.sequences(), keyTag(q.fingerprint!), q.sequence!);
+    if (next) {
+      this.windows.set(q.fingerprint!, next);
+      if (!saved) this.unsaved.add(q.fingerprint!);
+    }
     if (answer.consumed) this.schedulePurge(q.retainUntil * 1000);
     return answer;
   }
@@ -147,22 +210,32 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     return this.judge(q).answer;
   }
 
-  /** Drops the key's window and the sequences noted on its nonces (the nonces stay claimed); answers the highest held. */
-  private forget(fingerprint: string): number | null {
+  /**
+   * In one transaction, drops the key's window and the sequences noted on its nonces (the nonces
+   * stay claimed), then runs `write` with the highest sequence held; memory follows once committed.
+   */
+  private forget<T>(fingerprint: string, write: (highest: number | null) => T): T {
     const tag = keyTag(fingerprint);
-    const window = this.sql.exec<{ highest: number }>("SELECT highest FROM windows WHERE fingerprint = ?", fingerprint).toArray()[0];
-    const noted = this.sql.exec<{ h: number | null }>("SELECT MAX(sequence) AS h FROM nonces WHERE key_tag = ?", tag).one().h;
-    this.sql.exec("DELETE FROM windows WHERE fingerprint = ?", fingerprint);
-    this.sql.exec("UPDATE nonces SET key_tag = NULL, sequence = NULL WHERE key_tag = ?", tag);
+    const { written, result } = this.ctx.storage.transactionSync(() => {
+      // Another key may share the tag (keyTag): its window is saved before its rows lose their sequences.
+      const written = this.saveWindows();
+      const noted = this.sql.exec<{ h: number | null }>("SELECT MAX(sequence) AS h FROM nonces WHERE key_tag = ?", tag).one().h;
+      const highest = maxHighest(this.windowOf(fingerprint).highest, noted);
+      this.sql.exec("DELETE FROM windows WHERE fingerprint = ?", fingerprint);
+      this.sql.exec("UPDATE nonces SET key_tag = NULL, sequence = NULL WHERE key_tag = ?", tag);
+      return { written, result: write(highest) };
+    });
+    for (const f of written) this.unsaved.delete(f);
     this.windows.delete(fingerprint);
-    return maxHighest(window?.highest ?? null, noted);
+    this.unsaved.delete(fingerprint);
+    this.heldSequences?.delete(tag);
+    return result;
   }
 
   /** Revokes a key for good, by fingerprint; its sequence state goes with it. Idempotent: the first revoked_at stays. */
   revoke(fingerprint: string, kid: string, at: number): Revocation {
-    return this.ctx.storage.transactionSync(() => {
+    return this.forget(fingerprint, () => {
       this.sql.exec("INSERT INTO revoked_keys (fingerprint, kid, revoked_at) VALUES (?, ?, ?) ON CONFLICT (fingerprint) DO NOTHING", fingerprint, kid, at);
-      this.forget(fingerprint);
       this.revoked.add(fingerprint);
       return this.sql.exec<Revocation>("SELECT fingerprint, kid, revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).one();
     });
@@ -174,12 +247,11 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   /** A key is no longer pinned: its sequence state is dropped (a later re-pin starts afresh). */
   forgetKey(fingerprint: string): void {
-    this.ctx.storage.transactionSync(() => void this.forget(fingerprint));
+    this.forget(fingerprint, () => undefined);
   }
 
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null } {
-    return this.ctx.storage.transactionSync(() => {
-      const previous = this.forget(fingerprint);
+    return this.forget(fingerprint, (previous) => {
       if (!audit) return { previous_highest: previous };
       const previous_highest = maxHighest(previous, audit.highest_elsewhere);
       this.sql.exec(
@@ -222,7 +294,10 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   stats(): LedgerStats {
     const nonces = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM nonces").one().n;
-    const windows = this.sql.exec<{ fingerprint: string; highest: number }>("SELECT fingerprint, highest FROM windows ORDER BY fingerprint").toArray();
+    const windows = this.sql
+      .exec<{ fingerprint: string }>("SELECT fingerprint FROM windows ORDER BY fingerprint")
+      .toArray()
+      .map(({ fingerprint }) => ({ fingerprint, highest: this.windowOf(fingerprint).highest }));
     return { nonces, database_bytes: this.sql.databaseSize, rows_written: this.rowsWritten, windows, revoked: this.revocations() };
   }
 
@@ -240,7 +315,20 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     if (next !== null) this.schedulePurge(next * 1000);
   }
 
+  /** Deletes the nonces whose retention passed, in the transaction that first saves the windows; answers how many. */
   purge(nowMs: number): number {
-    return this.sql.exec("DELETE FROM nonces WHERE retain_until <= ?", nowMs / 1000).rowsWritten;
+    const { written, purged } = this.ctx.storage.transactionSync(() => ({
+      written: this.saveWindows(),
+      purged: this.sql.exec<{ key_tag: number | null; sequence: number | null }>("DELETE FROM nonces WHERE retain_until <= ? RETURNING key_tag, sequence", nowMs / 1000).toArray(),
+    }));
+    for (const f of written) this.unsaved.delete(f);
+    for (const { key_tag, sequence } of purged) if (key_tag !== null && sequence !== null) this.heldSequences?.get(key_tag)?.delete(sequence);
+    return purged.length;
   }
+}
+
+function noteSequence(held: Map<number, Set<number>>, tag: number, sequence: number): void {
+  let sequences = held.get(tag);
+  if (!sequences) held.set(tag, (sequences = new Set()));
+  sequences.add(sequence);
 }
