@@ -91,8 +91,15 @@ export const foldToolName = (tool: string): string => tool.normalize("NFKC").rep
  * Whether `tool` is in a scope set. Names are compared folded (foldToolName), so `Delete_File`,
  * `"delete_file "` and a fullwidth `ｄｅｌｅｔｅ＿ｆｉｌｅ` are all `delete_file`.
  */
-export const toolIn = (set: readonly string[], tool: unknown): boolean =>
-  typeof tool === "string" && set.some((member) => foldToolName(member) === foldToolName(tool));
+export const toolIn = (set: readonly string[], tool: unknown): boolean => typeof tool === "string" && foldedSet(set).has(foldToolName(tool));
+
+/** Scope sets folded once each (they are configuration, built once per environment). */
+const foldedSets = new WeakMap<readonly string[], Set<string>>();
+function foldedSet(set: readonly string[]): Set<string> {
+  let folded = foldedSets.get(set);
+  if (!folded) foldedSets.set(set, (folded = new Set(set.map(foldToolName))));
+  return folded;
+}
 
 /** Marks a binary params value, as intake defines it: `{"$base64": "<padded standard base64>"}`. */
 const BINARY_MARKER = "$base64";
