@@ -73,6 +73,8 @@ export interface AnchorLedgerState {
   sequence_resets: SequenceReset[];
 }
 
+type ClaimedRow = { retry_tag: string | null; answer: string | null };
+
 export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   private readonly sql: SqlStorage;
   /** Windows rebuilt so far, by fingerprint; an issuer has a handful of keys. */
@@ -157,9 +159,14 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     return (this.heldSequences = held);
   }
 
-  private judge(q: LedgerQuery & { retryTag?: string | null }) {
+  /** The row of a nonce claimed before (its retry tag and kept answer), or undefined. */
+  private claimedRow(nonce: string): ClaimedRow | undefined {
+    return this.sql.exec<ClaimedRow>("SELECT retry_tag, answer FROM nonces WHERE nonce = ?", nonce).toArray()[0];
+  }
+
+  /** The ledger's decision given the nonce's row (`undefined`: never claimed) and what memory holds. */
+  private judge(q: LedgerQuery & { retryTag?: string | null }, claimed: ClaimedRow | undefined) {
     const keyed = q.fingerprint !== null && q.sequence !== null;
-    const claimed = this.sql.exec<{ retry_tag: string | null; answer: string | null }>("SELECT retry_tag, answer FROM nonces WHERE nonce = ?", q.nonce).toArray()[0];
     return judgeReplay(q, {
       nonceSeen: claimed !== undefined,
       sameRetry: claimed !== undefined && q.retryTag != null && claimed.retry_tag === q.retryTag,
@@ -170,44 +177,67 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     });
   }
 
-  claim(q: ClaimQuery): LedgerAnswer {
+  /** A key's first window claim also writes its window row, by which a purge finds the window to save. */
+  private firstWindowClaim(q: LedgerQuery, next: SequenceWindow | null): boolean {
+    return next !== null && this.windowOf(q.fingerprint!).highest < 0;
+  }
+
+  /** Inserts the nonce row; answers the rows written (0 when `ifNew` and the nonce was already there). */
+  private insertNonce(q: ClaimQuery, windowed: boolean, ifNew: boolean): number {
     const noted = q.fingerprint !== null && q.sequence !== null;
-    const { answer, admitted, next, saved } = this.ctx.storage.transactionSync(() => {
-      const judged = this.judge(q);
-      if (!judged.admitted) return { ...judged, saved: false };
-      // A key's first window claim writes its row, by which a purge finds the window to save.
-      const first = judged.next !== null && this.windowOf(q.fingerprint!).highest < 0;
-      const inserted = this.sql.exec(
-        "INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer, windowed) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        q.nonce,
-        q.retainUntil,
-        noted ? keyTag(q.fingerprint!) : null,
-        noted ? q.sequence : null,
-        q.retryTag,
-        q.retryTag !== null ? (q.answer ?? null) : null,
-        judged.next ? 1 : null,
-      );
-      inserted.toArray();
-      this.rowsWritten += inserted.rowsWritten;
+    const inserted = this.sql.exec(
+      `INSERT INTO nonces (nonce, retain_until, key_tag, sequence, retry_tag, answer, windowed) VALUES (?, ?, ?, ?, ?, ?, ?)${ifNew ? " ON CONFLICT (nonce) DO NOTHING" : ""}`,
+      q.nonce,
+      q.retainUntil,
+      noted ? keyTag(q.fingerprint!) : null,
+      noted ? q.sequence : null,
+      q.retryTag,
+      q.retryTag !== null ? (q.answer ?? null) : null,
+      windowed ? 1 : null,
+    );
+    inserted.toArray();
+    this.rowsWritten += inserted.rowsWritten;
+    return inserted.rowsWritten;
+  }
+
+  claim(q: ClaimQuery): LedgerAnswer {
+    // What memory alone decides (a revoked key, a repeated sequence, the window) is judged first,
+    // as if the nonce were new. A claim admitted so, with no window row to create, is one INSERT
+    // that does nothing on a nonce already there: a single statement is atomic by itself, so the
+    // accepting path reads nothing and opens no transaction. A nonce already there (a replay, or a
+    // retry) and everything memory refuses are judged in full, in one transaction.
+    const optimistic = this.judge(q, undefined);
+    if (optimistic.admitted && !this.firstWindowClaim(q, optimistic.next) && this.insertNonce(q, optimistic.next !== null, true) > 0) {
+      return this.admitted(q, optimistic.next, false, optimistic.answer);
+    }
+    const { judged, saved } = this.ctx.storage.transactionSync(() => {
+      const judged = this.judge(q, this.claimedRow(q.nonce));
+      if (!judged.admitted) return { judged, saved: false };
+      const first = this.firstWindowClaim(q, judged.next);
+      this.insertNonce(q, judged.next !== null, false);
       if (first) {
         const stored = this.sql.exec("INSERT INTO windows (fingerprint, highest, bitmap) VALUES (?, ?, ?)", q.fingerprint, judged.next!.highest, encodeBitmap(judged.next!.bitmap));
         stored.toArray();
         this.rowsWritten += stored.rowsWritten;
       }
-      return { ...judged, answer: { ...judged.answer, consumed: true }, saved: first };
+      return { judged, saved: first };
     });
-    // Memory follows the database only once the transaction committed.
-    if (admitted && noted) noteSequence(this.sequences(), keyTag(q.fingerprint!), q.sequence!);
+    return judged.admitted ? this.admitted(q, judged.next, saved, judged.answer) : judged.answer;
+  }
+
+  /** Memory follows the database once the claim's writes committed: the sequence, the window, the purge. */
+  private admitted(q: ClaimQuery, next: SequenceWindow | null, saved: boolean, answer: LedgerAnswer): LedgerAnswer {
+    if (q.fingerprint !== null && q.sequence !== null) noteSequence(this.sequences(), keyTag(q.fingerprint), q.sequence);
     if (next) {
       this.windows.set(q.fingerprint!, next);
       if (!saved) this.unsaved.add(q.fingerprint!);
     }
-    if (answer.consumed) this.schedulePurge(q.retainUntil * 1000);
-    return answer;
+    this.schedulePurge(q.retainUntil * 1000);
+    return { ...answer, consumed: true };
   }
 
   inspect(q: LedgerQuery): LedgerAnswer {
-    return this.judge(q).answer;
+    return this.judge(q, this.claimedRow(q.nonce)).answer;
   }
 
   /**

@@ -115,6 +115,22 @@ describe("IssuerLedger: one row written per accepted claim", () => {
   });
 });
 
+describe("IssuerLedger: the accepting path reads nothing, and a nonce already there is still judged in full", () => {
+  it("a nonce replay memory cannot see (no sequence, or a fresh one) is refused and writes nothing; a retry of it gets its answer", async () => {
+    const l = ledger("one-row-optimistic");
+    const retry = { retryTag: "r".repeat(32), answer: '{"decision":"accept"}' };
+    expect(await claimed(l, { ...q("b1", null), ...retry })).toMatchObject({ consumed: true, rows: 1 });
+    // Same nonce, no sequence: memory admits it, the insert finds the row, the full judgement answers.
+    expect(await claimed(l, q("b1", null))).toMatchObject({ consumed: false, replay: `nonce ${"b1".padStart(32, "0")} was already presented`, rows: 0 });
+    expect(await claimed(l, q("b1", 77))).toMatchObject({ consumed: false, replay: `nonce ${"b1".padStart(32, "0")} was already presented`, rows: 0 });
+    const again = await l.claim({ ...q("b1", null), ...retry });
+    expect(again).toMatchObject({ consumed: true, retried: true, answer: '{"decision":"accept"}' });
+    // The refused fresh sequence was not noted: it is free for a new nonce.
+    expect(await claimed(l, q("b2", 77))).toMatchObject({ consumed: true, rows: 1 });
+    expect(await heldAndStored(l)).toEqual({ held: [`${keyTag(K1)}:77`], stored: [`${keyTag(K1)}:77`] });
+  });
+});
+
 describe("IssuerLedger: the strict window without a row per claim", () => {
   it("a key's first window claim writes 2 rows (nonce, window), every later one 1; a refused one 0", async () => {
     const l = ledger("one-row-window");
