@@ -15,6 +15,7 @@ import { cpus, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { importJWK, SignJWT } from "jose";
 import { PROJECT_ROOT, startLocalServer, type LocalServer } from "../scripts/local-server.js";
+import { CONNECTIONS, renderMarkdown, renderPaperTable, writeCapacityFigures } from "./report.js";
 import { buildChain, receiptDigest, receiptHashOf, type KeptEntry } from "../worker/protocol/chain.js";
 import { signSeal } from "../worker/protocol/chain-seal.js";
 import { toBase64Url } from "../worker/protocol/encoding.js";
@@ -73,12 +74,9 @@ const PAPER_TIMINGS: [string, string, number][] = [
 ];
 const paperTable = (cpu: Record<string, number>) =>
   PAPER_TIMINGS.filter(([, c]) => cpu[c] !== undefined).map(([what, c, paper_ms]) => ({ what, case: c, ours_ms: round(cpu[c] / 1000, 3), paper_ms }));
-const renderPaperTable = (rows: ReturnType<typeof paperTable>) =>
-  ["| EC-Agent, as the paper's timing table | ours ms (workerd, best round) | paper ms |", "|---|---:|---:|", ...rows.map((r) => `| ${r.what} | ${r.ours_ms} | ${r.paper_ms} |`)].join("\n");
 const STAGE_N = quick ? 1000 : 3000;
 const HTTP_REQUESTS = quick ? 1500 : 5000;
 const HTTP_ROUNDS = quick ? 3 : 5;
-const CONNECTIONS = 16;
 /** The relying party every benchmarked verification call authenticates as. */
 const RP_TOKEN = "bench-relying-party-token-0123456789abcdef";
 const RP_AUTH = `Bearer ${RP_TOKEN}`;
@@ -436,6 +434,7 @@ async function main() {
       duration_s: round((Date.now() - started) / 1000, 0),
     };
     writeFileSync(resolve(PROJECT_ROOT, "bench/results.json"), JSON.stringify(results, null, 2) + "\n");
+    writeCapacityFigures(results);
     console.log(renderMarkdown(results));
   } finally {
     await server.stop();
@@ -502,40 +501,6 @@ async function profile(server: LocalServer, name: string): Promise<void> {
   };
   top(self, "self time");
   top(inclusive, "inclusive time");
-}
-
-function renderMarkdown(r: any): string {
-  const lines = [
-    `## countersign bench (${r.mode}, ${r.machine.cores} × ${r.machine.cpu}, ${r.versions.node}, workerd ${r.versions.workerd})`,
-    "",
-    "| per verification, inside workerd | µs/op (best round) | µs/op (median round) |",
-    "|---|---:|---:|",
-    ...Object.entries(r.cpu_us_per_op).map(([k, v]) => `| ${k} | ${v} | ${r.cpu_us_per_op_median[k]} |`),
-    "",
-    "| stage of one full verification | µs/op (best round) |",
-    "|---|---:|",
-    ...Object.entries(r.stages_us_per_op).map(([k, v]) => `| ${String(k).replace("stage:", "")} | ${v} |`),
-    "",
-    `| HTTP (${CONNECTIONS} connections, medians over rounds) | rounds | requests | req/s | p50 ms | p99 ms | errors | accepted |`,
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ...r.http_summary.map((h: any) => `| ${h.label} | ${h.rounds} | ${h.requests} | ${h.median_rps} | ${h.median_p50_ms} | ${h.median_p99_ms} | ${h.errors} | ${h.accepted} |`),
-    "",
-    `Ledger of ${r.ledger_purge.issuer}: ${r.ledger_purge.short_lived} receipts living 5 s and ${r.ledger_purge.long_lived} living 300 s accepted; ` +
-      `${r.ledger_purge.rows_after_load} nonce rows after the load, ${r.ledger_purge.rows_after_purge} after the purge alarm.`,
-    "",
-    `Claim writes: ${r.claim_writes.claims} claims wrote ${r.claim_writes.rows_written} rows (${r.claim_writes.rows_written_per_claim} a claim, index entries included); ${r.claim_writes.bytes_per_claim} bytes a claim in the database.`,
-    "",
-    `Storage: the ledger of ${r.storage_per_nonce.ledger} holds ${r.storage_per_nonce.rows} nonces in ${r.storage_per_nonce.database_bytes} bytes: ${r.storage_per_nonce.bytes_per_nonce} bytes a nonce, all overhead included.`,
-    "",
-    "| ratio | value |",
-    "|---|---:|",
-    ...Object.entries(r.ratios).map(([k, v]) => `| ${k} | ${v} |`),
-    "",
-    `Chains and bundles: ${r.chains_and_bundles}.`,
-    "",
-    renderPaperTable(r.ec_agent_paper_table),
-  ];
-  return lines.join("\n");
 }
 
 await main();

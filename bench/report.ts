@@ -1,0 +1,76 @@
+/**
+ * The bench's report: the Markdown a run prints, and the generated block of docs/capacity.md
+ * (between its `bench:begin` and `bench:end` markers), both rendered from one results.json, so
+ * the figures in the document are exactly the committed run's. `npm run bench:doc` rewrites the
+ * block from bench/results.json; a unit test holds the committed document to it.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const CONNECTIONS = 16;
+const ROOT = resolve(fileURLToPath(import.meta.url), "../..");
+export const CAPACITY_DOC = resolve(ROOT, "docs/capacity.md");
+export const RESULTS = resolve(ROOT, "bench/results.json");
+const BEGIN = "<!-- bench:begin (generated from bench/results.json by `npm run bench:doc`; do not edit) -->";
+const END = "<!-- bench:end -->";
+
+export const renderPaperTable = (rows: { what: string; ours_ms: number; paper_ms: number }[]) =>
+  ["| EC-Agent, as the paper's timing table | ours ms (workerd, best round) | paper ms |", "|---|---:|---:|", ...rows.map((r) => `| ${r.what} | ${r.ours_ms} | ${r.paper_ms} |`)].join("\n");
+
+/** Machine, versions and how the run was served, in one line. */
+const provenance = (r: any) =>
+  `Run of ${r.generated_at} (${r.mode}; ${r.machine.cores} × ${r.machine.cpu}, ${r.machine.memory_gib} GiB, ${r.machine.kernel}; Node ${r.versions.node}, wrangler ${r.versions.wrangler}, workerd ${r.versions.workerd}; served by ${r.server ?? "wrangler dev"}; ${r.duration_s} s).`;
+
+export function renderMarkdown(r: any): string {
+  const lines = [
+    `## countersign bench (${r.mode}, ${r.machine.cores} × ${r.machine.cpu}, ${r.versions.node}, workerd ${r.versions.workerd})`,
+    "",
+    provenance(r),
+    "",
+    "| per verification, inside workerd | µs/op (best round) | µs/op (median round) |",
+    "|---|---:|---:|",
+    ...Object.entries(r.cpu_us_per_op).map(([k, v]) => `| ${k} | ${v} | ${r.cpu_us_per_op_median[k]} |`),
+    "",
+    "| stage (of the route, then of one full verification) | µs/op (best round) |",
+    "|---|---:|",
+    ...Object.entries(r.stages_us_per_op).map(([k, v]) => `| ${String(k).replace("stage:", "")} | ${v} |`),
+    "",
+    `| HTTP (${CONNECTIONS} connections, medians over rounds) | rounds | requests | req/s | p50 ms | p99 ms | errors | accepted |`,
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ...r.http_summary.map((h: any) => `| ${h.label} | ${h.rounds} | ${h.requests} | ${h.median_rps} | ${h.median_p50_ms} | ${h.median_p99_ms} | ${h.errors} | ${h.accepted} |`),
+    "",
+    `Ledger of ${r.ledger_purge.issuer}: ${r.ledger_purge.short_lived} receipts living 5 s and ${r.ledger_purge.long_lived} living 300 s accepted; ` +
+      `${r.ledger_purge.rows_after_load} nonce rows after the load, ${r.ledger_purge.rows_after_purge} after the purge alarm.`,
+    "",
+    `Claim writes: ${r.claim_writes.claims} claims wrote ${r.claim_writes.rows_written} rows (${r.claim_writes.rows_written_per_claim} a claim, index entries included); ${r.claim_writes.bytes_per_claim} bytes a claim in the database.`,
+    "",
+    `Storage: the ledger of ${r.storage_per_nonce.ledger} holds ${r.storage_per_nonce.rows} nonces in ${r.storage_per_nonce.database_bytes} bytes: ${r.storage_per_nonce.bytes_per_nonce} bytes a nonce, all overhead included.`,
+    "",
+    "| ratio | value |",
+    "|---|---:|",
+    ...Object.entries(r.ratios).map(([k, v]) => `| ${k} | ${v} |`),
+    "",
+    `Chains and bundles: ${r.chains_and_bundles}.`,
+    "",
+    renderPaperTable(r.ec_agent_paper_table),
+  ];
+  return lines.join("\n");
+}
+
+
+/** The capacity document with its generated block replaced by the figures of `results`. */
+export function capacityWithFigures(doc: string, results: unknown): string {
+  const begin = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  if (begin < 0 || end < begin) throw new Error(`docs/capacity.md lacks the generated block markers`);
+  return doc.slice(0, begin + BEGIN.length) + "\n\n" + renderMarkdown(results).replace(/^## /m, "### ") + "\n\n" + doc.slice(end);
+}
+
+export function writeCapacityFigures(results: unknown): void {
+  writeFileSync(CAPACITY_DOC, capacityWithFigures(readFileSync(CAPACITY_DOC, "utf8"), results));
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  writeCapacityFigures(JSON.parse(readFileSync(RESULTS, "utf8")));
+}
