@@ -63,7 +63,8 @@ export function errorResponse(c: Context, err: unknown): Response {
 export async function readStrictJson(c: Context, maxBytes: number, subject?: Subject): Promise<unknown> {
   const declared = Number(c.req.header("content-length") ?? NaN);
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
-  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.arrayBuffer()), subject);
+  // The raw body, not Hono's cached copy: a body is read once, here.
+  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.raw.arrayBuffer()), subject);
   // No declared length: read the stream, refusing as soon as it passes the cap.
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];

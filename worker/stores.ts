@@ -249,6 +249,8 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
     async byToken(token) {
       const hit = cache.get(token);
       if (hit && Date.now() - hit.at < RELYING_PARTY_CACHE_TTL_MS) return hit.party;
+      // A stale entry is dropped when its token comes back (the map holds at most 256 found tokens).
+      if (hit) cache.delete(token);
       const party = await get(tokenKey(await sha256Hex(token)));
       if (!party) return null;
       if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();
