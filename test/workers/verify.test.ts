@@ -112,16 +112,19 @@ describe("revocation", () => {
 });
 
 describe("fail closed", () => {
-  const failingLedger = (behaviour: "throw" | "hang") => () => (): LedgerStub => {
-    const fail = () => (behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {}));
+  const failingLedger = (behaviour: "throw" | "hang" | "throw synchronously") => () => (): LedgerStub => {
+    const fail = () => {
+      if (behaviour === "throw synchronously") throw new Error("storage exploded at /srv/secret/path.ts:12");
+      return behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {});
+    };
     return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKey: fail, resetSequence: fail, anchorState: fail, noteKeyUse: fail, keyUses: fail };
   };
 
-  for (const behaviour of ["throw", "hang"] as const) {
+  for (const behaviour of ["throw", "hang", "throw synchronously"] as const) {
     it(`a ledger that ${behaviour}s yields 503 VERIFIER_UNAVAILABLE, never an accept`, async () => {
       const fastEnv = { ...env, DEPENDENCY_TIMEOUT_MS: "100" } as Env;
       const good = harness(env, createExecutionContext());
-      const issuer = await issuerFor(`ledger-${behaviour}`);
+      const issuer = await issuerFor(`ledger-${behaviour.replace(" ", "-")}`);
       await good.pin(issuer.anchor);
       const h = harness(fastEnv, createExecutionContext(), { ledgerStub: failingLedger(behaviour) });
       for (const mode of ["enforce", "audit"]) {

@@ -51,16 +51,18 @@ export function jcs(value: unknown, depth = 0): string {
   }
 }
 
-// Plain promise chains rather than async functions: these run three times per verification.
+// Plain promise chains rather than async functions, one reaction each: these run three times per verification.
+const digest = (data: Uint8Array | string): Promise<ArrayBuffer> => crypto.subtle.digest("SHA-256", typeof data === "string" ? utf8(data) : data);
+
 export function sha256(data: Uint8Array | string): Promise<Uint8Array> {
-  return crypto.subtle.digest("SHA-256", typeof data === "string" ? utf8(data) : data).then((d) => new Uint8Array(d));
+  return digest(data).then((d) => new Uint8Array(d));
 }
 
 export function sha256Hex(data: Uint8Array | string): Promise<string> {
-  return sha256(data).then(toHex);
+  return digest(data).then((d) => toHex(new Uint8Array(d)));
 }
 
 /** `sha256:` + hex of the digest of the canonical form: the profile's request/response hashes. */
 export function prefixedDigest(canonicalText: string): Promise<string> {
-  return sha256(canonicalText).then((d) => SHA256_PREFIX + toHex(d));
+  return digest(canonicalText).then((d) => SHA256_PREFIX + toHex(new Uint8Array(d)));
 }

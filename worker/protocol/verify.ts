@@ -101,11 +101,15 @@ export class VerifierUnavailable extends Error {
   }
 }
 
-async function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
+/** `work`'s answer, any failure of it (thrown or rejected) as VerifierUnavailable. A plain promise chain: it is on every verification's path. */
+function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
+  const unavailable = (err: unknown) => {
     throw err instanceof VerifierUnavailable ? err : new VerifierUnavailable(name, err);
+  };
+  try {
+    return Promise.resolve(work()).catch(unavailable);
+  } catch (err) {
+    return Promise.reject(err).catch(unavailable);
   }
 }
 

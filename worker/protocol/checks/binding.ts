@@ -45,14 +45,16 @@ export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]>
   const q = p.request;
   const paramsText = q ? jcs(q.params) : "";
   const digestOf = (value: unknown) => (value === undefined ? undefined : prefixedDigest(jcs(value)));
-  const [paramsDigest, requestHash, responseHash, contextHash] = await Promise.all([
-    q ? sha256Hex(paramsText) : undefined,
-    q ? prefixedDigest(canonicalRequest(q, paramsText)) : undefined,
-    digestOf(p.response),
-    digestOf(p.runtimeContext),
-  ]);
+  // Every digest is started before the first is awaited; awaited one by one (they are settled by
+  // then) rather than through Promise.all, which cost more than a digest here (measured).
+  const paramsPending = q ? sha256Hex(paramsText) : undefined;
+  const requestPending = q ? prefixedDigest(canonicalRequest(q, paramsText)) : undefined;
+  const responsePending = digestOf(p.response);
+  const contextPending = digestOf(p.runtimeContext);
   const problems: string[] = [];
   if (q) {
+    const paramsDigest = await paramsPending;
+    const requestHash = await requestPending;
     if (q.tool !== r.tool) problems.push(`request.tool ${JSON.stringify(q.tool)} is not the receipt's tool`);
     if (q.trace_id !== r.trace_id) problems.push("request.trace_id is not the receipt's trace_id");
     if (paramsDigest !== actionDigest(r.action, r.tool)) problems.push("params digest does not match the receipt's action");
@@ -65,7 +67,7 @@ export async function checkBinding(r: Receipt, p: Presented): Promise<Failure[]>
     else if (digest !== expected) problems.push(`${name}_hash does not match the presented ${name}`);
   };
   // An absent hash field binds nothing, exactly like "".
-  bound(responseHash, r.response_hash ?? "", "response");
-  bound(contextHash, r.runtime_context_hash ?? "", "runtime_context");
+  bound(await responsePending, r.response_hash ?? "", "response");
+  bound(await contextPending, r.runtime_context_hash ?? "", "runtime_context");
   return problems.map((detail) => failure("BINDING_MISMATCH", detail));
 }

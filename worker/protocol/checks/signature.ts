@@ -16,29 +16,36 @@ const refused = (f: Failure): SignatureCheck => ({ kid: null, fingerprint: null,
  * second after its key's `not_after` is refused, whatever its own lifetime). Revocation, by the
  * key's fingerprint, is the ledger's part of step 3.
  */
-export async function checkSignature(
+export function checkSignature(
   r: Receipt,
   signedBytes: Uint8Array,
   keys: TrustedKey[] | null,
   verifier: SignatureVerifier,
   now: number,
 ): Promise<SignatureCheck> {
-  if (keys === null) return refused(failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`));
+  if (keys === null) return Promise.resolve(refused(failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`)));
   const candidates = keysValidAt(keys, r.issued_at);
   const signature = fromHex(r.signature)!;
-  const signer = async (among: TrustedKey[]) => {
-    for (const key of among) if (await verifier.verify(key.raw, key.fingerprint, signature, signedBytes)) return key;
-    return null;
-  };
-  const key = await signer(candidates);
-  if (key) {
+  // A promise chain rather than async frames: this is every verification's path (measured ~1 µs).
+  return signerAmong(candidates, 0, verifier, signature, signedBytes).then((key) => {
+    if (!key) return refusal(r, keys, candidates, verifier, signature, signedBytes);
     if (key.not_after !== null && now > key.not_after) {
       return refused(failure("UNTRUSTED_ISSUER", `signed by key ${key.kid}, whose validity ended at not_after ${key.not_after}, before verification at ${now}`));
     }
     return { kid: key.kid, fingerprint: key.fingerprint, failures: [] };
-  }
-  // Off the accepting path only: name a pinned key that signed outside its validity window.
-  const outOfWindow = await signer(keys.filter((k) => !candidates.includes(k)));
+  });
+}
+
+/** The first of `among[from..]` the signature verifies under, tried in order, or null. */
+function signerAmong(among: TrustedKey[], from: number, verifier: SignatureVerifier, signature: Uint8Array, message: Uint8Array): Promise<TrustedKey | null> {
+  if (from >= among.length) return Promise.resolve(null);
+  const key = among[from];
+  return verifier.verify(key.raw, key.fingerprint, signature, message).then((ok) => (ok ? key : signerAmong(among, from + 1, verifier, signature, message)));
+}
+
+/** Off the accepting path only: why no key valid at issued_at verified, naming a pinned key that signed outside its window. */
+async function refusal(r: Receipt, keys: TrustedKey[], candidates: TrustedKey[], verifier: SignatureVerifier, signature: Uint8Array, message: Uint8Array): Promise<SignatureCheck> {
+  const outOfWindow = await signerAmong(keys.filter((k) => !candidates.includes(k)), 0, verifier, signature, message);
   if (outOfWindow) return refused(failure("UNTRUSTED_ISSUER", `signed by key ${outOfWindow.kid}, which is not valid at issued_at ${r.issued_at}`));
   if (candidates.length === 0) return refused(failure("UNTRUSTED_ISSUER", `no pinned key of ${r.issuer} is valid at issued_at ${r.issued_at}`));
   return refused(failure("SIGNATURE_INVALID", `signature does not verify under any pinned key of ${r.issuer} valid at issued_at`));
