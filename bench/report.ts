@@ -16,7 +16,7 @@ const BEGIN = "<!-- bench:begin (generated from bench/results.json by `npm run b
 const END = "<!-- bench:end -->";
 
 export const renderPaperTable = (rows: { what: string; ours_ms: number; paper_ms: number }[]) =>
-  ["| EC-Agent, as the paper's timing table | ours ms (workerd, best round) | paper ms |", "|---|---:|---:|", ...rows.map((r) => `| ${r.what} | ${r.ours_ms} | ${r.paper_ms} |`)].join("\n");
+  ["| EC-Agent, as the paper's timing table | ours ms (workerd, best) | paper ms |", "|---|---:|---:|", ...rows.map((r) => `| ${r.what} | ${r.ours_ms} | ${r.paper_ms} |`)].join("\n");
 
 /** Machine, versions and how the run was served, in one line. */
 const provenance = (r: any) =>
@@ -28,13 +28,14 @@ export function renderMarkdown(r: any): string {
     "",
     provenance(r),
     "",
-    "| per verification, inside workerd | µs/op (best round) | µs/op (median round) |",
+    ...(r.cpu_rounds ? [`In-isolate figures: ${r.cpu_rounds} rounds, each timing n iterations of every case and a call of none; best = (fastest n-iteration call − fastest empty call) / n, median = the median round's difference / n.`, ""] : []),
+    "| per verification, inside workerd | µs/op (best) | µs/op (median round) |",
     "|---|---:|---:|",
     ...Object.entries(r.cpu_us_per_op).map(([k, v]) => `| ${k} | ${v} | ${r.cpu_us_per_op_median[k]} |`),
     "",
-    "| stage (of the route, then of one full verification) | µs/op (best round) |",
-    "|---|---:|",
-    ...Object.entries(r.stages_us_per_op).map(([k, v]) => `| ${String(k).replace("stage:", "")} | ${v} |`),
+    "| stage (of the route, then of one full verification) | µs/op (best) | µs/op (median round) |",
+    "|---|---:|---:|",
+    ...Object.entries(r.stages_us_per_op).map(([k, v]) => `| ${String(k).replace("stage:", "")} | ${v} | ${r.stages_us_per_op_median?.[k] ?? "—"} |`),
     "",
     `| HTTP (${CONNECTIONS} connections, medians over rounds) | rounds | requests | req/s | p50 ms | p99 ms | errors | accepted |`,
     "|---|---:|---:|---:|---:|---:|---:|---:|",

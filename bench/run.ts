@@ -74,7 +74,7 @@ const PAPER_TIMINGS: [string, string, number][] = [
 ];
 const paperTable = (cpu: Record<string, number>) =>
   PAPER_TIMINGS.filter(([, c]) => cpu[c] !== undefined).map(([what, c, paper_ms]) => ({ what, case: c, ours_ms: round(cpu[c] / 1000, 3), paper_ms }));
-const STAGE_N = quick ? 1000 : 3000;
+const STAGE_N = quick ? 3000 : 10000;
 const HTTP_REQUESTS = quick ? 1500 : 5000;
 const HTTP_ROUNDS = quick ? 3 : 5;
 /** The relying party every benchmarked verification call authenticates as. */
@@ -111,22 +111,28 @@ async function timeRequest(server: LocalServer, path: string, retried = false): 
 }
 
 /**
- * µs per op of a case: (t(n) − t(0)) / n, cases interleaved within each round. Reported as the
- * best round (noise on a shared machine only ever adds time) and the median round.
+ * µs per op of a case from t(n) and t(0), cases interleaved within each round. "Best" is
+ * (min t(n) − min t(0)) / n: noise on a shared machine only ever adds time, so each minimum is
+ * the closest to its noiseless value. (The minimum of the per-round differences, used before, is
+ * biased low: a t(0) slowed by a collection or a scheduling hiccup makes that round's difference
+ * small, and the minimum picks exactly that round; sub-microsecond stages came out as 0.) The
+ * median of the per-round differences is reported beside it.
  */
 async function cpuBench(server: LocalServer, cases: Record<string, number>): Promise<{ best: Record<string, number>; median: Record<string, number> }> {
-  const samples: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((c) => [c, []]));
+  const empty: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((c) => [c, []]));
+  const loaded: Record<string, number[]> = Object.fromEntries(Object.keys(cases).map((c) => [c, []]));
   for (const [c, n] of Object.entries(cases)) await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=${Math.ceil(n / 10)}`);
   for (let r = 0; r < CPU_ROUNDS; r++) {
     for (const [c, n] of Object.entries(cases)) {
-      const empty = await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=0`);
-      const loaded = await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=${n}`);
-      samples[c].push((loaded - empty) / n);
+      empty[c].push(await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=0`));
+      loaded[c].push(await timeRequest(server, `/bench/run?case=${encodeURIComponent(c)}&n=${n}`));
     }
   }
-  const pick = (f: (xs: number[]) => number) => Object.fromEntries(Object.entries(samples).map(([c, xs]) => [c, round(f(xs))]));
-  // Sub-microsecond stages can come out a hair below zero from noise; they are reported as 0.
-  return { best: pick((xs) => Math.max(0, Math.min(...xs))), median: pick((xs) => Math.max(0, median(xs))) };
+  const per = (c: string, t: number) => Math.max(0, round(t / cases[c]));
+  return {
+    best: Object.fromEntries(Object.keys(cases).map((c) => [c, per(c, Math.min(...loaded[c]) - Math.min(...empty[c]))])),
+    median: Object.fromEntries(Object.keys(cases).map((c) => [c, per(c, median(loaded[c].map((t, i) => t - empty[c][i])))])),
+  };
 }
 
 async function cpuInputs() {
@@ -270,7 +276,8 @@ async function main() {
     const cpu = cpuRuns.best;
     log("CPU: timing stages");
     const stageNames = ["route:dispatch", "route:auth", "route:body-read", "route:call-validation", "route:answer", "route:log-line", "stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding"];
-    const stages = (await cpuBench(server, Object.fromEntries(stageNames.map((s) => [s, STAGE_N])))).best;
+    const stageRuns = await cpuBench(server, Object.fromEntries(stageNames.map((s) => [s, STAGE_N])));
+    const stages = stageRuns.best;
 
     log("HTTP: pinning 64 issuers and signing inputs");
     const ids = await Promise.all(Array.from({ length: 64 }, (_, i) => identity(`bench/http/${i}`, `https://bench-${i}.example`, "k1")));
@@ -388,6 +395,9 @@ async function main() {
       cpu_us_per_op: cpu,
       cpu_us_per_op_median: cpuRuns.median,
       stages_us_per_op: stages,
+      stages_us_per_op_median: stageRuns.median,
+      cpu_rounds: CPU_ROUNDS,
+      iterations_per_round: { ...CPU_N, stages: STAGE_N },
       http_summary: summary,
       http_pair_ratios: pairRatios,
       http_runs: http,
