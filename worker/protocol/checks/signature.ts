@@ -26,7 +26,8 @@ export function checkSignature(
   if (keys === null) return Promise.resolve(refused(failure("UNTRUSTED_ISSUER", `issuer ${r.issuer} is not pinned`)));
   const candidates = keysValidAt(keys, r.issued_at);
   const signature = fromHex(r.signature)!;
-  // A promise chain rather than async frames: this is every verification's path (measured ~1 µs).
+  // A promise chain rather than async frames: this is every verification's path (with the binding and
+  // digest chains, ~1 µs a verification, measured A/B).
   return signerAmong(candidates, 0, verifier, signature, signedBytes).then((key) => {
     if (!key) return refusal(r, keys, candidates, verifier, signature, signedBytes);
     if (key.not_after !== null && now > key.not_after) {
