@@ -60,16 +60,36 @@ export function renderMarkdown(r: any): string {
 }
 
 
-/** The capacity document with its generated block replaced by the figures of `results`. */
-export function capacityWithFigures(doc: string, results: unknown): string {
+/** `doc` with the text between its generated block markers replaced by `block`. */
+function withBlock(doc: string, block: string, name: string): string {
   const begin = doc.indexOf(BEGIN);
   const end = doc.indexOf(END);
-  if (begin < 0 || end < begin) throw new Error(`docs/capacity.md lacks the generated block markers`);
-  return doc.slice(0, begin + BEGIN.length) + "\n\n" + renderMarkdown(results).replace(/^## /m, "### ") + "\n\n" + doc.slice(end);
+  if (begin < 0 || end < begin) throw new Error(`${name} lacks the generated block markers`);
+  return doc.slice(0, begin + BEGIN.length) + "\n\n" + block + "\n\n" + doc.slice(end);
+}
+
+/** The capacity document with its generated block replaced by the figures of `results`. */
+export function capacityWithFigures(doc: string, results: unknown): string {
+  return withBlock(doc, renderMarkdown(results).replace(/^## /m, "### "), "docs/capacity.md");
+}
+
+export const EC_DOC = resolve(ROOT, "docs/ec-receipts.md");
+
+/** The EC-Agent document's timing block: the paper's table and the whole fixture's replay, from the same run. */
+export function ecTimingWithFigures(doc: string, results: any): string {
+  const block = [
+    `From the committed run (${results.generated_at}, ${results.mode}; ${results.machine.cores} × ${results.machine.cpu}, Node ${results.versions.node}, workerd ${results.versions.workerd}); "best" as docs/capacity.md defines it.`,
+    "",
+    renderPaperTable(results.ec_agent_paper_table),
+    "",
+    `Replaying the whole fixture bundle (vectors/ec-agent/bundle.json) costs ${Math.round(results.cpu_us_per_op["bundle-replay"]) / 1000} ms.`,
+  ].join("\n");
+  return withBlock(doc, block, "docs/ec-receipts.md");
 }
 
 export function writeCapacityFigures(results: unknown): void {
   writeFileSync(CAPACITY_DOC, capacityWithFigures(readFileSync(CAPACITY_DOC, "utf8"), results));
+  writeFileSync(EC_DOC, ecTimingWithFigures(readFileSync(EC_DOC, "utf8"), results));
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -61,7 +61,7 @@ interface Inputs {
   chain: ChainDocument;
   /** The issuer's seal over it (the issuer is pinned as a chain sealer). */
   seal: ChainSeal;
-  /** The EC-Agent replay fixture (16 receipts over 4 runs). */
+  /** The EC-Agent replay fixture (vectors/ec-agent/bundle.json: 17 receipts over 6 executions). */
   bundle: unknown;
   anchor: AnchorRecord;
   jwt: string;
