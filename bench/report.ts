@@ -1,8 +1,9 @@
 /**
- * The bench's report: the Markdown a run prints, and the generated block of docs/capacity.md
- * (between its `bench:begin` and `bench:end` markers), both rendered from one results.json, so
- * the figures in the document are exactly the committed run's. `npm run bench:doc` rewrites the
- * block from bench/results.json; a unit test holds the committed document to it.
+ * The bench's report: the Markdown a run prints, and the generated blocks of docs/capacity.md and
+ * docs/ec-receipts.md (between their `bench:begin` and `bench:end` markers), all rendered from one
+ * results.json, so the figures in the documents are exactly the committed run's. `npm run
+ * bench:doc` rewrites the blocks from bench/results.json; a unit test holds the committed
+ * documents to it.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
