@@ -37,11 +37,20 @@ export function checkSignature(
   });
 }
 
-/** The first of `among[from..]` the signature verifies under, tried in order, or null. */
+/**
+ * The first of `among[from..]` the signature verifies under, tried in order, or null. Whatever the
+ * verifier does (answers a plain value, throws), the result is a promise, as an async function's.
+ */
 function signerAmong(among: TrustedKey[], from: number, verifier: SignatureVerifier, signature: Uint8Array, message: Uint8Array): Promise<TrustedKey | null> {
   if (from >= among.length) return Promise.resolve(null);
   const key = among[from];
-  return verifier.verify(key.raw, key.fingerprint, signature, message).then((ok) => (ok ? key : signerAmong(among, from + 1, verifier, signature, message)));
+  let answer: Promise<boolean>;
+  try {
+    answer = Promise.resolve(verifier.verify(key.raw, key.fingerprint, signature, message));
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return answer.then((ok) => (ok ? key : signerAmong(among, from + 1, verifier, signature, message)));
 }
 
 /** Off the accepting path only: why no key valid at issued_at verified, naming a pinned key that signed outside its window. */
