@@ -77,7 +77,9 @@ export async function offlineVerifier(o: OfflineOptions): Promise<OfflineVerifie
   // Chain calls speak for no audience, but the routes still want a relying party with one.
   const audiences = o.audiences.length > 0 ? o.audiences : [NO_AUDIENCE];
   const { env, ledgerStub, ctx } = nodeEnv({ ...o.secrets, ADMIN_TOKEN: admin, AUDIENCES: audiences.join(","), ORG_ID: o.orgId });
-  const app = createApp({ now: o.now, verifier: nobleVerifier, ledgerStub });
+  // The service's decision log line and observability projection are a deployment's logs; offline,
+  // stdout carries the command's own answer alone (`--json` promises one document).
+  const app = createApp({ now: o.now, verifier: nobleVerifier, ledgerStub, logLine: () => {}, exporter: () => {} });
   const send = async (method: string, path: string, body: unknown, token: string): Promise<OfflineAnswer> => {
     const text = typeof body === "string" ? body : JSON.stringify(body);
     const res = await app.request(path, { method, headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: text }, env, ctx);

@@ -101,6 +101,20 @@ describe("countersign sign and verify", () => {
     expect(res.err + res.out).toMatch(message);
   });
 
+  it("verify --json writes one JSON document on stdout and nothing else (the service's own log lines stay out of it)", async () => {
+    const { key, anchors } = await issuerFiles("onedoc");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("onedoc-call.json"), call.out);
+    const bin = resolve(ROOT, "cli/bin.mjs");
+    for (const mode of ["enforce", "audit"]) {
+      const res = spawnSync(process.execPath, [bin, "verify", at("onedoc-call.json"), "--anchors", anchors, "--mode", mode, "--json"], { encoding: "utf8" });
+      expect(res.status).toBe(0);
+      expect(res.stdout.trim().split("\n")).toHaveLength(1);
+      expect(JSON.parse(res.stdout)).toMatchObject({ valid: true, decision: mode === "enforce" ? "accept" : "audit" });
+      expect(res.stdout).not.toMatch(/"event"/);
+    }
+  });
+
   it("the installed command runs from the checkout with clean output: npx-free `node cli/bin.mjs`", () => {
     const bin = resolve(ROOT, "cli/bin.mjs");
     const help = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8" });
