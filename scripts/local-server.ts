@@ -54,11 +54,16 @@ export async function freePorts(n: number): Promise<number[]> {
 
 export const freePort = async (): Promise<number> => (await freePorts(1))[0];
 
-export const offlineEnv = (): NodeJS.ProcessEnv => ({
+/**
+ * The environment wrangler runs in here: offline, no metrics. Its log level is WRANGLER_LOG when
+ * set, else `level`: "warn" for the suites and the benchmarks (quiet), "log" for `npm start`, whose
+ * user should see the Worker's own lines (one JSON line a decision, README "Logs").
+ */
+export const offlineEnv = (level: "warn" | "log" = "warn"): NodeJS.ProcessEnv => ({
   ...process.env,
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
   WRANGLER_SEND_METRICS: "false",
-  WRANGLER_LOG: process.env.WRANGLER_LOG ?? "warn",
+  WRANGLER_LOG: process.env.WRANGLER_LOG ?? level,
 });
 
 async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
@@ -108,7 +113,7 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
     : wranglerDevArgs(o, config, port, inspectorPort!);
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
-    env: offlineEnv(),
+    env: offlineEnv(o.inheritOutput ? "log" : "warn"),
     stdio: o.inheritOutput ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: process.platform !== "win32",
   });

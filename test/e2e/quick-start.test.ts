@@ -22,7 +22,8 @@ describe("the quick start", () => {
     url = `http://127.0.0.1:${port}`;
     child = spawn(process.execPath, [tsx, "scripts/start.ts"], {
       cwd: PROJECT_ROOT,
-      env: { ...offlineEnv(), PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state") },
+      // As a user runs it: no WRANGLER_LOG of the suite's own.
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state") },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -55,6 +56,11 @@ describe("the quick start", () => {
     expect(anonymous.headers.get("www-authenticate")).toMatch(/^Bearer /);
     expect(await (await verify()).json()).toMatchObject({ valid: true, decision: "accept", issuer: "https://demo-issuer.example" });
     expect(((await (await verify()).json()) as any).failures[0].code).toBe("REPLAY_DETECTED");
+    // npm start shows the Worker's decision lines (README "Logs"): one for each of the two judged calls.
+    const deadline = Date.now() + 10_000;
+    const decisionLines = () => output.split("\n").filter((l) => l.includes('"event":"decision"'));
+    while (decisionLines().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(decisionLines().map((l) => JSON.parse(l.slice(l.indexOf("{"))).decision)).toEqual(["accept", "reject"]);
   });
 
   it("publishes this deployment's own key, pinned at start: what /.well-known/ccs-issuer says is what the anchor holds", async () => {
