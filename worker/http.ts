@@ -12,6 +12,8 @@ import { isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
 import { ConfigurationError } from "./config.js";
 import { JournalInputError } from "./protocol/journal/core.js";
+import { observeDecision } from "./observability.js";
+import { failure } from "./protocol/codes.js";
 
 /** The code of a strict-parse violation inside the thing being verified, rather than the call around it. */
 export type SubjectMalformed = "MALFORMED_RECEIPT" | "ENVELOPE_MALFORMED";
@@ -55,8 +57,28 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
   const mode: Mode = c.get("mode") ?? "enforce";
   const body = rejection([], mode, Math.floor(Date.now() / 1000));
-  const step = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED" ? 0 : null;
-  return c.json({ ...body, failures: [{ code: e.code, severity: "CRITICAL", step, detail: e.detail }], error }, e.status);
+  const subjectMalformed = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED";
+  const failures = [{ code: e.code, severity: "CRITICAL", step: subjectMalformed ? 0 : null, detail: e.detail }];
+  // A subject too malformed to parse is still a decision on it: logged and counted like one the schema refused.
+  if (subjectMalformed && c.get("services")) observeDecision(c as Context<AppEnv>, { ...body, failures: [failure(e.code as SubjectMalformed, e.detail)] }, e.status);
+  return c.json({ ...body, failures, error }, e.status);
+}
+
+/**
+ * The mode of a decision call, as far as it can be told before the call is validated, so that
+ * an early refusal is shaped for it (`decision: "audit"` in audit mode). Best effort: a body the
+ * strict parser refused is read natively for its `mode` alone; either way the answer refuses.
+ */
+function noteDecisionMode(c: Context, parsed: unknown, bytes?: Uint8Array): void {
+  let value = parsed;
+  if (bytes) {
+    try {
+      value = JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      return;
+    }
+  }
+  if (isJsonObject(value) && (value as { mode?: unknown }).mode === "audit") c.set("mode", "audit");
 }
 
 /** Reads at most `maxBytes` of body and parses it strictly; a violation inside `subject.field` carries `subject.code`. */
@@ -64,7 +86,7 @@ export async function readStrictJson(c: Context, maxBytes: number, subject?: Sub
   const declared = Number(c.req.header("content-length") ?? NaN);
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
   // The raw body, not Hono's cached copy: a body is read once, here.
-  if (Number.isInteger(declared)) return parseBody(new Uint8Array(await c.req.raw.arrayBuffer()), subject);
+  if (Number.isInteger(declared)) return parseBody(c, new Uint8Array(await c.req.raw.arrayBuffer()), subject);
   // No declared length: read the stream, refusing as soon as it passes the cap.
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];
@@ -84,14 +106,18 @@ export async function readStrictJson(c: Context, maxBytes: number, subject?: Sub
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
-  return parseBody(bytes, subject);
+  return parseBody(c, bytes, subject);
 }
 
-function parseBody(bytes: Uint8Array, subject?: Subject): unknown {
+/** The strict parse of a body; on the decision routes (a `subject` is named) the call's mode is noted first. */
+function parseBody(c: Context, bytes: Uint8Array, subject?: Subject): unknown {
   try {
-    return parseStrictJsonBytes(bytes);
+    const value = parseStrictJsonBytes(bytes);
+    if (subject) noteDecisionMode(c, value);
+    return value;
   } catch (err) {
     if (!(err instanceof StrictJsonError)) throw err;
+    if (subject) noteDecisionMode(c, undefined, bytes);
     const inSubject = subject !== undefined && err.path[0] === subject.field;
     const where = err.path.length ? ` (at ${err.path.join(".")})` : "";
     throw new ApiError(400, inSubject ? subject.code : "MALFORMED_REQUEST", `${err.reason}: ${err.message}${where}`);

@@ -66,6 +66,36 @@ describe("a decision's log line", () => {
     expect(new Set(lines.map((l) => l.request_id)).size).toBe(3);
   });
 
+  it("a receipt the strict parser refuses (a duplicate key, nesting past the limit) is a decision too: one line each, in its mode", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("log-line-unparsed");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    const text = JSON.stringify(body);
+    const duplicate = text.replace('"nonce":', '"nonce":"00000000000000000000000000000000","nonce":');
+    let deep: unknown = 1;
+    for (let i = 0; i < 40; i++) deep = { d: deep };
+    const log = vi.spyOn(console, "log");
+    const post = (t: string) => h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json" }, body: t });
+    const answers = [await post(duplicate), await post(JSON.stringify({ ...body, mode: "audit", request: undefined, receipt: { ...body.receipt, extra: deep } }))];
+    expect(answers.map((a) => [a.status, a.body.error.code, a.body.decision, a.body.mode])).toEqual([
+      [400, "MALFORMED_RECEIPT", "reject", "enforce"],
+      [400, "MALFORMED_RECEIPT", "audit", "audit"],
+    ]);
+    expect(decisionLines(log).map(({ mode, decision, codes, status }) => ({ mode, decision, codes, status }))).toEqual([
+      { mode: "enforce", decision: "reject", codes: ["MALFORMED_RECEIPT"], status: 400 },
+      { mode: "audit", decision: "audit", codes: ["MALFORMED_RECEIPT"], status: 400 },
+    ]);
+  });
+
+  it("a malformed call (not a decision on a receipt) writes no decision line", async () => {
+    const h = harness(env, createExecutionContext());
+    const log = vi.spyOn(console, "log");
+    const res = await h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json" }, body: '{"audience":1}' });
+    expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    expect(decisionLines(log)).toEqual([]);
+  });
+
   it("every answer carries a request id; a cf-ray that is not of its form is replaced by a random one", async () => {
     const h = harness(env, createExecutionContext());
     const health = await h.call("/healthz", { headers: { "cf-ray": "<script>" } });

@@ -182,6 +182,47 @@ describe("malformed calls", () => {
   }
 });
 
+describe("malformed audit calls are refused in audit mode's shape", () => {
+  const audit = (b: Record<string, any>) => ({ ...b, mode: "audit", request: undefined });
+  const cases: [string, (b: Record<string, any>) => unknown, number, string][] = [
+    ["an unknown top-level field", (b) => ({ ...audit(b), extra: 1 }), 400, "MALFORMED_REQUEST"],
+    ["a missing receipt", (b) => ({ ...audit(b), receipt: undefined }), 400, "MALFORMED_REQUEST"],
+    ["at that is not a number", (b) => ({ ...audit(b), at: "x" }), 400, "MALFORMED_REQUEST"],
+    ["a top-level duplicate key", (b) => `{"audience":"x",${JSON.stringify(audit(b)).slice(1)}`, 400, "MALFORMED_REQUEST"],
+    ["a receipt that is not an object", (b) => ({ ...audit(b), receipt: "a receipt" }), 400, "MALFORMED_RECEIPT"],
+    ["a receipt with a duplicate key", (b) => JSON.stringify(audit(b)).replace('"nonce":', '"nonce":"0","nonce":'), 400, "MALFORMED_RECEIPT"],
+  ];
+  for (const [name, mutate, status, code] of cases) {
+    it(`${name} is ${status} ${code} with decision audit`, async () => {
+      const issuer = await issuerFor("malformed-audit-calls");
+      const res = await harness(env, createExecutionContext()).verify(mutate(await issuer.body()));
+      expect(res.status).toBe(status);
+      expect(res.body).toMatchObject({ valid: false, decision: "audit", mode: "audit", nonce_consumed: false });
+      expect(codes(res)[0]).toBe(code);
+    });
+  }
+
+  it("a body that is not JSON at all has no mode to tell: it is refused as an enforce call would be", async () => {
+    const res = await harness(env, createExecutionContext()).verify('{"mode":"audit",');
+    expect(res.body).toMatchObject({ valid: false, decision: "reject", mode: "enforce" });
+  });
+});
+
+describe("Idempotency-Key", () => {
+  it("is ignored in audit mode whatever its form, and refused malformed in enforce mode", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("idempotency-form");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body();
+    const post = (b: unknown) => h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "has space" }, body: JSON.stringify(b) });
+    const audited = await post({ ...body, mode: "audit", request: undefined });
+    expect([audited.status, audited.body.decision]).toEqual([200, "audit"]);
+    const enforced = await post(body);
+    expect([enforced.status, codes(enforced)[0]]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect((await h.verify(body)).body.decision).toBe("accept");
+  });
+});
+
 describe("bodies without a declared length", () => {
   it("a streamed body over 256 KiB is refused with 413 REQUEST_TOO_LARGE as soon as it passes the cap", async () => {
     const chunk = new TextEncoder().encode(" ".repeat(64 * 1024));

@@ -80,11 +80,11 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   c.set("mode", mode);
   if (!audienceAllowed(c, body.audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "this relying party may not verify for that audience");
   if (body.at !== undefined && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
-  const key = c.req.header("idempotency-key");
+  // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there,
+  // whatever its form. The call is the route and the canonical body: a retry must be the very same call.
+  const key = mode === "enforce" ? c.req.header("idempotency-key") : undefined;
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
-  // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there.
-  // The call is the route and the canonical body: a retry must be the very same call.
-  const idempotency = key !== undefined && mode === "enforce" ? { caller: c.get("relyingParty").name, key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
+  const idempotency = key !== undefined ? { caller: c.get("relyingParty").name, key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
 }
 
