@@ -99,6 +99,14 @@ describe("receipts without the SHOULD fields", () => {
     expect(parseReceipt({ ...receipt, audience: at(257) }).ok).toBe(false);
     expect(parseReceipt({ ...receipt, issuer: `https://${"é".repeat(124)}.example` }).ok).toBe(false);
   });
+
+  it("refuses an issuer or audience with a control character, or that is not a URI with a host", async () => {
+    const { receipt } = await fixture();
+    for (const bad of ["https://x.example/\u0000", "https://x.example/a\u001fb", "https://x.example/\u007f", "https://[not-a-uri", "https://"]) {
+      expect(parseReceipt({ ...receipt, issuer: bad }).ok).toBe(false);
+      expect(parseReceipt({ ...receipt, audience: bad }).ok).toBe(false);
+    }
+  });
 });
 
 describe("freshness (step 1)", () => {

@@ -3,6 +3,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sha256Hex } from "../../worker/protocol/digest.js";
 import { fromBase64Url, fromHex, toBase64Url } from "../../worker/protocol/encoding.js";
+import { durableLedgerStub } from "../../worker/stores.js";
 import { ADMIN_TOKEN, harness, INTAKE_TOKEN, issuerFor, RP_TOKEN, TEST_NOW } from "../support/app-harness.js";
 
 const h = () => harness(env, createExecutionContext());
@@ -90,6 +91,9 @@ describe("pinning anchors", () => {
     ["a kid listed twice", (a: any) => ({ ...a, keys: [a.keys[0], a.keys[0]] })],
     ["not_after before not_before", (a: any) => ({ ...a, keys: [{ ...a.keys[0], not_before: 10, not_after: 5 }] })],
     ["an org_id that is not a URI", (a: any) => ({ ...a, org_id: "org-7" })],
+    ["an issuer no receipt could name (not a URI)", (a: any) => ({ ...a, issuer: "https://[not-a-uri" })],
+    ["an issuer with a control character", (a: any) => ({ ...a, issuer: "https://pin-invalid.example/\u0000" })],
+    ["an org_id that is not a URI with a host", (a: any) => ({ ...a, org_id: "https://[org" })],
   ])("refuses %s with 400 ANCHOR_INVALID", async (_name, mutate) => {
     const issuer = await issuerFor("pin-invalid");
     const res = await h().pin(mutate(issuer.anchor));
@@ -122,6 +126,18 @@ describe("revocation and the public anchor", () => {
     const again = await h().pin({ ...issuer.anchor, keys: [...issuer.anchor.keys, k2] });
     expect(again.status).toBe(409);
     expect(again.body.error.code).toBe("ANCHOR_KEY_REVOKED");
+  });
+
+  it("a pin the global revocation record refuses addresses no ledger of the new issuer", async () => {
+    const issuer = await issuerFor("revoked-elsewhere");
+    await h().pin(issuer.anchor);
+    expect((await h().revoke(issuer.id.issuer, "k1")).status).toBe(200);
+    const addressed: string[] = [];
+    const watching = harness(env, createExecutionContext(), { ledgerStub: (e) => (name) => (addressed.push(name), durableLedgerStub(e)(name)) });
+    const elsewhere = "https://revoked-elsewhere-new.example";
+    const res = await watching.pin({ ...issuer.anchor, issuer: elsewhere });
+    expect([res.status, res.body.error.code]).toEqual([409, "ANCHOR_KEY_REVOKED"]);
+    expect(addressed.filter((n) => n.includes(elsewhere))).toEqual([]);
   });
 
   it("answers 404 NOT_FOUND for an unknown issuer or kid", async () => {

@@ -6,7 +6,7 @@ import { sha256Hex } from "./digest.js";
 import { fromBase64Url, utf8Length } from "./encoding.js";
 import { publicKeyProblem } from "./ed25519.js";
 import { DEFAULT_SEQUENCE_POLICY, type SequencePolicy } from "./ledger.js";
-import { MAX_URI_BYTES } from "./receipt.js";
+import { isHttpsUri, MAX_URI_BYTES } from "./receipt.js";
 import type { PinnedManifest } from "./manifest/pinning.js";
 import { DEFAULT_VERIFIER_CLASS, type AuditReference, type VerifierClass } from "./conformance/verifier-class.js";
 
@@ -111,6 +111,9 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
   const errors: string[] = [];
   const tooLong = issuerProblem(pin.issuer);
   if (tooLong) errors.push(tooLong);
+  // Pinned only as receipts can name it: an issuer no receipt could carry would hold its keys for nothing.
+  else if (!isHttpsUri(pin.issuer)) errors.push("issuer must be an https:// URI with a host, as receipts name their issuer");
+  if (pin.org_id != null && !isHttpsUri(pin.org_id)) errors.push("org_id must be an https:// URI with a host");
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
   for (const key of pin.keys) {

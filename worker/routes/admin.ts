@@ -129,13 +129,16 @@ export const adminRoutes = new Hono<AppEnv>()
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
   }
-  const revokedHere = new Set((await ledgers.revocations(built.record.issuer, shards)).map((r) => r.fingerprint));
-  const revokedAnywhere = await Promise.all(built.record.keys.map((k) => anchors.revokedKey(k.fingerprint)));
-  const reused = built.record.keys.filter((k, i) => revokedHere.has(k.fingerprint) || revokedAnywhere[i] !== null);
-  if (reused.length > 0) {
+  const refuseRevoked = (reused: AnchorRecord["keys"]) => {
+    if (reused.length === 0) return;
     const named = reused.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
     throw new ApiError(409, "ANCHOR_KEY_REVOKED", `key ${named} was revoked; a revoked key cannot be pinned again under any kid`);
-  }
+  };
+  // The global records first: a pin they refuse addresses no ledger, so it creates none.
+  const revokedAnywhere = await Promise.all(built.record.keys.map((k) => anchors.revokedKey(k.fingerprint)));
+  refuseRevoked(built.record.keys.filter((_, i) => revokedAnywhere[i] !== null));
+  const revokedHere = new Set((await ledgers.revocations(built.record.issuer, shards)).map((r) => r.fingerprint));
+  refuseRevoked(built.record.keys.filter((k) => revokedHere.has(k.fingerprint)));
   // One key, one issuer: otherwise revoking it for one issuer would leave it trusted for another.
   const holders = await Promise.all(built.record.keys.map((k) => anchors.keyHolder(k.fingerprint)));
   const shared = built.record.keys.filter((_, i) => holders[i] !== null && holders[i] !== built.record.issuer);
