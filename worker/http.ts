@@ -54,7 +54,8 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (!(err instanceof ApiError) && !(err instanceof JournalInputError)) console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
-  if (!DECISION_ROUTES.test(new URL(c.req.url).pathname)) return c.json({ error }, e.status);
+  // The path as routed (percent-decoded), so `/v1/receipts/%76erify` is the decision route it reached.
+  if (!DECISION_ROUTES.test(c.req.path)) return c.json({ error }, e.status);
   const mode: Mode = c.get("mode") ?? "enforce";
   const body = rejection([], mode, Math.floor(Date.now() / 1000));
   const subjectMalformed = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED";

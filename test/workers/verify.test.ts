@@ -208,6 +208,17 @@ describe("malformed audit calls are refused in audit mode's shape", () => {
   });
 });
 
+describe("a percent-encoded path to a decision route", () => {
+  it("is refused in the decision's shape like the plain path", async () => {
+    const h = harness(env, createExecutionContext());
+    for (const path of ["/v1/receipts/verify", "/v1/receipts/%76erify", "/v1/envelopes/%76erify"]) {
+      const res = await h.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: "" }, body: "{}" });
+      expect(res.status).toBe(401);
+      expect(res.body).toMatchObject({ valid: false, decision: "reject", error: { code: "UNAUTHORIZED" } });
+    }
+  });
+});
+
 describe("Idempotency-Key", () => {
   it("is ignored in audit mode whatever its form, and refused malformed in enforce mode", async () => {
     const h = harness(env, createExecutionContext());
