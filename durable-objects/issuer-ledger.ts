@@ -201,6 +201,14 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   }
 
   claim(q: ClaimQuery): LedgerAnswer {
+    // A nonce is claimed only while its retention runs by this object's clock, the one its purge
+    // uses: a row admitted now cannot be purged before retain_until, so every replay up to then
+    // finds it, and after then none is admitted. The verifier judged freshness by its own clock; at
+    // the boundary, or with that clock behind this one, the receipt is refused here rather than
+    // claimed unguarded.
+    if (q.retainUntil * 1000 <= Date.now()) {
+      return { revoked: false, replay: null, consumed: false, expired: `the issuer ledger's clock is past this receipt's retention (expires_at + skew = ${q.retainUntil}); its nonce can no longer be guarded` };
+    }
     // What memory alone decides (a revoked key, a repeated sequence, the window) is judged first,
     // as if the nonce were new. A claim admitted so, with no window row to create, is one INSERT
     // that does nothing on a nonce already there: a single statement is atomic by itself, so the

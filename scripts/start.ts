@@ -15,7 +15,11 @@ const vars = readDevVars(resolve(PROJECT_ROOT, ".dev.vars"));
 const port = Number(process.env.PORT ?? 8787);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
 
-const server = await startLocalServer({ port, persistTo, inheritOutput: true });
+// A port that is taken, or a server that never became healthy, is said in one line, not a stack trace.
+const server = await startLocalServer({ port, persistTo, inheritOutput: true }).catch((err: Error) => {
+  console.error(`npm start: ${err.message}`);
+  process.exit(1);
+});
 const stop = () => void server.stop().then(() => process.exit(0));
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
 

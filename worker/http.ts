@@ -57,11 +57,13 @@ export function errorResponse(c: Context, err: unknown): Response {
   // The path as routed (percent-decoded), so `/v1/receipts/%76erify` is the decision route it reached.
   if (!DECISION_ROUTES.test(c.req.path)) return c.json({ error }, e.status);
   const mode: Mode = c.get("mode") ?? "enforce";
-  const body = rejection([], mode, Math.floor(Date.now() / 1000));
+  // The services' clock (as every decision's checked_at) when the call got that far.
+  const services = c.get("services") as { now(): number } | undefined;
+  const body = rejection([], mode, services ? services.now() : Date.now() / 1000);
   const subjectMalformed = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED";
   const failures = [{ code: e.code, severity: "CRITICAL", step: subjectMalformed ? 0 : null, detail: e.detail }];
   // A subject too malformed to parse is still a decision on it: logged and counted like one the schema refused.
-  if (subjectMalformed && c.get("services")) observeDecision(c as Context<AppEnv>, { ...body, failures: [failure(e.code as SubjectMalformed, e.detail)] }, e.status);
+  if (subjectMalformed && services) observeDecision(c as Context<AppEnv>, { ...body, failures: [failure(e.code as SubjectMalformed, e.detail)] }, e.status);
   return c.json({ ...body, failures, error }, e.status);
 }
 

@@ -63,6 +63,19 @@ describe("the quick start", () => {
     expect(decisionLines().map((l) => JSON.parse(l.slice(l.indexOf("{"))).decision)).toEqual(["accept", "reject"]);
   });
 
+  it("a second npm start on the same PORT refuses in one line and exits 1, leaving the first serving", async () => {
+    const port = new URL(url).port;
+    const second = spawnSync(process.execPath, [tsx, "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), PORT: port, COUNTERSIGN_STATE_DIR: join(scratch, "state-2") },
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(second.status).toBe(1);
+    expect(second.stderr.trim()).toBe(`npm start: port ${port} is busy: stop what listens there or set PORT`);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  });
+
   it("publishes this deployment's own key, pinned at start: what /.well-known/ccs-issuer says is what the anchor holds", async () => {
     const own = (await (await fetch(`${url}/.well-known/ccs-issuer`)).json()) as any;
     expect(own.keys[0]).toMatchObject({ kid: "countersign-demo-1", alg: "Ed25519" });

@@ -8,3 +8,12 @@ export const databaseRows = (stub: DurableObjectStub) =>
       .toArray();
     return Object.fromEntries(tables.map(({ name }) => [name, state.storage.sql.exec(`SELECT * FROM "${name}"`).toArray()]));
   });
+
+/**
+ * Waits (real time: a ledger's clock) until `retainUntil`, in Unix seconds, has passed. A ledger
+ * claims a nonce only while it is retained by its own clock, so a test that wants rows to purge
+ * claims them with a retention a moment ahead and waits it out.
+ */
+export const pastRetention = async (retainUntil: number): Promise<void> => {
+  while (Date.now() / 1000 <= retainUntil + 0.01) await new Promise((r) => setTimeout(r, 50));
+};

@@ -119,6 +119,12 @@ describe("freshness (step 1)", () => {
     expect(checkFreshness(receipt, receipt.expires_at + skew + 0.001, DEFAULT_FRESHNESS)[0].code).toBe("FRESHNESS_EXPIRED");
   });
 
+  it("states how far out of its window a receipt is to the millisecond, without float noise", async () => {
+    const { receipt } = await fixture();
+    expect(checkFreshness(receipt, receipt.expires_at + 1101.4949998855, DEFAULT_FRESHNESS)[0].detail).toMatch(/^expired 1101\.495s ago/);
+    expect(checkFreshness(receipt, receipt.issued_at - 100.1, DEFAULT_FRESHNESS)[0].detail).toMatch(/^issued_at is 100\.1s in the future/);
+  });
+
   it("caps the receipt's own skew at the policy cap", async () => {
     const { receipt } = await fixture();
     const generous = { ...receipt, max_clock_skew: 3600 };

@@ -64,6 +64,7 @@ describe("refused calls write nothing on the issuer's ledger", () => {
     expect(stats.body.per_minute.length).toBeGreaterThan(0);
     expect((await h.call("/v1/admin/stats")).status).toBe(401);
     expect((await h.admin("GET", "/v1/admin/stats?minutes=zero")).status).toBe(400);
+    for (const odd of ["0x10", "1e3", "%205", "5.0", "-5", "0"]) expect((await h.admin("GET", `/v1/admin/stats?minutes=${odd}`)).status).toBe(400);
   });
 });
 

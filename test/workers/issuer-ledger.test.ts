@@ -3,7 +3,7 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { describe, expect, it } from "vitest";
 import { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
 import type { SequencePolicy } from "../../worker/protocol/ledger.js";
-import { databaseRows } from "../support/ledger-rows.js";
+import { databaseRows, pastRetention } from "../support/ledger-rows.js";
 
 const ledger = (name: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(name));
 const K1 = "1".repeat(64);
@@ -13,6 +13,22 @@ const q = (nonce: string, sequence: number | null, retainUntil: number, fingerpr
 });
 
 describe("IssuerLedger", () => {
+  it("claims no nonce whose retention has ended by its own clock: a purge could not have kept it, so a replay could not be told", async () => {
+    const l = ledger("ledger-retention-ended");
+    const now = Date.now() / 1000;
+    const ended = await l.claim(q("x1", 1, now - 0.001));
+    expect(ended.consumed).toBe(false);
+    expect(ended.expired).toMatch(/retention/);
+    expect((await l.stats()).nonces).toBe(0);
+    // The receipt a purge released: claimed while retained, purged, then presented again at its boundary.
+    expect((await l.claim(q("x2", 2, now + 1))).consumed).toBe(true);
+    await pastRetention(now + 1);
+    await runDurableObjectAlarm(l);
+    expect((await l.stats()).nonces).toBe(0);
+    const again = await l.claim(q("x2", 3, now + 1));
+    expect([again.consumed, again.replay, typeof again.expired]).toEqual([false, null, "string"]);
+  });
+
   it("claims a nonce once; a second claim is a replay and changes nothing", async () => {
     const l = ledger("ledger-claim");
     expect(await l.claim(q("a", 1, 2e9))).toEqual({ revoked: false, replay: null, consumed: true });
@@ -52,13 +68,14 @@ describe("IssuerLedger", () => {
   it("by default refuses a sequence repeated among retained nonces of the same key, keeps no window, and admits it again once that nonce is purged", async () => {
     const l = ledger("ledger-repeat");
     const now = Date.now() / 1000;
-    expect((await l.claim(q("r1", 2 ** 53 - 1, now - 1, K1, "repeat"))).consumed).toBe(true);
+    expect((await l.claim(q("r1", 2 ** 53 - 1, now + 1, K1, "repeat"))).consumed).toBe(true);
     expect((await l.claim(q("r2", 2 ** 53 - 1, 2e9, K1, "repeat"))).replay).toBe(`sequence ${2 ** 53 - 1} was already presented`);
     expect((await l.claim(q("r3", 1, 2e9, K1, "repeat"))).consumed).toBe(true);
     expect((await l.claim(q("r4", 2 ** 53 - 1, 2e9, K2, "repeat"))).consumed).toBe(true);
     expect((await l.claim(q("r5", null, 2e9, K1, "repeat"))).consumed).toBe(true);
     expect((await l.claim(q("r6", null, 2e9, K1, "repeat"))).consumed).toBe(true);
     expect((await l.stats()).windows).toEqual([]);
+    await pastRetention(now + 1);
     await runDurableObjectAlarm(l);
     expect((await l.claim(q("r7", 2 ** 53 - 1, 2e9, K1, "repeat"))).consumed).toBe(true);
   });
@@ -99,9 +116,10 @@ describe("IssuerLedger", () => {
   it("purges nonces whose retention passed when its alarm runs, keeping the rest", async () => {
     const l = ledger("ledger-purge");
     const now = Date.now() / 1000;
-    await l.claim(q("d1", 1, now - 1));
+    await l.claim(q("d1", 1, now + 1));
     await l.claim(q("d2", 2, now + 3600));
     expect((await l.stats()).nonces).toBe(2);
+    await pastRetention(now + 1);
     expect(await runDurableObjectAlarm(l)).toBe(true);
     expect((await l.stats()).nonces).toBe(1);
     expect((await l.claim(q("d2", 3, now + 3600))).replay).toMatch(/already presented/);

@@ -8,7 +8,7 @@ import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } fro
 import { describe, expect, it } from "vitest";
 import { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
 import { keyTag, type ClaimQuery, type SequencePolicy } from "../../worker/protocol/ledger.js";
-import { databaseRows } from "../support/ledger-rows.js";
+import { databaseRows, pastRetention } from "../support/ledger-rows.js";
 
 const ledger = (name: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(name));
 type Ledger = ReturnType<typeof ledger>;
@@ -83,13 +83,15 @@ describe("IssuerLedger: one row written per accepted claim", () => {
 
   it("once a nonce is purged its sequence may come back (policy repeat), and memory agrees with the table", async () => {
     const l = ledger("one-row-purge");
-    const past = Date.now() / 1000 - 1;
+    // Claims are taken only while retained by the ledger's clock: these end shortly, then the purge runs.
+    const past = Date.now() / 1000 + 0.3;
     await l.claim(q("c1", 1, K1, "repeat", past));
     await l.claim(q("c2", 2, K1, "repeat", past));
     await l.claim(q("c3", 3));
     await l.claim(q("c4", 1, K2, "repeat", past));
     expect((await l.claim(q("c5", 1))).replay).toBe("sequence 1 was already presented");
     expect(await heldAndStored(l)).toMatchObject({ stored: [`${keyTag(K1)}:1`, `${keyTag(K1)}:2`, `${keyTag(K1)}:3`, `${keyTag(K2)}:1`].sort() });
+    await pastRetention(past);
     expect(await runDurableObjectAlarm(l)).toBe(true);
     const { held, stored } = await heldAndStored(l);
     expect(held).toEqual(stored);
@@ -159,8 +161,9 @@ describe("IssuerLedger: the strict window without a row per claim", () => {
 
   it("purge, then restart: a sequence whose nonce row was purged but is still inside the window is refused", async () => {
     let l = ledger("one-row-window-purge");
-    const past = Date.now() / 1000 - 1;
+    const past = Date.now() / 1000 + 0.3;
     for (const [nonce, sequence, retainUntil] of [["h1", 100, past], ["h2", 101, past], ["h3", 102, 2e9], ["h4", 600, past]] as const) await l.claim(q(nonce, sequence, K1, "window", retainUntil));
+    await pastRetention(past);
     expect(await runDurableObjectAlarm(l)).toBe(true);
     expect((await l.stats()).nonces).toBe(1);
     const { now, rebuilt } = await windowNowAndRebuilt(l, K1);
@@ -168,8 +171,10 @@ describe("IssuerLedger: the strict window without a row per claim", () => {
     l = await restarted("one-row-window-purge");
     for (const sequence of [100, 101, 600]) expect(await claimed(l, q(`i${sequence}`, sequence, K1, "window"))).toMatchObject({ replay: `sequence ${sequence} was already presented`, rows: 0 });
     expect(await claimed(l, q("i1", 300, K1, "window"))).toMatchObject({ consumed: true, rows: 1 });
-    expect(await claimed(l, q("i2", 1200, K1, "window", past))).toMatchObject({ consumed: true, rows: 1 });
+    const soon = Date.now() / 1000 + 0.3;
+    expect(await claimed(l, q("i2", 1200, K1, "window", soon))).toMatchObject({ consumed: true, rows: 1 });
     // Once more, the window now ahead of its row again: purge, restart, and the old ones are too old.
+    await pastRetention(soon);
     expect(await runDurableObjectAlarm(l)).toBe(true);
     l = await restarted("one-row-window-purge");
     for (const sequence of [300, 600, 1200]) expect((await l.claim(q(`j${sequence}`, sequence, K1, "window"))).replay).toBe(`sequence ${sequence} was already presented`);

@@ -178,6 +178,8 @@ describe("malformed calls", () => {
       expect(res.status).toBe(status);
       expect(res.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, enforcement: { action: "block" } });
       expect(codes(res)[0]).toBe(code);
+      // Judged on the service's clock, as every decision is.
+      expect(res.body.checked_at).toBe(TEST_NOW);
     });
   }
 });
@@ -205,6 +207,21 @@ describe("malformed audit calls are refused in audit mode's shape", () => {
   it("a body that is not JSON at all has no mode to tell: it is refused as an enforce call would be", async () => {
     const res = await harness(env, createExecutionContext()).verify('{"mode":"audit",');
     expect(res.body).toMatchObject({ valid: false, decision: "reject", mode: "enforce" });
+  });
+});
+
+describe("the ledger's own clock", () => {
+  it("a receipt fresh by the verifier's clock but past its retention by the ledger's is refused FRESHNESS_EXPIRED, nothing consumed", async () => {
+    const realNow = Math.floor(Date.now() / 1000);
+    // The verifier's clock runs 400 s behind the ledger's: by it, the receipt is fresh.
+    const h = harness(env, createExecutionContext(), { now: () => realNow - 400 });
+    const issuer = await issuerFor("ledger-clock-ahead");
+    await h.pin(issuer.anchor);
+    const body = await issuer.body({ issuedAt: realNow - 405 });
+    const res = await h.verify(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false });
+    expect(res.body.failures).toEqual([expect.objectContaining({ code: "FRESHNESS_EXPIRED", detail: expect.stringMatching(/ledger's clock/) })]);
   });
 });
 

@@ -51,6 +51,11 @@ export interface LedgerAnswer {
   revoked: boolean;
   /** Why this is a replay (nonce seen, sequence repeated or too old), or null. */
   replay: string | null;
+  /**
+   * Why the ledger would not claim a nonce whose retention had already ended by its own clock
+   * (its row could be purged at once, so a replay could not be told), or absent.
+   */
+  expired?: string;
   /** True only when this call claimed the nonce (and noted its sequence), or is a retry of the call that did. */
   consumed: boolean;
   /** True when `consumed` is owed to an earlier call with the same retry tag. */

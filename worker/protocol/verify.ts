@@ -137,6 +137,7 @@ export function rejection(failures: Failure[], mode: Mode, now: number): Decisio
 
 function ledgerFailures(answer: LedgerAnswer, kid: string | null, replay: "judge" | "ignore"): Failure[] {
   const out: Failure[] = [];
+  if (answer.expired) out.push(failure("FRESHNESS_EXPIRED", answer.expired));
   if (answer.revoked) out.push(failure("ANCHOR_REVOKED", `key ${kid} of this issuer has been revoked`));
   if (answer.replay && replay === "judge") out.push(failure("REPLAY_DETECTED", answer.replay));
   return out;

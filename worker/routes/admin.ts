@@ -215,7 +215,8 @@ export const adminRoutes = new Hono<AppEnv>()
    */
   .get("/stats", async (c) => {
   const text = c.req.query("minutes");
-  const minutes = text === undefined ? 60 : Number(text);
+  // Decimal digits only: Number() would also take "0x10", "1e3" and " 5".
+  const minutes = text === undefined ? 60 : /^[0-9]{1,6}$/.test(text) ? Number(text) : NaN;
   if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer");
   const { anchors, decisions } = c.get("services");
   const stats = await readDecisionStats(c.env, minutes, dependencyTimeout(c.env));

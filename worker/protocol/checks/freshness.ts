@@ -13,6 +13,9 @@ export const DEFAULT_FRESHNESS: FreshnessPolicy = { maxLifetime: 300, skewCap: 3
 /** The skew this verifier grants a receipt: its own (the draft's 30 s when it states none), capped by policy. */
 export const grantedSkew = (r: Receipt, policy: FreshnessPolicy): number => Math.min(r.max_clock_skew ?? DEFAULT_CLOCK_SKEW, policy.skewCap);
 
+/** A span of seconds for a failure's detail, to the millisecond (the clock's own resolution). */
+const seconds = (s: number): number => Math.round(s * 1000) / 1000;
+
 /** Step 1: `issued_at − skew ≤ now ≤ expires_at + skew`, a positive lifetime within policy. */
 export function checkFreshness(r: Receipt, now: number, policy: FreshnessPolicy): Failure[] {
   const skew = grantedSkew(r, policy);
@@ -21,7 +24,7 @@ export function checkFreshness(r: Receipt, now: number, policy: FreshnessPolicy)
   else if (r.expires_at - r.issued_at > policy.maxLifetime) {
     out.push(failure("FRESHNESS_EXPIRED", `lifetime ${r.expires_at - r.issued_at}s exceeds the policy maximum of ${policy.maxLifetime}s`));
   }
-  if (now < r.issued_at - skew) out.push(failure("FRESHNESS_EXPIRED", `issued_at is ${r.issued_at - now}s in the future (skew ${skew}s)`));
-  if (now > r.expires_at + skew) out.push(failure("FRESHNESS_EXPIRED", `expired ${now - r.expires_at}s ago (skew ${skew}s)`));
+  if (now < r.issued_at - skew) out.push(failure("FRESHNESS_EXPIRED", `issued_at is ${seconds(r.issued_at - now)}s in the future (skew ${skew}s)`));
+  if (now > r.expires_at + skew) out.push(failure("FRESHNESS_EXPIRED", `expired ${seconds(now - r.expires_at)}s ago (skew ${skew}s)`));
   return out;
 }

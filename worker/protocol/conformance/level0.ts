@@ -142,7 +142,7 @@ const ENFORCEMENT: Record<Verdict, Enforcement> = {
  * timestamp within the policy's lifetime and skew of now, a v1.3 receipt's own window); audience
  * (a v1.3 receipt's); the issuer pinned with a shared secret and of this organisation
  * (UNTRUSTED_ISSUER, LEVEL0_NOT_ACCEPTED); the HMAC (SIGNATURE_INVALID); the presented request
- * (BINDING_MISMATCH). Every answer carries the REPLAY_UNGUARDED warning, and no nonce is consumed.
+ * (BINDING_MISMATCH). Every answer on a 7-field receipt carries the REPLAY_UNGUARDED warning; no nonce is consumed.
  * The receipt route judges a v1.3 receipt whose field 7 holds again at level 1 (signature,
  * revocation, nonce), which needs the stores this pure function does not have.
  */
@@ -168,7 +168,8 @@ export async function verifyLevel0(value: unknown, opts: Level0Options): Promise
     failures.push(...macFailures(level0Payload(r), r.receipt, opts));
     if (opts.request) failures.push(...(await bindLevel0(r, opts.request)));
   }
-  failures.push(failure("REPLAY_UNGUARDED", "a Level 0 receipt carries no nonce: nothing stops it being presented again"));
+  // A v1.3 receipt carries its nonce: refused here, it was not presented unguarded; held, it goes on to level 1.
+  if (!v13) failures.push(failure("REPLAY_UNGUARDED", "a Level 0 receipt carries no nonce: nothing stops it being presented again"));
   const valid = !failures.some((f) => f.severity === "CRITICAL");
   const enforcement: Enforcement = valid && verdict ? ENFORCEMENT[verdict] : { action: "block", verdict, outcome_status: verdict === null ? null : verdict === "deny" ? "confirmed" : "dispatched" };
   return {
