@@ -3,6 +3,7 @@
  * pin an anchor over HTTP, verify, replay, restart on the same persisted state, replay again.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -110,6 +111,27 @@ describe("a locally started instance", () => {
     expect((await post("/v1/admin/anchors", doc, "PUT", TOKEN)).status).toBe(200);
     const audit = await post("/v1/receipts/verify", { receipt: issued.body.receipt, audience: AUDIENCE, mode: "audit" }, "POST", RP_TOKEN);
     expect(audit.body).toMatchObject({ valid: true, decision: "audit" });
+  });
+
+  it("a streamed body refused 413 leaves the instance answering the next call normally", async () => {
+    const chunked = (path: string, size: number) =>
+      new Promise<number>((resolve, reject) => {
+        const req = request(server.url + path, { method: "POST", headers: { "content-type": "application/json", "transfer-encoding": "chunked" } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode!));
+        });
+        req.on("error", reject);
+        const piece = "a".repeat(64 * 1024);
+        req.write('{"bundle":"');
+        for (let sent = 0; sent < size; sent += piece.length) req.write(piece);
+        req.end('"}');
+      });
+    for (let i = 0; i < 2; i++) {
+      expect(await chunked("/v1/bundles/replay", 3 * 1024 * 1024)).toBe(413);
+      const next = await post("/v1/ec/receipts/verify", {});
+      expect(next.status).toBe(400);
+      expect(next.body.error.code).toBe("MALFORMED_REQUEST");
+    }
   });
 
   it("still rejects the replay after a restart on the same persisted state", async () => {
