@@ -87,6 +87,10 @@ describe("verifier classes (CCS §9)", () => {
     const envelope = await h.call("/v1/envelopes/verify", { method: "POST", headers: asFloor, body: JSON.stringify({ envelope: await envelopeOf(receipt), audience: AUDIENCE }) });
     expect(codes(envelope.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT"]);
     expect(envelope.body.nonce_consumed).toBe(false);
+    // A live chain's hop holds the floor too: refused, nothing consumed, no chain created.
+    const hop = await h.call("/v1/chains/class-floor-live/hops", { method: "POST", headers: asFloor, body: JSON.stringify({ entry: { hop_count: 0, receipt } }) });
+    expect([hop.status, hop.body.error.code, hop.body.nonce_consumed]).toEqual([422, "VERIFIER_CLASS_INSUFFICIENT", false]);
+    expect((await h.call("/v1/chains/class-floor-live", { headers: asFloor })).status).toBe(404);
     // The honest path: the same receipt, never consumed, is accepted by a party without the floor.
     expect((await h.verify(body)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
   });

@@ -10,7 +10,7 @@ import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt } from "../protocol/verify.js";
-import { audienceAllowed, verifyDeps } from "./decision-call.js";
+import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 
@@ -128,6 +128,8 @@ export const chainRoutes = new Hono<AppEnv>()
   if (held && held.owner !== party) throw notOwned(chainId);
   const before = held ?? { hashes: [], previousTraceId: null };
   const previous = entry.previous_receipt_hash ?? null;
+  // The relying party's verifier-class floor (CCS §9) holds here as on the receipt route.
+  const classes = verifierClasses(c, audience ?? "", verifyDeps(services));
   const decision = await verifyReceipt(
     entry.receipt,
     {
@@ -136,10 +138,12 @@ export const chainRoutes = new Hono<AppEnv>()
       now: services.now(),
       policy: freshnessPolicy(c.env),
       runtimeContext: entry.runtime_context,
-      contextChecks: (_r, receiptHash) =>
-        judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
+      contextChecks: (r, receiptHash) => [
+        ...classes.check(r.issuer),
+        ...judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
+      ],
     },
-    verifyDeps(services),
+    classes.deps,
   );
   if (!decision.valid) {
     const [first] = decision.failures;
