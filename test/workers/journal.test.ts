@@ -342,6 +342,21 @@ describe("the /v1/journal port routes", () => {
   });
 });
 
+describe("a relying party's name reused after its deletion", () => {
+  it("starts with nothing of the deleted party's: its journal is another tenant's", async () => {
+    h = harness(env, ctx());
+    const token = (n: number) => `reused-name-token-${n}-0123456789abcdef0123`;
+    const register = (n: number) => h.admin("POST", "/v1/admin/relying-parties", { name: "reused-name", audiences: [AUDIENCE], token: token(n) });
+    expect((await register(1)).status).toBe(201);
+    const reserved = await post("/v1/journal/reserve", { idempotency_key: "secret-idem", action_digest: "d" }, token(1));
+    expect(reserved.body.kind).toBe("created");
+    expect((await post("/v1/journal/load-by-idempotency", { idempotency_key: "secret-idem" }, token(1))).body.kind).toBe("found");
+    expect((await h.admin("DELETE", "/v1/admin/relying-parties/reused-name")).status).toBe(200);
+    expect((await register(2)).status).toBe(201);
+    expect((await post("/v1/journal/load-by-idempotency", { idempotency_key: "secret-idem" }, token(2))).body.kind).toBe("not-found");
+  });
+});
+
 describe("the evidence store's query", () => {
   it("pages through 1,000 records in order, each exactly once, with filters and a time range", async () => {
     const port = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 30_000).port;

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { UsageLedger } from "../../durable-objects/usage-ledger.js";
 import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
+import { partyScope, type RelyingParty } from "../../worker/protocol/relying-parties.js";
 import { AUDIENCE, harness, RP_NAME } from "../support/app-harness.js";
 
 const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
@@ -289,7 +290,8 @@ describe("GET /v1/usage and the status counts", () => {
     await post("/v1/usage/receipts", { receipt: p });
     await post("/v1/costs/estimate", { invocation_id: a.invocation_id, price_source: SOURCE });
     await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: record(a, { amount: "1" }) });
-    const counts = await readUsageCounts(env, [RP_NAME, "nobody-stored-anything"], 2000);
+    const registered = (await env.ANCHORS.get<RelyingParty>(`rp:${RP_NAME}`, "json"))!;
+    const counts = await readUsageCounts(env, [partyScope(registered), "nobody-stored-anything"], 2000);
     expect(counts.receipts).toBeGreaterThanOrEqual(2);
     expect(counts.attribution.attributed).toBeGreaterThanOrEqual(1);
     expect(counts.attribution.partial).toBeGreaterThanOrEqual(1);

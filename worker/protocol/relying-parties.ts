@@ -21,7 +21,16 @@ export interface RelyingParty {
   created_at: number;
   /** CCS §9: the lowest verifier class this party accepts, per audience; any class for an audience absent here. */
   min_verifier_class?: Record<string, VerifierClass>;
+  /**
+   * 16 random hex drawn at registration: with the name, what this party's data (usage ledger,
+   * journal, live chains, retry answers) is kept under, so a party registered later under a
+   * deleted party's name starts empty. Absent on parties registered before it existed (their name alone).
+   */
+  registration?: string;
 }
+
+/** The identity a relying party's data is kept under: its name and registration, so a reused name inherits nothing. */
+export const partyScope = (p: Pick<RelyingParty, "name" | "registration">): string => (p.registration ? `${p.name}#${p.registration}` : p.name);
 
 export interface Registration {
   name: string;

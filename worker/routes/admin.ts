@@ -10,7 +10,7 @@ import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
-import { HEX64 } from "../protocol/encoding.js";
+import { HEX64, toHex } from "../protocol/encoding.js";
 import { uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
@@ -92,7 +92,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
   const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
-  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), ...floor });
+  const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), registration: toHex(crypto.getRandomValues(new Uint8Array(8))), ...floor });
   if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
   if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
   return c.json({ name, token, audiences: allowed, ...floor }, 201);

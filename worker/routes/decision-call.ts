@@ -2,6 +2,7 @@
  * What the decision routes (receipts, envelopes) share: the call's common fields, the
  * protocol's dependencies, counting decisions, the answer's status.
  */
+import { partyScope } from "../protocol/relying-parties.js";
 import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
@@ -84,7 +85,7 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   // whatever its form. The call is the route and the canonical body: a retry must be the very same call.
   const key = mode === "enforce" ? c.req.header("idempotency-key") : undefined;
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
-  const idempotency = key !== undefined ? { caller: c.get("relyingParty").name, key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
+  const idempotency = key !== undefined ? { caller: partyScope(c.get("relyingParty")), key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
 }
 

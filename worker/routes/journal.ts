@@ -6,6 +6,7 @@
  * exactly as the port returns it (callers branch on `kind`, as the port's own callers do);
  * input the journal refuses is 400, a history that does not add up is 500 JOURNAL_HISTORY_INVALID.
  */
+import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
 import type { AppEnv } from "../app.js";
@@ -14,7 +15,7 @@ import { AppendCall, ClaimCall, LoadByIdempotencyCall, LoadCall, ReserveCall, Ve
 import { ApiError, readStrictJson, validateBody } from "../http.js";
 import { partyTenant } from "../journal-store.js";
 
-const port = (c: Context<AppEnv>) => c.get("services").journal(partyTenant(c.get("relyingParty").name)).port;
+const port = (c: Context<AppEnv>) => c.get("services").journal(partyTenant(partyScope(c.get("relyingParty")))).port;
 
 async function body<T extends z.ZodType>(c: Context<AppEnv>, schema: T): Promise<z.output<T>> {
   return validateBody(schema, await readStrictJson(c, MAX_VERIFY_BODY));

@@ -8,6 +8,7 @@
  * The work per view is bounded (STATUS_ISSUER_LIMIT issuers, STATUS_SHARD_BUDGET ledger shards)
  * and an isolate reuses a rendered page for STATUS_REUSE_SECONDS, so calling it often costs little.
  */
+import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { dependencyTimeout } from "../config.js";
@@ -114,7 +115,7 @@ const STATUS_PARTY_LIMIT = 50;
 /** Usage evidence counts summed over the first STATUS_PARTY_LIMIT relying parties (no name is shown). */
 async function usageFigures(c: Context<AppEnv>) {
   const parties = await c.get("services").relyingParties.list();
-  const asked = parties.slice(0, STATUS_PARTY_LIMIT).map((p) => p.name);
+  const asked = parties.slice(0, STATUS_PARTY_LIMIT).map(partyScope);
   const counts = await readUsageCounts(c.env, asked, dependencyTimeout(c.env));
   return { ...counts, parties: asked.length, moreParties: parties.length > asked.length };
 }

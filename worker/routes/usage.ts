@@ -4,6 +4,7 @@
  * is kept: the caller's own UsageLedger. All four routes take a relying-party token; records are
  * the storing party's alone.
  */
+import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { dependencyTimeout, MAX_USAGE_BODY } from "../config.js";
@@ -51,7 +52,7 @@ function invocationId(value: unknown): string {
 }
 
 function ledger(c: Context<AppEnv>) {
-  const stub = usageLedger(c.env, c.get("relyingParty").name);
+  const stub = usageLedger(c.env, partyScope(c.get("relyingParty")));
   const timeout = dependencyTimeout(c.env);
   const call = <T>(work: Promise<unknown>) => withTimeout(work as Promise<T>, timeout, "usage ledger");
   return {
@@ -94,7 +95,7 @@ async function storedReceipt(c: Context<AppEnv>, id: string): Promise<{ row: Sto
  * journal kept elsewhere and is stored as given.
  */
 async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocationId: string): Promise<void> {
-  const loaded = await c.get("services").journal(partyTenant(c.get("relyingParty").name)).port.load(recordId);
+  const loaded = await c.get("services").journal(partyTenant(partyScope(c.get("relyingParty")))).port.load(recordId);
   if (loaded.kind === "not-found") throw new ApiError(400, "USAGE_EVIDENCE_INVALID", "journal_record names no record of this relying party's journal");
   if (loaded.kind === "corrupt") throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
   const named = loaded.record.attributes.invocation_id;
