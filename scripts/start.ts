@@ -40,10 +40,16 @@ try {
   const identity = (await own.json()) as { issuer: string };
   await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
   await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()));
-  // Re-registered on every start so the token always matches .dev.vars.
-  await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
-  await step("registering the demo relying party", () =>
-    admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
+  // Kept when it is already registered as .dev.vars says (its token works, its audiences are the
+  // demo's), so its usage records and journal survive a restart; re-registered otherwise.
+  const listed = (await (await step("listing relying parties", () => admin("GET", "/v1/admin/relying-parties"))).json()) as { relying_parties: { name: string; audiences: string[] }[] };
+  const demo = listed.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
+  const tokenWorks = async () => (await fetch(`${server.url}/v1/usage?invocation_id=startup-check`, { headers: { authorization: `Bearer ${vars.DEMO_RP_TOKEN}` } })).status !== 401;
+  if (!(demo && demo.audiences.join(",") === DEMO_AUDIENCE && (await tokenWorks()))) {
+    await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
+    await step("registering the demo relying party", () =>
+      admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
+  }
   console.log(`countersign is listening on ${server.url}`);
   console.log(`  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
   console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
