@@ -140,8 +140,8 @@ describe("credential redaction inside strings and by name", () => {
   });
 
   it("names credentials without case, in camelCase and snake_case forms", () => {
-    for (const name of ["secretKey", "secret_key", "SECRET-KEY", "pwd", "auth", "creds", "credentials", "passphrase", "privateKey", "private_key", "dbPassword", "x-api-key", "basicAuth", "awsSecretAccessKey", "accessKey", "clientSecret"]) expect(isCredentialName(name), name).toBe(true);
-    for (const name of ["author", "authority", "keyId", "requestId", "content-type", "passes", "tokens", "tool"]) expect(isCredentialName(name), name).toBe(false);
+    for (const name of ["secretKey", "secret_key", "SECRET-KEY", "pwd", "auth", "creds", "credentials", "passphrase", "privateKey", "private_key", "dbPassword", "x-api-key", "basicAuth", "awsSecretAccessKey", "accessKey", "clientSecret", "api_token", "github_token", "clientToken", "X-Auth-Token"]) expect(isCredentialName(name), name).toBe(true);
+    for (const name of ["author", "authority", "keyId", "requestId", "content-type", "passes", "tokens", "max_tokens", "tool"]) expect(isCredentialName(name), name).toBe(false);
   });
 
   it("stores what it redacts in place, in redact mode only; refuse mode copies strings as they are", () => {

@@ -315,6 +315,12 @@ describe("the /v1/journal port routes", () => {
     const id = created.body.record.record_id;
     expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:x" })).body.kind).toBe("existing");
     expect((await rp("reserve", { idempotency_key: "order-42", action_digest: "sha256:y" })).body.kind).toBe("conflict");
+    // Attributes the boundary refuses (an authority field, a prototype key) are a 400, never a 500, and reserve nothing.
+    for (const attributes of [{ password: "x" }, { approved: true }, JSON.parse('{"x":{"__proto__":1}}')]) {
+      const refused = await rp("reserve", { idempotency_key: "order-43", action_digest: "sha256:x", attributes });
+      expect([refused.status, refused.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    }
+    expect((await rp("load-by-idempotency", { idempotency_key: "order-43" })).body.kind).toBe("not-found");
     expect((await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
     expect((await rp("append", { record_id: id, expected_revision: 2, to: "started", effect: "unknown" })).body).toMatchObject({ kind: "illegal-transition", from: "awaiting_policy", to: "started" });
     const forged = await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started", receipt: { verdict: "allow" } });

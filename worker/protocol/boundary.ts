@@ -69,7 +69,8 @@ const CREDENTIAL_NAMES = new Set([
 ]);
 const CREDENTIAL_PARTS = ["password", "passwd", "passphrase", "secret", "credential", "privatekey", "apikey"];
 const CREDENTIAL_SUFFIXES = [
-  "pwd", "creds", "auth", "accesskey", "accesstoken", "refreshtoken", "idtoken", "sessiontoken", "authtoken", "bearertoken", "securitytoken", "signature",
+  // "token" covers every `*_token` form (api_token, github_token, client_token); "tokens" (a count) is not one.
+  "pwd", "creds", "auth", "accesskey", "token", "signature",
 ];
 export const isCredentialName = (key: string): boolean => {
   const name = authorityName(key);

@@ -99,7 +99,13 @@ export function checkIdempotencyKey(key: unknown): string {
 
 function jsonObjectOrNull(value: unknown, what: string): JsonObject | null {
   if (value === undefined || value === null) return null;
-  const copy = snapshotJson(value);
+  let copy: JsonValue;
+  try {
+    copy = snapshotJson(value);
+  } catch (err) {
+    // An authority field, an accessor, a prototype key: input the journal refuses, a 400.
+    throw new JournalInputError("MALFORMED_REQUEST", `${what}: ${(err as Error).message}`);
+  }
   if (!isJsonObject(copy)) throw new JournalInputError("MALFORMED_REQUEST", `${what} must be a JSON object`);
   return copy as JsonObject;
 }
@@ -132,15 +138,8 @@ export function redactedExtensions(value: unknown): JsonObject | null {
 export function prepareTransition(t: Transition): Required<Pick<Transition, "to" | "effect">> & { receipt: JsonObject | null; detail: JsonObject | null; extensions: JsonObject | null } {
   if (!isJournalState(t.to)) throw new JournalInputError("MALFORMED_REQUEST", "to must be a journal state");
   if (!isEffectDisposition(t.effect)) throw new JournalInputError("MALFORMED_REQUEST", "effect must be an effect disposition");
-  let receipt: JsonObject | null;
-  let detail: JsonObject | null;
-  try {
-    receipt = jsonObjectOrNull(t.receipt, "receipt");
-    detail = jsonObjectOrNull(t.detail, "detail");
-  } catch (err) {
-    if (err instanceof JournalInputError) throw err;
-    throw new JournalInputError("MALFORMED_REQUEST", (err as Error).message);
-  }
+  const receipt = jsonObjectOrNull(t.receipt, "receipt");
+  const detail = jsonObjectOrNull(t.detail, "detail");
   // A record's verdict is read from its latest receipt, so only a CCS receipt may be recorded as one.
   if (receipt !== null) {
     const parsed = parseReceipt(receipt);
