@@ -4,10 +4,10 @@
  *   keygen, sign, verify (offline, the service's own code), replay: need nothing running.
  *   anchors pin|revoke|show, relying-parties add: talk to a running instance's admin API.
  *
- * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input).
+ * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -21,6 +21,7 @@ import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./o
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
+import { OutputError, writeOutputs } from "./output.js";
 
 export interface Io {
   out(text: string): void;
@@ -63,7 +64,7 @@ export const USAGE = `usage: countersign <command> [options]
                                                       unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout) and --help.
-Exit: 0 valid/done, 1 invalid/refused, 2 usage.
+Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 `;
 
 const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
@@ -113,6 +114,7 @@ function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
 async function keygen(io: Io, args: string[]): Promise<number> {
   const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, issuer: { type: "string" }, force: { type: "boolean" } });
   const prefix = values.out ?? "countersign-key";
+  if (prefix === "") throw new UsageError("--out must name a file prefix");
   if (values.issuer !== undefined && !/^https:\/\/\S+$/.test(values.issuer)) throw new UsageError("--issuer must be an https:// URI");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");
@@ -123,11 +125,13 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
-  writeFileSync(keyFile, toHex(seed) + "\n", { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
-  writeFileSync(pubFile, JSON.stringify(entry, null, 2) + "\n");
   // With --issuer, also the anchor to pin (`anchors pin`) and to verify offline against (`verify --anchors`).
-  if (anchorFile) writeFileSync(anchorFile, JSON.stringify({ issuer: values.issuer, keys: [entry] }, null, 2) + "\n");
+  // All the files or none: a path that cannot be written leaves no lone key behind.
+  writeOutputs([
+    { path: keyFile, text: toHex(seed) + "\n", mode: 0o600 },
+    { path: pubFile, text: JSON.stringify(entry, null, 2) + "\n" },
+    ...(anchorFile ? [{ path: anchorFile, text: JSON.stringify({ issuer: values.issuer, keys: [entry] }, null, 2) + "\n" }] : []),
+  ]);
   const files = [keyFile, pubFile, ...(anchorFile ? [anchorFile] : [])];
   emit(io, values.json === true, { ...entry, key_file: keyFile, public_file: pubFile, ...(anchorFile ? { anchor_file: anchorFile } : {}) }, `wrote ${files.join(", ")} (${keyFile} is secret, 0600); fingerprint ${entry.fingerprint.slice(0, 16)}`);
   return 0;
@@ -297,9 +301,9 @@ async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
   const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"), { expectedBundleDigest: values.expect ?? null });
-  if (values.out) writeFileSync(values.out, renderReport(report));
+  if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
   if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
-  else if (!values.out) io.out(renderReport(report));
+  else if (values.out === undefined) io.out(renderReport(report));
   if (!values.json) io.err(replaySummary(report) + "\n");
   return report.decision === "match" ? 0 : 1;
 }
@@ -435,7 +439,7 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
   try {
     return await run(io, args);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof OutputError) {
       io.err(`countersign ${command}: ${err.message}\n`);
       return 2;
     }

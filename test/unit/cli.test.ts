@@ -4,7 +4,7 @@
  * runs the same vectors through workerd against the same expectations).
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -50,6 +50,63 @@ describe("countersign keygen", () => {
     const again = await run("keygen", "--out", at("k"));
     expect(again.code).toBe(2);
     expect(again.err).toMatch(/exists/);
+  });
+});
+
+describe("an output path that cannot be written is a usage error: one line naming it, exit 2, nothing half-written", () => {
+  const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
+  const missing = join(dir, "no-such-dir", "x.json");
+  const noTemp = (d: string) => expect(readdirSync(d).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+
+  it("keygen --out into a missing directory", async () => {
+    const res = await run("keygen", "--out", join(dir, "no-such-dir", "k"));
+    expect(res.code).toBe(2);
+    expect(res.err).toBe(`countersign keygen: cannot write ${join(dir, "no-such-dir", "k.key")}: ENOENT\n`);
+    expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
+  });
+
+  it("keygen --force over a file that cannot be replaced keeps the old key (no lone new key beside an old public key)", async () => {
+    expect((await run("keygen", "--out", at("half"), "--kid", "k1")).code).toBe(0);
+    const oldKey = readFileSync(at("half.key"), "utf8");
+    rmSync(at("half.pub.json"));
+    mkdirSync(at("half.pub.json"));
+    const res = await run("keygen", "--out", at("half"), "--kid", "k1", "--force");
+    expect(res.code).toBe(2);
+    expect(res.err).toBe(`countersign keygen: cannot write ${at("half.pub.json")}: it is a directory\n`);
+    expect(readFileSync(at("half.key"), "utf8")).toBe(oldKey);
+    noTemp(dir);
+  });
+
+  it("replay --out into a missing directory, or onto a directory, or empty", async () => {
+    const res = await run("replay", bundle, "--out", missing);
+    expect(res).toEqual({ code: 2, out: "", err: `countersign replay: cannot write ${missing}: ENOENT\n` });
+    mkdirSync(at("report-dir"));
+    const onDir = await run("replay", bundle, "--out", at("report-dir"));
+    expect(onDir.code).toBe(2);
+    expect(onDir.err).toMatch(/cannot write .*report-dir: it is a directory/);
+    const empty = await run("replay", bundle, "--out", "");
+    expect(empty.code).toBe(2);
+    expect(empty.out).toBe("");
+    noTemp(dir);
+    const written = await run("replay", bundle, "--out", at("report.json"));
+    expect(written.code).toBe(0);
+    expect(written.out).toBe("");
+    expect(JSON.parse(readFileSync(at("report.json"), "utf8"))).toMatchObject({ decision: "match" });
+    noTemp(dir);
+  });
+
+  it("npm run replay (cli/replay.ts) --out into a missing directory: one line, exit 2, no stack trace", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", bundle, "--out", missing], { cwd: ROOT, encoding: "utf8" });
+    expect(res.status).toBe(2);
+    expect(res.stdout).toBe("");
+    expect(res.stderr).toBe(`cannot write ${missing}: ENOENT\n`);
+  });
+
+  it("the countersign process itself: keygen into a missing directory exits 2 with one line", () => {
+    const res = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "keygen", "--out", join(dir, "no-such-dir", "k")], { encoding: "utf8" });
+    expect(res.status).toBe(2);
+    expect(res.stderr.trim().split("\n")).toEqual([`countersign keygen: cannot write ${join(dir, "no-such-dir", "k.key")}: ENOENT`]);
   });
 });
 
