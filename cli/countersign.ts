@@ -15,7 +15,8 @@ import { fromHex, SHA256_REF, toBase64Url, toHex } from "../worker/protocol/enco
 import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
-import type { Verdict } from "../worker/protocol/receipt.js";
+import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
+import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
@@ -48,7 +49,9 @@ export const USAGE = `usage: countersign <command> [options]
   sign --key FILE --command FILE --issuer URI --audience URI
        [--verdict allow|deny|escalate] [--block-reason TEXT] [--lifetime S] [--skew S]
        [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
-                                                      a signed CCS v1.3 receipt (or, with --call, a verification call body)
+                                                      a signed CCS v1.3 receipt (or, with --call, a verification call body);
+                                                      URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
+                                                      sequence an integer 0..2^53-1, --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
@@ -106,6 +109,12 @@ const number = (value: string | undefined, flag: string, fallback: number): numb
   return n;
 };
 
+/** An issuer, audience or organisation as a receipt or anchor may name it (the service's own test). */
+const httpsUri = (value: string, flag: string): string => {
+  if (!isHttpsUri(value)) throw new UsageError(`${flag} must be an https:// URI with a host, of at most ${MAX_URI_BYTES} UTF-8 bytes, without whitespace or control characters`);
+  return value;
+};
+
 function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
   io.out(json ? JSON.stringify(doc) + "\n" : JSON.stringify(doc, null, 2) + "\n");
   if (!json && summary) io.err(summary + "\n");
@@ -155,28 +164,46 @@ async function sign(io: Io, args: string[]): Promise<number> {
     verdict: { type: "string" }, "block-reason": { type: "string" }, lifetime: { type: "string" }, skew: { type: "string" },
     sequence: { type: "string" }, response: { type: "string" }, "runtime-context": { type: "string" }, call: { type: "boolean" },
   });
+  // Every flag judged up front as the service will judge the receipt: sign never emits one it refuses.
+  const issuer = httpsUri(need(values.issuer, "--issuer"), "--issuer");
+  const audience = httpsUri(need(values.audience, "--audience"), "--audience");
+  const verdict = (values.verdict ?? "allow") as Verdict;
+  if (!["allow", "deny", "escalate"].includes(verdict)) throw new UsageError("--verdict must be allow, deny or escalate");
+  const blockReason = values["block-reason"];
+  if (blockReason !== undefined && verdict === "allow") throw new UsageError("--block-reason is for a deny or escalate verdict (an allow receipt's block_reason is empty)");
+  if (blockReason !== undefined && blockReason.trim() === "") throw new UsageError("--block-reason must not be empty");
+  const now = Math.floor(Date.now() / 1000);
+  const maxLifetime = DEFAULT_FRESHNESS.maxLifetime;
+  const lifetime = number(values.lifetime, "--lifetime", 60);
+  if (!(lifetime > 0 && lifetime <= maxLifetime && now + lifetime > now)) {
+    throw new UsageError(`--lifetime must be above 0 and at most ${maxLifetime} seconds (the service's maximum receipt lifetime)`);
+  }
+  const skew = number(values.skew, "--skew", 30);
+  if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
+  let sequence = Date.now();
+  if (values.sequence !== undefined) {
+    sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
+    if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");
+  }
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
   if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}`);
-  const verdict = (values.verdict ?? "allow") as Verdict;
-  if (!["allow", "deny", "escalate"].includes(verdict)) throw new UsageError("--verdict must be allow, deny or escalate");
   const request = command as PresentedRequest;
-  const now = Math.floor(Date.now() / 1000);
   const response = values.response === undefined ? undefined : readJson(io, values.response, "response");
   const runtimeContext = values["runtime-context"] === undefined ? undefined : readJson(io, values["runtime-context"], "runtime context");
   const receipt = signReceipt(
     await unsignedReceipt({
       request,
-      issuer: need(values.issuer, "--issuer"),
-      audience: need(values.audience, "--audience"),
+      issuer,
+      audience,
       verdict,
-      block_reason: values["block-reason"],
+      block_reason: blockReason,
       issued_at: now,
-      lifetime: number(values.lifetime, "--lifetime", 60),
+      lifetime,
       nonce: toHex(crypto.getRandomValues(new Uint8Array(16))),
-      sequence: number(values.sequence, "--sequence", Date.now()),
-      max_clock_skew: number(values.skew, "--skew", 30),
+      sequence,
+      max_clock_skew: skew,
       rule_summary: `manual=${verdict}`,
       // No rule set judged this receipt: its configuration is the CLI's own, named as such.
       config_hash: await prefixedDigest(jcs({ signer: "countersign-cli", schema_version: "1.3" })),
@@ -186,6 +213,9 @@ async function sign(io: Io, args: string[]): Promise<number> {
     }),
     seed,
   );
+  // The verifier's step 0, as a last guard: whatever the flags above missed is refused here, not emitted.
+  const parsed = parseReceipt(receipt);
+  if (!parsed.ok) throw new UsageError(`the receipt would be refused: ${parsed.failures.map((f) => f.detail).join("; ")}`);
   const doc = values.call
     ? { receipt, audience: receipt.audience, request, ...(response === undefined ? {} : { response }), ...(runtimeContext === undefined ? {} : { runtime_context: runtimeContext }) }
     : receipt;

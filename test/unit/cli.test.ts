@@ -144,11 +144,46 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("sign refuses, exit 2 with a message naming the flag, every flag value that would make a receipt the verifier refuses; the bounds themselves verify", async () => {
+    const { key, anchors } = await issuerFiles("flags");
+    const base = ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--json"];
+    const refused: [string[], RegExp][] = [
+      [["--issuer", "notauri"], /--issuer must be an https:\/\/ URI/],
+      [["--issuer", "https://"], /--issuer must be an https:\/\/ URI/],
+      [["--issuer", `https://x.example/${"a".repeat(300)}`], /--issuer must be an https:\/\/ URI/],
+      [["--audience", "http://relying-party.example"], /--audience must be an https:\/\/ URI/],
+      [["--sequence", "1.5"], /--sequence must be an integer/],
+      [["--sequence=1e300"], /--sequence must be an integer/],
+      [["--sequence=-1"], /--sequence must be an integer/],
+      [["--sequence", "9007199254740992"], /--sequence must be an integer/],
+      [["--lifetime=-5"], /--lifetime must be above 0 and at most 300/],
+      [["--lifetime=0"], /--lifetime must be above 0/],
+      [["--lifetime=100000"], /--lifetime must be above 0 and at most 300/],
+      [["--lifetime=1e-300"], /--lifetime must be above 0/],
+      [["--skew=-1"], /--skew must be a number of seconds >= 0/],
+      [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
+      [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
+    ];
+    for (const [flags, message] of refused) {
+      const res = await run(...base, ...flags);
+      expect({ flags, code: res.code, out: res.out }).toEqual({ flags, code: 2, out: "" });
+      expect(res.err).toMatch(message);
+    }
+    for (const flags of [["--lifetime", "300", "--sequence", "0"], ["--sequence", "9007199254740991", "--skew", "0"], ["--verdict", "deny", "--block-reason", "no"]]) {
+      const signed = await run(...base, ...flags);
+      expect(signed.code).toBe(0);
+      writeFileSync(at("flags-receipt.json"), signed.out);
+      const ok = await run("verify", at("flags-receipt.json"), "--anchors", anchors, "--request", at("command.json"), "--json");
+      expect({ flags, valid: JSON.parse(ok.out).valid }).toEqual({ flags, valid: true });
+    }
+  });
+
   it.each([
     [["verify"], /the file to verify is required/],
     [["verify", "x.json"], /--anchors is required|cannot read/],
     [["verify", "--bogus"], /Unknown option/],
-    [["sign", "--key", "/nonexistent"], /cannot read key/],
+    [["sign", "--key", "/nonexistent", "--issuer", ISSUER, "--audience", AUDIENCE], /cannot read key/],
+    [["sign", "--key", "/nonexistent"], /--issuer is required/],
     [["frobnicate"], /unknown command/],
     [["anchors", "dance"], /pin, revoke or show/],
     [["relying-parties", "add", "rp1"], /--audience is required/],
