@@ -178,6 +178,67 @@ describe("countersign sign and verify", () => {
     }
   });
 
+  it("verify: a flag value the service would refuse, or a flag the call at hand does not carry, is a usage error (exit 2), not a verdict", async () => {
+    const { key, anchors } = await issuerFiles("vflags");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("vflags-call.json"), call.out);
+    writeFileSync(at("vflags.jsonl"), call.out);
+    writeFileSync(at("vflags-chain.json"), JSON.stringify({ chain: { chain_id: "c", entries: [] } }));
+    const cases: [string[], RegExp][] = [
+      [[at("vflags-call.json"), "--mode", "bogus"], /--mode must be audit or enforce/],
+      [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
+      [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
+      [[at("vflags-call.json"), "--mode", "enforce", "--at", "1796000000"], /--at judges only an audit-mode call/],
+      [[at("vflags-call.json"), "--seal", at("command.json")], /--seal does not apply to a receipt/],
+      [[at("vflags-call.json"), "--no-freshness"], /--no-freshness does not apply to a receipt/],
+      [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
+      [[at("vflags-chain.json"), "--at", "1796000000"], /--at judges a chain only with --no-freshness/],
+      [["--lines", at("vflags.jsonl"), "--mode", "enforce"], /--mode does not apply to --lines/],
+    ];
+    for (const [argv, message] of cases) {
+      const res = await run("verify", ...argv, "--anchors", anchors, "--json");
+      expect({ argv, code: res.code, out: res.out }).toEqual({ argv, code: 2, out: "" });
+      expect(res.err).toMatch(message);
+    }
+    const bin = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "verify", at("vflags-call.json"), "--anchors", anchors, "--mode", "bogus"], { encoding: "utf8" });
+    expect(bin.status).toBe(2);
+    expect(bin.stdout).toBe("");
+    expect(bin.stderr).toBe("countersign verify: --mode must be audit or enforce\n");
+  });
+
+  it("keygen, manifest verify and the remote commands refuse bad flag values with exit 2 before anything is written or sent", async () => {
+    const { anchors } = await issuerFiles("rflags");
+    let fetched = 0;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => (fetched++, new Response("{}"))) as typeof fetch };
+    const url = ["--url", "http://127.0.0.1:9"];
+    const cases: [string[], RegExp][] = [
+      [["keygen", "--out", at("rflags-k"), "--issuer", `https://x.example/${"a".repeat(300)}`], /--issuer must be an https:\/\/ URI/],
+      [["manifest", "verify", at("command.json"), "--anchors", anchors, "--skew=-1"], /--skew must be/],
+      [["anchors", "revoke", "--issuer", "notauri", "--kid", "k1", ...url], /--issuer must be an https:\/\/ URI/],
+      [["anchors", "revoke", "--issuer", ISSUER, "--fingerprint", "ABC", ...url], /--fingerprint must be 64 lowercase hex/],
+      [["anchors", "revoke", "--issuer", ISSUER, "--kid", "", ...url], /--kid must not be empty/],
+      [["anchors", "show", "notauri", ...url], /the issuer must be an https:\/\/ URI/],
+      [["relying-parties", "add", "rp1", "--audience", "notauri", ...url], /--audience must be an https:\/\/ URI/],
+      [["relying-parties", "add", "rp 1", "--audience", AUDIENCE, ...url], /name must be 1-64/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", AUDIENCE, ...url], /one audience twice/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "", ...url], /--token must be 32-256/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
+    ];
+    for (const [argv, message] of cases) {
+      let err = "";
+      const code = await main(argv, { ...io, err: (t) => void (err += t) });
+      expect({ argv, code }).toEqual({ argv, code: 2 });
+      expect(err).toMatch(message);
+    }
+    expect(fetched).toBe(0);
+    expect(existsSync(at("rflags-k.key"))).toBe(false);
+    let err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "localhost:8787" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must be an http:\/\/ or https:\/\/ URL/);
+  });
+
   it.each([
     [["verify"], /the file to verify is required/],
     [["verify", "x.json"], /--anchors is required|cannot read/],
