@@ -4,10 +4,10 @@
  *   keygen, sign, verify (offline, the service's own code), replay: need nothing running.
  *   anchors pin|revoke|show, relying-parties add: talk to a running instance's admin API.
  *
- * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input).
+ * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { chmodSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -15,12 +15,15 @@ import { fromHex, SHA256_REF, toBase64Url, toHex } from "../worker/protocol/enco
 import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
-import type { Verdict } from "../worker/protocol/receipt.js";
+import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
+import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
+import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
+import { OutputError, writeOutputs } from "./output.js";
 
 export interface Io {
   out(text: string): void;
@@ -47,10 +50,15 @@ export const USAGE = `usage: countersign <command> [options]
   sign --key FILE --command FILE --issuer URI --audience URI
        [--verdict allow|deny|escalate] [--block-reason TEXT] [--lifetime S] [--skew S]
        [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
-                                                      a signed CCS v1.3 receipt (or, with --call, a verification call body)
+                                                      a signed CCS v1.3 receipt (or, with --call, a verification call body);
+                                                      URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
+                                                      sequence an integer 0..2^53-1, --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
+                                                      (--request/--response/--runtime-context: a receipt; --mode: a receipt or
+                                                      an envelope, --at with audit mode; --seal, --no-freshness: a chain, --at with
+                                                      --no-freshness)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
@@ -63,7 +71,7 @@ export const USAGE = `usage: countersign <command> [options]
                                                       unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout) and --help.
-Exit: 0 valid/done, 1 invalid/refused, 2 usage.
+Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 `;
 
 const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
@@ -105,6 +113,12 @@ const number = (value: string | undefined, flag: string, fallback: number): numb
   return n;
 };
 
+/** An issuer, audience or organisation as a receipt or anchor may name it (the service's own test). */
+const httpsUri = (value: string, flag: string): string => {
+  if (!isHttpsUri(value)) throw new UsageError(`${flag} must be an https:// URI with a host, of at most ${MAX_URI_BYTES} UTF-8 bytes, without whitespace or control characters`);
+  return value;
+};
+
 function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
   io.out(json ? JSON.stringify(doc) + "\n" : JSON.stringify(doc, null, 2) + "\n");
   if (!json && summary) io.err(summary + "\n");
@@ -113,7 +127,8 @@ function emit(io: Io, json: boolean, doc: unknown, summary?: string) {
 async function keygen(io: Io, args: string[]): Promise<number> {
   const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, issuer: { type: "string" }, force: { type: "boolean" } });
   const prefix = values.out ?? "countersign-key";
-  if (values.issuer !== undefined && !/^https:\/\/\S+$/.test(values.issuer)) throw new UsageError("--issuer must be an https:// URI");
+  if (prefix === "") throw new UsageError("--out must name a file prefix");
+  if (values.issuer !== undefined) httpsUri(values.issuer, "--issuer");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");
   const keyFile = `${prefix}.key`;
@@ -123,11 +138,13 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
-  writeFileSync(keyFile, toHex(seed) + "\n", { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
-  writeFileSync(pubFile, JSON.stringify(entry, null, 2) + "\n");
   // With --issuer, also the anchor to pin (`anchors pin`) and to verify offline against (`verify --anchors`).
-  if (anchorFile) writeFileSync(anchorFile, JSON.stringify({ issuer: values.issuer, keys: [entry] }, null, 2) + "\n");
+  // All the files or none: a path that cannot be written leaves no lone key behind.
+  writeOutputs([
+    { path: keyFile, text: toHex(seed) + "\n", mode: 0o600 },
+    { path: pubFile, text: JSON.stringify(entry, null, 2) + "\n" },
+    ...(anchorFile ? [{ path: anchorFile, text: JSON.stringify({ issuer: values.issuer, keys: [entry] }, null, 2) + "\n" }] : []),
+  ]);
   const files = [keyFile, pubFile, ...(anchorFile ? [anchorFile] : [])];
   emit(io, values.json === true, { ...entry, key_file: keyFile, public_file: pubFile, ...(anchorFile ? { anchor_file: anchorFile } : {}) }, `wrote ${files.join(", ")} (${keyFile} is secret, 0600); fingerprint ${entry.fingerprint.slice(0, 16)}`);
   return 0;
@@ -151,28 +168,46 @@ async function sign(io: Io, args: string[]): Promise<number> {
     verdict: { type: "string" }, "block-reason": { type: "string" }, lifetime: { type: "string" }, skew: { type: "string" },
     sequence: { type: "string" }, response: { type: "string" }, "runtime-context": { type: "string" }, call: { type: "boolean" },
   });
+  // Every flag judged up front as the service will judge the receipt: sign never emits one it refuses.
+  const issuer = httpsUri(need(values.issuer, "--issuer"), "--issuer");
+  const audience = httpsUri(need(values.audience, "--audience"), "--audience");
+  const verdict = (values.verdict ?? "allow") as Verdict;
+  if (!["allow", "deny", "escalate"].includes(verdict)) throw new UsageError("--verdict must be allow, deny or escalate");
+  const blockReason = values["block-reason"];
+  if (blockReason !== undefined && verdict === "allow") throw new UsageError("--block-reason is for a deny or escalate verdict (an allow receipt's block_reason is empty)");
+  if (blockReason !== undefined && blockReason.trim() === "") throw new UsageError("--block-reason must not be empty");
+  const now = Math.floor(Date.now() / 1000);
+  const maxLifetime = DEFAULT_FRESHNESS.maxLifetime;
+  const lifetime = number(values.lifetime, "--lifetime", 60);
+  if (!(lifetime > 0 && lifetime <= maxLifetime && now + lifetime > now)) {
+    throw new UsageError(`--lifetime must be above 0 and at most ${maxLifetime} seconds (the service's maximum receipt lifetime)`);
+  }
+  const skew = number(values.skew, "--skew", 30);
+  if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
+  let sequence = Date.now();
+  if (values.sequence !== undefined) {
+    sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
+    if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");
+  }
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
   if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}`);
-  const verdict = (values.verdict ?? "allow") as Verdict;
-  if (!["allow", "deny", "escalate"].includes(verdict)) throw new UsageError("--verdict must be allow, deny or escalate");
   const request = command as PresentedRequest;
-  const now = Math.floor(Date.now() / 1000);
   const response = values.response === undefined ? undefined : readJson(io, values.response, "response");
   const runtimeContext = values["runtime-context"] === undefined ? undefined : readJson(io, values["runtime-context"], "runtime context");
   const receipt = signReceipt(
     await unsignedReceipt({
       request,
-      issuer: need(values.issuer, "--issuer"),
-      audience: need(values.audience, "--audience"),
+      issuer,
+      audience,
       verdict,
-      block_reason: values["block-reason"],
+      block_reason: blockReason,
       issued_at: now,
-      lifetime: number(values.lifetime, "--lifetime", 60),
+      lifetime,
       nonce: toHex(crypto.getRandomValues(new Uint8Array(16))),
-      sequence: number(values.sequence, "--sequence", Date.now()),
-      max_clock_skew: number(values.skew, "--skew", 30),
+      sequence,
+      max_clock_skew: skew,
       rule_summary: `manual=${verdict}`,
       // No rule set judged this receipt: its configuration is the CLI's own, named as such.
       config_hash: await prefixedDigest(jcs({ signer: "countersign-cli", schema_version: "1.3" })),
@@ -182,6 +217,9 @@ async function sign(io: Io, args: string[]): Promise<number> {
     }),
     seed,
   );
+  // The verifier's step 0, as a last guard: whatever the flags above missed is refused here, not emitted.
+  const parsed = parseReceipt(receipt);
+  if (!parsed.ok) throw new UsageError(`the receipt would be refused: ${parsed.failures.map((f) => f.detail).join("; ")}`);
   const doc = values.call
     ? { receipt, audience: receipt.audience, request, ...(response === undefined ? {} : { response }), ...(runtimeContext === undefined ? {} : { runtime_context: runtimeContext }) }
     : receipt;
@@ -235,6 +273,15 @@ const outcome = (body: Record<string, unknown>) => {
 async function verify(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, VERIFY_OPTIONS, 1);
   const file = need(positionals[0], "the file to verify");
+  // A flag value the service would refuse, or a flag the call at hand would not carry, is a usage error.
+  if (values.mode !== undefined && values.mode !== "audit" && values.mode !== "enforce") throw new UsageError("--mode must be audit or enforce");
+  if (values.audience !== undefined) httpsUri(values.audience, "--audience");
+  if (values["org-id"] !== undefined) httpsUri(values["org-id"], "--org-id");
+  const at = values.at === undefined ? undefined : number(values.at, "--at", 0);
+  const notWith = (flags: readonly (keyof typeof values)[], what: string) => {
+    for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} does not apply to ${what}`);
+  };
+  if (values.lines) notWith(["mode", "at", "request", "response", "runtime-context", "seal", "no-freshness"], "--lines (each line is a complete call)");
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
@@ -242,6 +289,9 @@ async function verify(io: Io, args: string[]): Promise<number> {
   const subject = subjectOf(readJson(io, file, "input"));
   const chain = subject.path === "/v1/chains/verify";
   const body = subject.body;
+  if (chain) notWith(["mode", "audience", "request", "response", "runtime-context"], "a chain");
+  else notWith(["seal", "no-freshness"], "a receipt or an envelope (only to a chain)");
+  if (subject.path === "/v1/envelopes/verify") notWith(["request", "response", "runtime-context"], "an envelope (only to a receipt)");
   if (!chain) {
     body.audience = values.audience ?? body.audience ?? audienceOf(subject);
     if (values.mode !== undefined) body.mode = values.mode;
@@ -254,7 +304,11 @@ async function verify(io: Io, args: string[]): Promise<number> {
     if (values.seal !== undefined) body.seal = readJson(io, values.seal, "seal");
     if (values["no-freshness"]) body.check_freshness = false;
   }
-  if (values.at !== undefined) body.at = number(values.at, "--at", 0);
+  if (at !== undefined) {
+    if (!chain && body.mode === "enforce") throw new UsageError("--at judges only an audit-mode call; this one is in enforce mode");
+    if (chain && body.check_freshness !== false) throw new UsageError("--at judges a chain only with --no-freshness (archival audit)");
+    body.at = at;
+  }
   const audiences = typeof body.audience === "string" ? [body.audience] : [];
   const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   const answer = await verifier.post(subject.path, JSON.stringify(body));
@@ -297,9 +351,9 @@ async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
   const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"), { expectedBundleDigest: values.expect ?? null });
-  if (values.out) writeFileSync(values.out, renderReport(report));
+  if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
   if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
-  else if (!values.out) io.out(renderReport(report));
+  else if (values.out === undefined) io.out(renderReport(report));
   if (!values.json) io.err(replaySummary(report) + "\n");
   return report.decision === "match" ? 0 : 1;
 }
@@ -308,6 +362,8 @@ const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string"
 
 /** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
 const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
+/** The longest delay a timer (AbortSignal.timeout) takes, milliseconds. */
+const MAX_TIMER_MS = 4_294_967_295;
 
 /**
  * CCS 13.9: a remote call that could not be had (transport error, timeout, 5xx) is a deny-shaped
@@ -326,9 +382,16 @@ function unavailableDoc(status: number | null, detail: string) {
 
 async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = (values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787").replace(/\/+$/, "");
+  let protocol: string | null = null;
+  try {
+    protocol = new URL(url).protocol;
+  } catch {
+    /* not a URL */
+  }
+  if (protocol !== "http:" && protocol !== "https:") throw new UsageError(`${values.url !== undefined ? "--url" : "COUNTERSIGN_URL"} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
-  if (timeoutMs <= 0) throw new UsageError("--timeout must be a positive number of milliseconds");
+  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new UsageError(`--timeout must be above 0 and at most ${MAX_TIMER_MS} milliseconds`);
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (token) headers.authorization = `Bearer ${token}`;
   let res: Response;
@@ -364,12 +427,15 @@ async function anchors(io: Io, args: string[]): Promise<number> {
   if (action === "revoke") {
     const { values } = parse(rest, { ...remoteOptions, issuer: { type: "string" }, kid: { type: "string" }, fingerprint: { type: "string" } });
     if ((values.kid === undefined) === (values.fingerprint === undefined)) throw new UsageError("give exactly one of --kid and --fingerprint");
+    httpsUri(need(values.issuer, "--issuer"), "--issuer");
+    if (values.kid === "") throw new UsageError("--kid must not be empty");
+    if (values.fingerprint !== undefined && !/^[0-9a-f]{64}$/.test(values.fingerprint)) throw new UsageError("--fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
     const key = values.kid !== undefined ? { kid: values.kid } : { fingerprint: values.fingerprint };
     return admin(io, values, "POST", "/v1/admin/anchors/revoke", { issuer: need(values.issuer, "--issuer"), ...key });
   }
   if (action === "show") {
     const { values, positionals } = parse(rest, remoteOptions, 1);
-    return admin(io, values, "GET", `/v1/issuers/${encodeURIComponent(need(positionals[0], "the issuer"))}`);
+    return admin(io, values, "GET", `/v1/issuers/${encodeURIComponent(httpsUri(need(positionals[0], "the issuer"), "the issuer"))}`);
   }
   throw new UsageError("anchors takes pin, revoke or show");
 }
@@ -378,8 +444,13 @@ async function relyingParties(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action !== "add") throw new UsageError("relying-parties takes add");
   const { values, positionals } = parse(rest, { ...remoteOptions, audience: { type: "string", multiple: true }, token: { type: "string" } }, 1);
-  const body = { name: need(positionals[0], "the relying party's name"), audiences: values.audience ?? [], ...(values.token ? { token: values.token } : {}) };
+  const body = { name: need(positionals[0], "the relying party's name"), audiences: values.audience ?? [], ...(values.token !== undefined ? { token: values.token } : {}) };
+  if (!RELYING_PARTY_NAME.test(body.name)) throw new UsageError("the relying party's name must be 1-64 of [A-Za-z0-9._-]");
   if (body.audiences.length === 0) throw new UsageError("--audience is required (repeat it for several)");
+  if (body.audiences.length > MAX_AUDIENCES_PER_PARTY) throw new UsageError(`at most ${MAX_AUDIENCES_PER_PARTY} --audience`);
+  for (const a of body.audiences) httpsUri(a, "--audience");
+  if (new Set(body.audiences).size !== body.audiences.length) throw new UsageError("--audience names one audience twice");
+  if (values.token !== undefined && !RELYING_PARTY_TOKEN.test(values.token)) throw new UsageError("--token must be 32-256 of [A-Za-z0-9._~-]");
   return admin(io, values, "POST", "/v1/admin/relying-parties", body);
 }
 
@@ -395,6 +466,8 @@ async function manifest(io: Io, args: string[]): Promise<number> {
   const doc = readJson(io, need(positionals[0], "the manifest file (or -)"), "manifest");
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const now = number(values.now, "--now", Date.now() / 1000);
+  const skew = number(values.skew, "--skew", 30);
+  if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
   const verifierId = isJsonObject(doc) && typeof doc.verifier_id === "string" ? doc.verifier_id : null;
   const anchor = trust.anchors.find((a) => isJsonObject(a) && a.issuer === verifierId);
   let keys: ReturnType<typeof pinnedIssuer>["keys"] = [];
@@ -404,7 +477,7 @@ async function manifest(io: Io, args: string[]): Promise<number> {
     const revoked = trust.revoked.filter((r) => r.issuer === verifierId);
     keys = pinnedIssuer(built.record).keys.filter((k) => !revoked.some((r) => r.kid === k.kid || r.fingerprint === k.fingerprint));
   }
-  const check = await verifyManifest(doc, { keys, now, skew: number(values.skew, "--skew", 30), verifier: nobleVerifier });
+  const check = await verifyManifest(doc, { keys, now, skew, verifier: nobleVerifier });
   const out = check.ok
     ? { valid: true, verifier_id: check.manifest.verifier_id, kid: check.kid, manifest_hash: check.manifestHash, profiles_digest: check.manifest.profiles_digest, expires_at: check.manifest.expires_at, profiles: check.manifest.profiles }
     : { valid: false, code: check.code, detail: check.detail };
@@ -435,7 +508,7 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
   try {
     return await run(io, args);
   } catch (err) {
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof OutputError) {
       io.err(`countersign ${command}: ${err.message}\n`);
       return 2;
     }

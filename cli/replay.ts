@@ -2,13 +2,15 @@
  * `npm run replay -- <bundle.json> [--out report.json] [--expect sha256:…]`: replays an
  * EC-Agent receipt bundle offline and writes the deterministic report (to --out, else to
  * stdout). `--expect` pins the outer bundle digest. Exit 0 when every stored result is
- * reproduced, 1 on a replay mismatch or an invalid manifest, 2 on bad usage.
+ * reproduced, 1 on a replay mismatch or an invalid manifest, 2 on bad usage (an unreadable bundle,
+ * an --out path that cannot be written: one line, nothing half-written).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { SHA256_REF } from "../worker/protocol/encoding.js";
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
+import { OutputError, writeOutputs } from "./output.js";
 
 const usage = () => {
   console.error("usage: npm run replay -- <bundle.json> [--out report.json] [--expect sha256:<64 hex>]");
@@ -32,7 +34,15 @@ try {
 }
 const report = await replayBundle(bundle, { expectedBundleDigest: expect ?? null });
 const text = renderReport(report);
-if (out) writeFileSync(out, text);
-else process.stdout.write(text);
+if (out !== undefined) {
+  try {
+    writeOutputs([{ path: out, text }]);
+  } catch (err) {
+    // An output path that cannot be written is bad usage: one line naming it, nothing half-written.
+    if (!(err instanceof OutputError)) throw err;
+    console.error(err.message);
+    process.exit(2);
+  }
+} else process.stdout.write(text);
 console.error(replaySummary(report));
 process.exit(report.decision === "match" ? 0 : 1);

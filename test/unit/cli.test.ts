@@ -4,7 +4,7 @@
  * runs the same vectors through workerd against the same expectations).
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -53,6 +53,63 @@ describe("countersign keygen", () => {
   });
 });
 
+describe("an output path that cannot be written is a usage error: one line naming it, exit 2, nothing half-written", () => {
+  const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
+  const missing = join(dir, "no-such-dir", "x.json");
+  const noTemp = (d: string) => expect(readdirSync(d).filter((f) => f.endsWith(".tmp"))).toEqual([]);
+
+  it("keygen --out into a missing directory", async () => {
+    const res = await run("keygen", "--out", join(dir, "no-such-dir", "k"));
+    expect(res.code).toBe(2);
+    expect(res.err).toBe(`countersign keygen: cannot write ${join(dir, "no-such-dir", "k.key")}: ENOENT\n`);
+    expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
+  });
+
+  it("keygen --force over a file that cannot be replaced keeps the old key (no lone new key beside an old public key)", async () => {
+    expect((await run("keygen", "--out", at("half"), "--kid", "k1")).code).toBe(0);
+    const oldKey = readFileSync(at("half.key"), "utf8");
+    rmSync(at("half.pub.json"));
+    mkdirSync(at("half.pub.json"));
+    const res = await run("keygen", "--out", at("half"), "--kid", "k1", "--force");
+    expect(res.code).toBe(2);
+    expect(res.err).toBe(`countersign keygen: cannot write ${at("half.pub.json")}: it is a directory\n`);
+    expect(readFileSync(at("half.key"), "utf8")).toBe(oldKey);
+    noTemp(dir);
+  });
+
+  it("replay --out into a missing directory, or onto a directory, or empty", async () => {
+    const res = await run("replay", bundle, "--out", missing);
+    expect(res).toEqual({ code: 2, out: "", err: `countersign replay: cannot write ${missing}: ENOENT\n` });
+    mkdirSync(at("report-dir"));
+    const onDir = await run("replay", bundle, "--out", at("report-dir"));
+    expect(onDir.code).toBe(2);
+    expect(onDir.err).toMatch(/cannot write .*report-dir: it is a directory/);
+    const empty = await run("replay", bundle, "--out", "");
+    expect(empty.code).toBe(2);
+    expect(empty.out).toBe("");
+    noTemp(dir);
+    const written = await run("replay", bundle, "--out", at("report.json"));
+    expect(written.code).toBe(0);
+    expect(written.out).toBe("");
+    expect(JSON.parse(readFileSync(at("report.json"), "utf8"))).toMatchObject({ decision: "match" });
+    noTemp(dir);
+  });
+
+  it("npm run replay (cli/replay.ts) --out into a missing directory: one line, exit 2, no stack trace", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", bundle, "--out", missing], { cwd: ROOT, encoding: "utf8" });
+    expect(res.status).toBe(2);
+    expect(res.stdout).toBe("");
+    expect(res.stderr).toBe(`cannot write ${missing}: ENOENT\n`);
+  });
+
+  it("the countersign process itself: keygen into a missing directory exits 2 with one line", () => {
+    const res = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "keygen", "--out", join(dir, "no-such-dir", "k")], { encoding: "utf8" });
+    expect(res.status).toBe(2);
+    expect(res.stderr.trim().split("\n")).toEqual([`countersign keygen: cannot write ${join(dir, "no-such-dir", "k.key")}: ENOENT`]);
+  });
+});
+
 describe("countersign sign and verify", () => {
   it("a signed receipt verifies offline (exit 0, the service's JSON); a tampered one is invalid (exit 1) with the service's code", async () => {
     const { key, anchors } = await issuerFiles("sv");
@@ -87,11 +144,107 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("sign refuses, exit 2 with a message naming the flag, every flag value that would make a receipt the verifier refuses; the bounds themselves verify", async () => {
+    const { key, anchors } = await issuerFiles("flags");
+    const base = ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--json"];
+    const refused: [string[], RegExp][] = [
+      [["--issuer", "notauri"], /--issuer must be an https:\/\/ URI/],
+      [["--issuer", "https://"], /--issuer must be an https:\/\/ URI/],
+      [["--issuer", `https://x.example/${"a".repeat(300)}`], /--issuer must be an https:\/\/ URI/],
+      [["--audience", "http://relying-party.example"], /--audience must be an https:\/\/ URI/],
+      [["--sequence", "1.5"], /--sequence must be an integer/],
+      [["--sequence=1e300"], /--sequence must be an integer/],
+      [["--sequence=-1"], /--sequence must be an integer/],
+      [["--sequence", "9007199254740992"], /--sequence must be an integer/],
+      [["--lifetime=-5"], /--lifetime must be above 0 and at most 300/],
+      [["--lifetime=0"], /--lifetime must be above 0/],
+      [["--lifetime=100000"], /--lifetime must be above 0 and at most 300/],
+      [["--lifetime=1e-300"], /--lifetime must be above 0/],
+      [["--skew=-1"], /--skew must be a number of seconds >= 0/],
+      [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
+      [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
+    ];
+    for (const [flags, message] of refused) {
+      const res = await run(...base, ...flags);
+      expect({ flags, code: res.code, out: res.out }).toEqual({ flags, code: 2, out: "" });
+      expect(res.err).toMatch(message);
+    }
+    for (const flags of [["--lifetime", "300", "--sequence", "0"], ["--sequence", "9007199254740991", "--skew", "0"], ["--verdict", "deny", "--block-reason", "no"]]) {
+      const signed = await run(...base, ...flags);
+      expect(signed.code).toBe(0);
+      writeFileSync(at("flags-receipt.json"), signed.out);
+      const ok = await run("verify", at("flags-receipt.json"), "--anchors", anchors, "--request", at("command.json"), "--json");
+      expect({ flags, valid: JSON.parse(ok.out).valid }).toEqual({ flags, valid: true });
+    }
+  });
+
+  it("verify: a flag value the service would refuse, or a flag the call at hand does not carry, is a usage error (exit 2), not a verdict", async () => {
+    const { key, anchors } = await issuerFiles("vflags");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("vflags-call.json"), call.out);
+    writeFileSync(at("vflags.jsonl"), call.out);
+    writeFileSync(at("vflags-chain.json"), JSON.stringify({ chain: { chain_id: "c", entries: [] } }));
+    const cases: [string[], RegExp][] = [
+      [[at("vflags-call.json"), "--mode", "bogus"], /--mode must be audit or enforce/],
+      [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
+      [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
+      [[at("vflags-call.json"), "--mode", "enforce", "--at", "1796000000"], /--at judges only an audit-mode call/],
+      [[at("vflags-call.json"), "--seal", at("command.json")], /--seal does not apply to a receipt/],
+      [[at("vflags-call.json"), "--no-freshness"], /--no-freshness does not apply to a receipt/],
+      [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
+      [[at("vflags-chain.json"), "--at", "1796000000"], /--at judges a chain only with --no-freshness/],
+      [["--lines", at("vflags.jsonl"), "--mode", "enforce"], /--mode does not apply to --lines/],
+    ];
+    for (const [argv, message] of cases) {
+      const res = await run("verify", ...argv, "--anchors", anchors, "--json");
+      expect({ argv, code: res.code, out: res.out }).toEqual({ argv, code: 2, out: "" });
+      expect(res.err).toMatch(message);
+    }
+    const bin = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "verify", at("vflags-call.json"), "--anchors", anchors, "--mode", "bogus"], { encoding: "utf8" });
+    expect(bin.status).toBe(2);
+    expect(bin.stdout).toBe("");
+    expect(bin.stderr).toBe("countersign verify: --mode must be audit or enforce\n");
+  });
+
+  it("keygen, manifest verify and the remote commands refuse bad flag values with exit 2 before anything is written or sent", async () => {
+    const { anchors } = await issuerFiles("rflags");
+    let fetched = 0;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => (fetched++, new Response("{}"))) as typeof fetch };
+    const url = ["--url", "http://127.0.0.1:9"];
+    const cases: [string[], RegExp][] = [
+      [["keygen", "--out", at("rflags-k"), "--issuer", `https://x.example/${"a".repeat(300)}`], /--issuer must be an https:\/\/ URI/],
+      [["manifest", "verify", at("command.json"), "--anchors", anchors, "--skew=-1"], /--skew must be/],
+      [["anchors", "revoke", "--issuer", "notauri", "--kid", "k1", ...url], /--issuer must be an https:\/\/ URI/],
+      [["anchors", "revoke", "--issuer", ISSUER, "--fingerprint", "ABC", ...url], /--fingerprint must be 64 lowercase hex/],
+      [["anchors", "revoke", "--issuer", ISSUER, "--kid", "", ...url], /--kid must not be empty/],
+      [["anchors", "show", "notauri", ...url], /the issuer must be an https:\/\/ URI/],
+      [["relying-parties", "add", "rp1", "--audience", "notauri", ...url], /--audience must be an https:\/\/ URI/],
+      [["relying-parties", "add", "rp 1", "--audience", AUDIENCE, ...url], /name must be 1-64/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", AUDIENCE, ...url], /one audience twice/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "", ...url], /--token must be 32-256/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
+    ];
+    for (const [argv, message] of cases) {
+      let err = "";
+      const code = await main(argv, { ...io, err: (t) => void (err += t) });
+      expect({ argv, code }).toEqual({ argv, code: 2 });
+      expect(err).toMatch(message);
+    }
+    expect(fetched).toBe(0);
+    expect(existsSync(at("rflags-k.key"))).toBe(false);
+    let err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "localhost:8787" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must be an http:\/\/ or https:\/\/ URL/);
+  });
+
   it.each([
     [["verify"], /the file to verify is required/],
     [["verify", "x.json"], /--anchors is required|cannot read/],
     [["verify", "--bogus"], /Unknown option/],
-    [["sign", "--key", "/nonexistent"], /cannot read key/],
+    [["sign", "--key", "/nonexistent", "--issuer", ISSUER, "--audience", AUDIENCE], /cannot read key/],
+    [["sign", "--key", "/nonexistent"], /--issuer is required/],
     [["frobnicate"], /unknown command/],
     [["anchors", "dance"], /pin, revoke or show/],
     [["relying-parties", "add", "rp1"], /--audience is required/],

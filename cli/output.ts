@@ -1,0 +1,65 @@
+/**
+ * Files a command writes (keys, reports): all of them or none. An output path that cannot be
+ * written is the caller's to fix (a usage problem, exit 2), answered in one line naming the path,
+ * and leaves nothing half-written behind. Kept free of the Worker's code, so `npm run replay`
+ * loads only what it needs.
+ */
+import { chmodSync, closeSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+
+/** An output path that cannot be written: a usage problem, its message one line naming the path. */
+export class OutputError extends Error {}
+
+export interface OutputFile {
+  path: string;
+  text: string;
+  /** File mode (e.g. 0o600 for a secret); default 0o666 less the umask. */
+  mode?: number;
+}
+
+const reason = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+
+/**
+ * Writes each file to a temporary sibling first, then renames them all into place: a path whose
+ * directory is missing or unwritable, or that names a directory, fails before any target is
+ * touched (an existing file, with --force, keeps its old content). Throws OutputError.
+ */
+export function writeOutputs(files: OutputFile[]): void {
+  for (const f of files) {
+    if (f.path === "") throw new OutputError("an output path must not be empty");
+    let isDir = false;
+    try {
+      isDir = statSync(f.path).isDirectory();
+    } catch {
+      /* absent (or unreadable): the staging write below answers for the directory */
+    }
+    if (isDir) throw new OutputError(`cannot write ${f.path}: it is a directory`);
+  }
+  const staged: { temp: string; path: string }[] = [];
+  const discard = () => {
+    for (const s of staged) rmSync(s.temp, { force: true });
+  };
+  for (const f of files) {
+    const temp = join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`);
+    let fd: number | undefined;
+    try {
+      fd = openSync(temp, "wx", f.mode ?? 0o666);
+      staged.push({ temp, path: f.path });
+      writeFileSync(fd, f.text);
+      if (f.mode !== undefined) chmodSync(temp, f.mode);
+    } catch (err) {
+      discard();
+      throw new OutputError(`cannot write ${f.path}: ${reason(err)}`);
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  }
+  for (const [i, s] of staged.entries()) {
+    try {
+      renameSync(s.temp, s.path);
+    } catch (err) {
+      for (const rest of staged.slice(i)) rmSync(rest.temp, { force: true });
+      throw new OutputError(`cannot write ${s.path}: ${reason(err)}`);
+    }
+  }
+}
