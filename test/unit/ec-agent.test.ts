@@ -211,6 +211,21 @@ describe("dynamic documents: version hash and access decision", () => {
     expect(await integrity(sample, corpus, events)).toEqual(["EXECUTION_DIGEST_MISMATCH", "OBSERVATION_MISMATCH", "JOINT_DIGEST_MISMATCH"]);
   });
 
+  it("an access denial is an observation: a reference granted before it and cited after it is OBSERVATION_MISMATCH", async () => {
+    const world = await tinyWorld({ s: { start: 0, end: 16 } });
+    const ref = await referenceTo(world.corpus, "d", "s");
+    const denied = ev({ action_id: "t0b", action_type: "access_denied", tool: "fetch", input: "d", doc_id: "d", doc_version: ref.doc_version, access: "revoked", output: "403" });
+    const events = [world.events[0], denied, ...world.events.slice(1)];
+    const after = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 2, evidence: [ref], corpus: world.corpus, events });
+    expect(after.integrity).toEqual({ valid: false, reasons: ["OBSERVATION_MISMATCH"] });
+    const v = await verifyEcReceipt(after, world.corpus, events);
+    expect(v.findings).toContainEqual(expect.objectContaining({ reason: "OBSERVATION_MISMATCH", evidence: 0, detail: expect.stringMatching(/event 1 \(access_denied\).*access revoked/) }));
+    // A retrieval after the denial that grants access again is the last observation: the reference agrees with it.
+    const regranted = [...events.slice(0, 2), { ...world.events[0], action_id: "t0c" }, ...events.slice(2)];
+    const later = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 3, evidence: [ref], corpus: world.corpus, events: regranted });
+    expect(later.integrity).toEqual({ valid: true, reasons: ["OK"] });
+  });
+
   it("replay under a substituted version fails with SOURCE_VERSION_MISMATCH", async () => {
     const c = clone(corpus);
     c.expedition.text = c.expedition.text.replace("storm", "gale");

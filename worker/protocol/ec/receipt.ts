@@ -128,7 +128,7 @@ export function prepareTrace(events: unknown): PreparedTrace {
   const isEvent = (e: unknown): e is TraceEvent => e !== null && typeof e === "object";
   const observations = new Map<string, number[]>();
   list.forEach((e, i) => {
-    if (!isEvent(e) || typeof e.doc_id !== "string" || !OBSERVING_TYPES.includes(e.action_type) || e.action_type === "access_denied") return;
+    if (!isEvent(e) || typeof e.doc_id !== "string" || !OBSERVING_TYPES.includes(e.action_type)) return;
     const at = observations.get(e.doc_id);
     if (at) at.push(i);
     else observations.set(e.doc_id, [i]);
