@@ -516,6 +516,16 @@ describe("bundle replay", () => {
     expect(report.rows.filter((r) => r.replay_result.decision === "mismatch")).toHaveLength(1);
   });
 
+  it("a bundle made by another verifier version or under another support configuration never replays as match", async () => {
+    const version = await edit((b) => (b.manifest.verifier_version = "countersign-ec-verifier/1"));
+    expect(version.decision).toBe("mismatch");
+    expect(version.rows.map((r) => r.replay_result.mismatch_reasons)).toEqual(version.rows.map(() => ["VERIFIER_DRIFT"]));
+    expect(version.rows.every((r) => r.receipts.every((x) => !x.replay_mismatch))).toBe(true); // every receipt itself reproduced
+    const config = await edit((b) => (b.manifest.support_config_digest = `sha256:${"4".repeat(64)}`));
+    expect(config.decision).toBe("mismatch");
+    expect(config.rows.map((r) => r.replay_result.mismatch_reasons)).toEqual(config.rows.map(() => ["ENVIRONMENT_DRIFT"]));
+  });
+
   it("each mismatch names its reason: quote, hash, source, schema, trace digest, policy divergence, environment drift", async () => {
     const receiptOf = (b: Bundle, run = "run-003", i = 2) => (b.rows[run] as ExecutionRow).receipts[i].receipt as EcReceipt;
     const reasons = async (mutate: (b: Bundle) => void) => (await edit(mutate)).rows.find((r) => r.replay_result.decision === "mismatch")?.replay_result.mismatch_reasons;

@@ -315,6 +315,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
   // Per-document, per-span and per-trace work is shared by every receipt of the bundle.
   const memo = new VerifyMemo(corpus, options.limits ?? null);
   const known = { corpusDigest: b.manifest.corpus_digest, memo };
+  // Another verifier version or support configuration made the bundle: its recorded results are
+  // not this verifier's to reproduce, whatever the recomputation gives, so every row names the cause.
   const drifted = b.manifest.verifier_version !== VERIFIER_VERSION;
   const environmentDrift = b.manifest.support_config_digest !== configDigest;
   const replayed: RowReplay[] = [];
@@ -359,6 +361,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
     const rerun = await compareRerun(row, fullTrace);
     const rowReasons = new Set<MismatchReason>(receipts.flatMap((r) => r.mismatch_reasons));
     if (rerun.reason) rowReasons.add(rerun.reason);
+    if (drifted) rowReasons.add("VERIFIER_DRIFT");
+    if (environmentDrift) rowReasons.add("ENVIRONMENT_DRIFT");
     replayed.push({
       run_id: row.run_id,
       record_id: row.record_id,
@@ -379,7 +383,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
       receipts: receipts.flatMap((r, i) => (r.claim_id ? [{ claim_id: r.claim_id, valid: r.actual.integrity.valid, supported: r.actual.support_result.supported, evidence: (row.receipts[i].receipt as EcReceipt).evidence }] : [])),
     });
   }
-  return report(replayed.some((r) => r.replay_result.decision === "mismatch") ? "mismatch" : "match", replayed, requiredClaimCoverage(coverageRuns));
+  const mismatch = drifted || environmentDrift || replayed.some((r) => r.replay_result.decision === "mismatch");
+  return report(mismatch ? "mismatch" : "match", replayed, requiredClaimCoverage(coverageRuns));
 }
 
 const sortReasons = (s: Set<MismatchReason>) => MISMATCH_REASONS.filter((r) => s.has(r));
