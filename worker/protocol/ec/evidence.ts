@@ -51,6 +51,8 @@ export interface EvidenceCheck {
   findings: EvidenceFinding[];
   /** The selected text, only once the quote (when emitted) and the hash have verified it. */
   verified: string | null;
+  /** Set when the reference stopped at steps 1–3 (form, identity, offsets, document, range): nothing could be selected. */
+  stopped?: true;
 }
 
 const REF_FIELDS = new Set(["doc_id", "span_id", "start", "end", "text_sha256", "quote", "doc_version", "access"]);
@@ -101,12 +103,14 @@ export const codePointIndex = (corpus: Corpus, limits: EcLimits | null = null): 
  * Checks one reference against the corpus; `index` names it in the findings. Order: form;
  * reference identity (document and span ids present); offsets as integers in order; the
  * document; offsets in range; the span declared with these offsets; source state (version,
- * access); quote; hash. A failure of form, identity or offsets stops the reference there.
+ * access); quote; hash. A failure of form, identity, offsets, document or range stops the
+ * reference there (there is no span to select); the declared-span, source-state, quote and hash
+ * checks all run and all report, so one reference can carry several of their codes.
  */
 export async function checkEvidence(value: unknown, index: number, corpus: Corpus, memo: CorpusMemo, disabled: ReadonlySet<EvidenceProperty> = NONE): Promise<EvidenceCheck> {
   const findings: EvidenceFinding[] = [];
   const note = (reason: EvidenceReason, detail: string) => findings.push({ reason, evidence: index, detail });
-  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (note(reason, detail), { findings, verified: null });
+  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (note(reason, detail), { findings, verified: null, stopped: true });
   const on = (p: EvidenceProperty) => !disabled.has(p);
   if (value === null || typeof value !== "object" || Array.isArray(value)) return fail("SCHEMA_INVALID", "an evidence reference must be an object");
   const ref = value as Record<string, unknown>;

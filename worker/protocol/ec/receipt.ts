@@ -274,10 +274,12 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   if (on("corpus_digest") && recomputedCorpus !== r.corpus_digest) findings.push({ reason: "CORPUS_DIGEST_MISMATCH", detail: "the corpus is not the one the receipt was issued over" });
 
   const verified: (string | null)[] = [];
+  const stopped: boolean[] = [];
   for (const [i, ref] of r.evidence.entries()) {
     const check = await checkEvidence(ref, i, corpus, memo.corpusMemo, disabled as ReadonlySet<EvidenceProperty>);
     findings.push(...check.findings.map((f) => ({ reason: f.reason as EvidenceReason, detail: f.detail, evidence: f.evidence })));
     verified.push(check.verified);
+    stopped.push(check.stopped === true);
   }
 
   let execution: string | null = null;
@@ -292,7 +294,8 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
     if (anchor) findings.push({ reason: "ANCHOR_MISMATCH", detail: anchor, event: r.emission_anchor });
     if (on("observation")) {
       for (const [i, ref] of r.evidence.entries()) {
-        if (verified[i] === null && findings.some((f) => f.evidence === i && f.reason !== "QUOTE_MISMATCH" && f.reason !== "SPAN_HASH_MISMATCH")) continue;
+        // Like steps 4–6, the observation check runs for every reference that did not stop at steps 1–3.
+        if (stopped[i]) continue;
         const seen = observationProblem(trace, prepared, r.emission_anchor, ref);
         if (seen) findings.push({ reason: "OBSERVATION_MISMATCH", detail: seen, evidence: i });
       }
