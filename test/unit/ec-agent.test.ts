@@ -161,6 +161,19 @@ describe("the paper's order of checks", () => {
     expect(v.support).toMatchObject({ evaluated: true, supported: false });
   });
 
+  it("a reference stops at steps 1–3 only; steps 4–6 and the observation check all report, as the docs say", async () => {
+    const stale = await versionOf(`${corpus.expedition.text} (v0)`);
+    const ref = { ...sample.evidence[0], span_id: "s9", doc_version: stale, quote: "forged" };
+    const v = await verifyEcReceipt({ ...sample, evidence: [ref] }, corpus, sampleEvents);
+    expect(v.findings.filter((f) => f.evidence === 0).map((f) => f.reason)).toEqual(["INVALID_REFERENCE", "SOURCE_VERSION_MISMATCH", "QUOTE_MISMATCH", "OBSERVATION_MISMATCH"]);
+    // A stop at steps 1–3 reports that one code and nothing about the reference after it.
+    const out = await verifyEcReceipt({ ...sample, evidence: [{ ...ref, end: 10_000 }] }, corpus, sampleEvents);
+    expect(out.findings.filter((f) => f.evidence === 0).map((f) => f.reason)).toEqual(["OFFSET_OUT_OF_RANGE"]);
+    const docs = readFileSync(resolve(PROJECT_ROOT, "docs/ec-receipts.md"), "utf8").replace(/\s+/g, " ");
+    expect(docs).toContain("A reference stops at the first failure of steps 1–3");
+    expect(docs).toContain("steps 4–6 (and the observation check below) all run and all report");
+  });
+
   it("the quote is optional: a reference without one verifies on its hash; with one, the quote is checked", async () => {
     const world = await tinyWorld({ s: { start: 0, end: 16 } });
     const bare = await referenceTo(world.corpus, "d", "s", { quote: false });
@@ -209,6 +222,21 @@ describe("dynamic documents: version hash and access decision", () => {
     const events = clone(sampleEvents);
     events[sampleEvents.indexOf(observed)].access = "unauthorized";
     expect(await integrity(sample, corpus, events)).toEqual(["EXECUTION_DIGEST_MISMATCH", "OBSERVATION_MISMATCH", "JOINT_DIGEST_MISMATCH"]);
+  });
+
+  it("an access denial is an observation: a reference granted before it and cited after it is OBSERVATION_MISMATCH", async () => {
+    const world = await tinyWorld({ s: { start: 0, end: 16 } });
+    const ref = await referenceTo(world.corpus, "d", "s");
+    const denied = ev({ action_id: "t0b", action_type: "access_denied", tool: "fetch", input: "d", doc_id: "d", doc_version: ref.doc_version, access: "revoked", output: "403" });
+    const events = [world.events[0], denied, ...world.events.slice(1)];
+    const after = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 2, evidence: [ref], corpus: world.corpus, events });
+    expect(after.integrity).toEqual({ valid: false, reasons: ["OBSERVATION_MISMATCH"] });
+    const v = await verifyEcReceipt(after, world.corpus, events);
+    expect(v.findings).toContainEqual(expect.objectContaining({ reason: "OBSERVATION_MISMATCH", evidence: 0, detail: expect.stringMatching(/event 1 \(access_denied\).*access revoked/) }));
+    // A retrieval after the denial that grants access again is the last observation: the reference agrees with it.
+    const regranted = [...events.slice(0, 2), { ...world.events[0], action_id: "t0c" }, ...events.slice(2)];
+    const later = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 3, evidence: [ref], corpus: world.corpus, events: regranted });
+    expect(later.integrity).toEqual({ valid: true, reasons: ["OK"] });
   });
 
   it("replay under a substituted version fails with SOURCE_VERSION_MISMATCH", async () => {
@@ -499,6 +527,26 @@ describe("bundle replay", () => {
     expect(row.receipts[0]).toMatchObject({ replay_mismatch: true, mismatch_reasons: ["VERIFIER_DRIFT"], actual: { integrity: { valid: true, reasons: ["OK"] } } });
     expect(row.replay_result).toEqual({ decision: "mismatch", mismatch_reasons: ["VERIFIER_DRIFT"] });
     expect(report.rows.filter((r) => r.replay_result.decision === "mismatch")).toHaveLength(1);
+  });
+
+  it("without a pin replay proves self-consistency only: a resealed edit replays as match, the pin catches it (and the docs say so)", async () => {
+    const b = fixture();
+    (b.rows["run-002"] as ExecutionRow).record_id = "rec-elsewhere";
+    const resealed = await resealBundle(b);
+    expect((await replayBundle(resealed)).decision).toBe("match");
+    expect((await replayBundle(resealed, { expectedBundleDigest: pinned().bundle_digest })).manifest_problems.map((p) => p.code)).toEqual(["BUNDLE_DIGEST_NOT_EXPECTED"]);
+    const docs = readFileSync(resolve(PROJECT_ROOT, "docs/ec-receipts.md"), "utf8").replace(/\s+/g, " ");
+    expect(docs).toMatch(/Replay without a pin .* proves only that a bundle is self-consistent/);
+  });
+
+  it("a bundle made by another verifier version or under another support configuration never replays as match", async () => {
+    const version = await edit((b) => (b.manifest.verifier_version = "countersign-ec-verifier/1"));
+    expect(version.decision).toBe("mismatch");
+    expect(version.rows.map((r) => r.replay_result.mismatch_reasons)).toEqual(version.rows.map(() => ["VERIFIER_DRIFT"]));
+    expect(version.rows.every((r) => r.receipts.every((x) => !x.replay_mismatch))).toBe(true); // every receipt itself reproduced
+    const config = await edit((b) => (b.manifest.support_config_digest = `sha256:${"4".repeat(64)}`));
+    expect(config.decision).toBe("mismatch");
+    expect(config.rows.map((r) => r.replay_result.mismatch_reasons)).toEqual(config.rows.map(() => ["ENVIRONMENT_DRIFT"]));
   });
 
   it("each mismatch names its reason: quote, hash, source, schema, trace digest, policy divergence, environment drift", async () => {

@@ -3,6 +3,8 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import bundle from "../../vectors/ec-agent/bundle.json" with { type: "json" };
 import pin from "../../vectors/ec-agent/fixture-manifest.json" with { type: "json" };
+import { resealBundle, type Bundle } from "../../worker/protocol/ec/bundle.js";
+import { EC_LIMITS } from "../../worker/protocol/ec/limits.js";
 import { harness } from "../support/app-harness.js";
 
 const h = () => harness(env, createExecutionContext());
@@ -59,6 +61,20 @@ describe("EC-Agent routes in workerd", () => {
     const b = await h().call("/v1/bundles/replay", post({ bundle: c1c2 }));
     expect(b.status).toBe(200);
     expect(b.body.manifest_problems).toContainEqual({ code: "ROW_MALFORMED", detail: "row run-001: required_claims must be an array of claim ids (got a string)" });
+  });
+
+  it("a call over an EC_LIMITS cap is refused with 400 EC_LIMIT_EXCEEDED, never worked through", async () => {
+    const receipt = structuredClone(rows["run-003"].receipts[2].receipt);
+    receipt.evidence = Array.from({ length: EC_LIMITS.evidence_per_receipt + 1 }, () => receipt.evidence[0]);
+    const refs = await h().call("/v1/ec/receipts/verify", post({ receipt, corpus: rows.corpus, events: rows["run-003"].events }));
+    expect(refs.status).toBe(400);
+    expect(refs.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^evidence_per_receipt: /) });
+    const many = structuredClone(bundle) as unknown as Bundle;
+    const row = many.rows["run-001"] as { receipts: unknown[] };
+    row.receipts = Array.from({ length: EC_LIMITS.receipts_per_run + 1 }, () => row.receipts[0]);
+    const replay = await h().call("/v1/bundles/replay", post({ bundle: await resealBundle(many) }));
+    expect(replay.status).toBe(400);
+    expect(replay.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^receipts_per_run: /) });
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {

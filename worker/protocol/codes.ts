@@ -36,6 +36,7 @@ export type FailureCode = (typeof FAILURE_CODES)[number];
 export const CALL_ERROR_CODES = [
   "MALFORMED_REQUEST",
   "REQUEST_TOO_LARGE",
+  "EC_LIMIT_EXCEEDED",
   "UNAUTHORIZED",
   "AUDIENCE_NOT_ALLOWED",
   "RELYING_PARTY_EXISTS",

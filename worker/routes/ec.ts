@@ -4,11 +4,22 @@ import { BundleCall, EcVerifyCall, SupportCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
 import { replayBundle } from "../protocol/ec/bundle.js";
 import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
-import { verifyEcReceipt } from "../protocol/ec/receipt.js";
+import { EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
+import { verifyEcReceipt, VerifyMemo } from "../protocol/ec/receipt.js";
 import { DEFAULT_SUPPORT_CONFIG, evaluateSupport } from "../protocol/ec/support.js";
 
 /** EC-Agent bodies carry whole source documents and traces: larger than a receipt call. */
 export const MAX_EC_BODY = 2 * 1024 * 1024;
+
+/** A call over one of the EC_LIMITS caps is refused whole, before or while its work is done: 400 EC_LIMIT_EXCEEDED. */
+async function capped<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof EcLimitError) throw new ApiError(400, "EC_LIMIT_EXCEEDED", `${err.limit}: ${err.message}`);
+    throw err;
+  }
+}
 
 export const ecRoutes = new Hono<AppEnv>()
   /** The verifier API: a receipt, the corpus map and the ordered events → {valid, reasons, …}. */
@@ -17,7 +28,8 @@ export const ecRoutes = new Hono<AppEnv>()
     for (const key of ["receipt", "corpus", "events"] as const) if (!Object.hasOwn(body, key)) throw new ApiError(400, "MALFORMED_REQUEST", `${key} is required`);
     const problem = await corpusProblem(body.corpus);
     if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
-    return c.json(await verifyEcReceipt(body.receipt, body.corpus as Corpus, body.events));
+    const corpus = body.corpus as Corpus;
+    return c.json(await capped(() => verifyEcReceipt(body.receipt, corpus, body.events, { memo: new VerifyMemo(corpus, EC_LIMITS) })));
   })
   /**
    * Bundle replay: always 200 with the report; its `decision` says match, mismatch or
@@ -27,7 +39,7 @@ export const ecRoutes = new Hono<AppEnv>()
   .post("/bundles/replay", jsonBody(BundleCall), async (c) => {
     const body = validateBody(BundleCall, await readStrictJson(c, MAX_EC_BODY));
     if (!Object.hasOwn(body, "bundle")) throw new ApiError(400, "MALFORMED_REQUEST", "bundle is required");
-    return c.json(await replayBundle(body.bundle, { expectedBundleDigest: body.expected_bundle_digest ?? null }));
+    return c.json(await capped(() => replayBundle(body.bundle, { expectedBundleDigest: body.expected_bundle_digest ?? null, limits: EC_LIMITS })));
   })
   /** Both support predicates, with every intermediate field and the configuration digest. */
   .post("/support/evaluate", jsonBody(SupportCall), async (c) => {

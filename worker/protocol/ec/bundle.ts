@@ -13,7 +13,8 @@ import { asciiCanonical, compareCodePoints, DOMAINS, domainDigest } from "./cano
 import { corpusDigest, corpusProblem, type Corpus } from "./corpus.js";
 import { requiredClaimCoverage, TERMINATIONS, type Coverage, type Termination } from "./coverage.js";
 import { EC_SCHEMA_VERSION, EVENT_FIELDS, OBSERVING_TYPES, traceDigest, traceProblems, type TraceEvent } from "./events.js";
-import { integrityReasons, verifyEcReceipt, type EcReceipt, type EcVerification, type IntegrityReason } from "./receipt.js";
+import { EcLimitError, type EcLimits } from "./limits.js";
+import { integrityReasons, verifyEcReceipt, VerifyMemo, type EcReceipt, type EcVerification, type IntegrityReason } from "./receipt.js";
 import { DEFAULT_SUPPORT_CONFIG, supportConfigDigest } from "./support.js";
 
 export const BUNDLE_VERSION = "ec-bundle/2";
@@ -212,6 +213,9 @@ async function manifestProblems(bundle: unknown, expected: string | null): Promi
   const data = bundle.rows;
   if (!isObject(data)) return add("BUNDLE_MALFORMED", "rows must be an object by row id"), done(outer);
   const listed = new Set<string>();
+  // A row listed twice is named ROW_DUPLICATE; its digest and form are worked out once, not per listing.
+  const digested = new Map<string, string | null>();
+  const formed = new Map<string, string | null>();
   let corpusId: string | null = null;
   for (const row of m.rows as unknown[]) {
     if (!isObject(row) || !exactKeys(row, ["id", "kind", "sha256"]) || typeof row.id !== "string" || !["corpus", "execution"].includes(row.kind as string) || typeof row.sha256 !== "string") {
@@ -225,17 +229,17 @@ async function manifestProblems(bundle: unknown, expected: string | null): Promi
       add("ROW_MISSING", `row ${row.id} is listed but absent`);
       continue;
     }
-    let digest: string;
-    try {
-      digest = await rowDigest(data[row.id]);
-    } catch {
+    if (!digested.has(row.id)) digested.set(row.id, await rowDigest(data[row.id]).catch(() => null));
+    const digest = digested.get(row.id)!;
+    if (digest === null) {
       add("ROW_MALFORMED", `row ${row.id} has no canonical form (a non-finite number?)`);
       continue;
     }
     rows[row.id] = digest;
     if (digest !== row.sha256) add("ROW_DIGEST_MISMATCH", `row ${row.id}: digest ${digest} is not the manifest's ${row.sha256}`);
     if (row.kind === "execution") {
-      const problem = executionProblem(row.id, data[row.id]);
+      if (!formed.has(row.id)) formed.set(row.id, executionProblem(row.id, data[row.id]));
+      const problem = formed.get(row.id);
       if (problem) add("ROW_MALFORMED", problem);
     }
   }
@@ -288,7 +292,7 @@ function rerunDivergence(events: TraceEvent[], rerun: TraceEvent[]): { index: nu
  * Replays a bundle. Pure; the CLI writes the report with `renderReport`. `expected` pins the
  * outer digest the caller trusts (a fixture manifest, a published value).
  */
-export async function replayBundle(bundle: unknown, options: { expectedBundleDigest?: string | null } = {}): Promise<ReplayReport> {
+export async function replayBundle(bundle: unknown, options: { expectedBundleDigest?: string | null; limits?: EcLimits | null } = {}): Promise<ReplayReport> {
   const expected = options.expectedBundleDigest ?? null;
   const { problems, rows, outer } = await manifestProblems(bundle, expected);
   const configDigest = await supportConfigDigest(DEFAULT_SUPPORT_CONFIG);
@@ -308,14 +312,24 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
 
   const b = bundle as Bundle;
   const corpus = b.rows[b.manifest.rows.find((r) => r.kind === "corpus")!.id] as Corpus;
-  const known = { corpusDigest: b.manifest.corpus_digest };
+  // Per-document, per-span and per-trace work is shared by every receipt of the bundle.
+  const memo = new VerifyMemo(corpus, options.limits ?? null);
+  const known = { corpusDigest: b.manifest.corpus_digest, memo };
+  // Another verifier version or support configuration made the bundle: its recorded results are
+  // not this verifier's to reproduce, whatever the recomputation gives, so every row names the cause.
   const drifted = b.manifest.verifier_version !== VERIFIER_VERSION;
   const environmentDrift = b.manifest.support_config_digest !== configDigest;
   const replayed: RowReplay[] = [];
   const coverageRuns = [];
   for (const mr of b.manifest.rows.filter((r) => r.kind === "execution")) {
     const row = b.rows[mr.id] as ExecutionRow;
-    const eventsOk = traceProblems(row.events).length === 0;
+    if (options.limits && row.receipts.length > options.limits.receipts_per_run) {
+      throw new EcLimitError("receipts_per_run", `row ${row.run_id} has ${row.receipts.length} receipts; at most ${options.limits.receipts_per_run} are replayed per execution`);
+    }
+    if (options.limits && row.rerun?.events && row.rerun.events.length > options.limits.events_per_trace) {
+      throw new EcLimitError("events_per_trace", `row ${row.run_id}'s rerun has ${row.rerun.events.length} events; at most ${options.limits.events_per_trace} are compared in one call`);
+    }
+    const eventsOk = memo.trace(row.events).problems.length === 0;
     const receipts: ReceiptReplay[] = [];
     for (const rec of row.receipts) {
       const stored = rec.receipt as Partial<EcReceipt> | null;
@@ -347,6 +361,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
     const rerun = await compareRerun(row, fullTrace);
     const rowReasons = new Set<MismatchReason>(receipts.flatMap((r) => r.mismatch_reasons));
     if (rerun.reason) rowReasons.add(rerun.reason);
+    if (drifted) rowReasons.add("VERIFIER_DRIFT");
+    if (environmentDrift) rowReasons.add("ENVIRONMENT_DRIFT");
     replayed.push({
       run_id: row.run_id,
       record_id: row.record_id,
@@ -367,7 +383,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
       receipts: receipts.flatMap((r, i) => (r.claim_id ? [{ claim_id: r.claim_id, valid: r.actual.integrity.valid, supported: r.actual.support_result.supported, evidence: (row.receipts[i].receipt as EcReceipt).evidence }] : [])),
     });
   }
-  return report(replayed.some((r) => r.replay_result.decision === "mismatch") ? "mismatch" : "match", replayed, requiredClaimCoverage(coverageRuns));
+  const mismatch = drifted || environmentDrift || replayed.some((r) => r.replay_result.decision === "mismatch");
+  return report(mismatch ? "mismatch" : "match", replayed, requiredClaimCoverage(coverageRuns));
 }
 
 const sortReasons = (s: Set<MismatchReason>) => MISMATCH_REASONS.filter((r) => s.has(r));

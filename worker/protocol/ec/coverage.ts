@@ -49,8 +49,11 @@ export function requiredClaimCoverage(runs: RunCoverageInput[]): Coverage {
       continue;
     }
     required += needed.length;
+    // Receipts by claim, once per run: a look-up per required claim, not a pass over every receipt.
+    const byClaim = new Map<string, RunCoverageInput["receipts"]>();
+    for (const r of run.receipts) byClaim.get(r.claim_id)?.push(r) ?? byClaim.set(r.claim_id, [r]);
     for (const claimId of needed) {
-      const receipts = run.receipts.filter((r) => r.claim_id === claimId);
+      const receipts = byClaim.get(claimId) ?? [];
       const backing = receipts.filter((r) => r.valid && r.supported === true && r.evidence.length > 0);
       if (backing.length === 0) {
         const reason: UncoveredReason =

@@ -6,6 +6,7 @@
 import { sha256Hex } from "../digest.js";
 import { HEX64, SHA256_REF } from "../encoding.js";
 import { ACCESS_STATES, versionOf, type Access, type Corpus } from "./corpus.js";
+import { EcLimitError, type EcLimits } from "./limits.js";
 import { codePoints } from "./text.js";
 
 export interface EvidenceRef {
@@ -50,27 +51,66 @@ export interface EvidenceCheck {
   findings: EvidenceFinding[];
   /** The selected text, only once the quote (when emitted) and the hash have verified it. */
   verified: string | null;
+  /** Set when the reference stopped at steps 1–3 (form, identity, offsets, document, range): nothing could be selected. */
+  stopped?: true;
 }
 
 const REF_FIELDS = new Set(["doc_id", "span_id", "start", "end", "text_sha256", "quote", "doc_version", "access"]);
 const NONE: ReadonlySet<EvidenceProperty> = new Set();
 
-/** Splits each document into code points once per verification. */
-export function codePointIndex(corpus: Corpus): (docId: string) => string[] {
-  const cache = new Map<string, string[]>();
-  return (docId) => cache.get(docId) ?? cache.set(docId, codePoints(corpus[docId].text)).get(docId)!;
+/**
+ * What one call works out about its corpus, once: each document's code points and content hash,
+ * and each selected span's text and SHA-256. A receipt citing one document a thousand times
+ * hashes it once; a bundle's receipts share it. With `limits` it refuses (EcLimitError) to
+ * select more distinct cited text than `limits.cited_code_points`.
+ */
+export class CorpusMemo {
+  private readonly cps = new Map<string, string[]>();
+  private readonly versions = new Map<string, Promise<string>>();
+  private readonly spans = new Map<string, { text: string; sha256: Promise<string> }>();
+  private cited = 0;
+  constructor(
+    readonly corpus: Corpus,
+    readonly limits: EcLimits | null = null,
+  ) {}
+  points(docId: string): string[] {
+    return this.cps.get(docId) ?? this.cps.set(docId, codePoints(this.corpus[docId].text)).get(docId)!;
+  }
+  version(docId: string): Promise<string> {
+    return this.versions.get(docId) ?? this.versions.set(docId, versionOf(this.corpus[docId].text)).get(docId)!;
+  }
+  /** The text `[s, e)` of a document selects (offsets already checked in range) and its SHA-256. */
+  selected(docId: string, s: number, e: number): { text: string; sha256: Promise<string> } {
+    const key = `${docId}\u0000${s}\u0000${e}`;
+    const known = this.spans.get(key);
+    if (known) return known;
+    const size = Math.max(0, e - s) || 0;
+    if (this.limits && this.cited + size > this.limits.cited_code_points) {
+      throw new EcLimitError("cited_code_points", `the cited spans select more than ${this.limits.cited_code_points} code points of distinct text in one call`);
+    }
+    this.cited += size;
+    const text = this.points(docId).slice(s, e).join("");
+    const span = { text, sha256: sha256Hex(text) };
+    this.spans.set(key, span);
+    return span;
+  }
 }
+
+/** A fresh per-call memo over a corpus (the name is older than the memo: it began as the code-point cache). */
+export const codePointIndex = (corpus: Corpus, limits: EcLimits | null = null): CorpusMemo => new CorpusMemo(corpus, limits);
 
 /**
  * Checks one reference against the corpus; `index` names it in the findings. Order: form;
  * reference identity (document and span ids present); offsets as integers in order; the
  * document; offsets in range; the span declared with these offsets; source state (version,
- * access); quote; hash. A failure of form, identity or offsets stops the reference there.
+ * access); quote; hash. A failure of form, identity, offsets, document or range stops the
+ * reference there (there is no span to select); the declared-span, source-state, quote and hash
+ * checks all run and all report, so one reference can carry several of their codes.
  */
-export async function checkEvidence(value: unknown, index: number, corpus: Corpus, cps: (docId: string) => string[], disabled: ReadonlySet<EvidenceProperty> = NONE): Promise<EvidenceCheck> {
+export async function checkEvidence(value: unknown, index: number, corpus: Corpus, memo: CorpusMemo, disabled: ReadonlySet<EvidenceProperty> = NONE): Promise<EvidenceCheck> {
   const findings: EvidenceFinding[] = [];
   const note = (reason: EvidenceReason, detail: string) => findings.push({ reason, evidence: index, detail });
-  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (note(reason, detail), { findings, verified: null });
+  const fail = (reason: EvidenceReason, detail: string): EvidenceCheck => (note(reason, detail), { findings, verified: null, stopped: true });
   const on = (p: EvidenceProperty) => !disabled.has(p);
   if (value === null || typeof value !== "object" || Array.isArray(value)) return fail("SCHEMA_INVALID", "an evidence reference must be an object");
   const ref = value as Record<string, unknown>;
@@ -90,7 +130,7 @@ export async function checkEvidence(value: unknown, index: number, corpus: Corpu
   const [s, e] = [Number(start), Number(end)];
   if (!Object.hasOwn(corpus, ref.doc_id)) return fail("SOURCE_UNKNOWN", `no document ${JSON.stringify(ref.doc_id)} in the corpus`);
   const doc = corpus[ref.doc_id];
-  const points = cps(ref.doc_id);
+  const points = memo.points(ref.doc_id);
   if (on("offsets") && e > points.length) return fail("OFFSET_OUT_OF_RANGE", `end ${e} is beyond the document's ${points.length} code points`);
   if (on("reference")) {
     const declared = doc.spans && Object.hasOwn(doc.spans, ref.span_id) ? doc.spans[ref.span_id] : undefined;
@@ -98,7 +138,7 @@ export async function checkEvidence(value: unknown, index: number, corpus: Corpu
     else if (declared.start !== s || declared.end !== e) note("INVALID_REFERENCE", `span ${ref.span_id} is declared at ${declared.start}..${declared.end}, not ${s}..${e}`);
   }
   if (on("version")) {
-    const now = await versionOf(doc.text);
+    const now = await memo.version(ref.doc_id);
     if (ref.doc_version !== now) note("SOURCE_VERSION_MISMATCH", `the run observed version ${ref.doc_version}; the corpus holds ${now}`);
   }
   if (on("access")) {
@@ -107,13 +147,14 @@ export async function checkEvidence(value: unknown, index: number, corpus: Corpu
     const current = doc.access ?? "granted";
     if (current !== ref.access) note("ACCESS_STATE_MISMATCH", `the run observed access ${ref.access}; the corpus now says ${current}`);
   }
-  const selected = points.slice(s, e).join("");
+  const span = memo.selected(ref.doc_id, s, e);
+  const selected = span.text;
   let textOk = true;
   if (on("quote") && ref.quote !== undefined && selected !== ref.quote) {
     textOk = false;
     note("QUOTE_MISMATCH", "the quote is not the text the offsets select");
   }
-  if (on("hash") && (await sha256Hex(selected)) !== ref.text_sha256) {
+  if (on("hash") && (await span.sha256) !== ref.text_sha256) {
     textOk = false;
     note("SPAN_HASH_MISMATCH", "SHA-256 of the selected text is not text_sha256");
   }

@@ -6,9 +6,10 @@
 import { SHA256_REF } from "../encoding.js";
 import { asciiCanonical, DOMAINS, domainDigest } from "./canonical.js";
 import { corpusDigest, type Corpus } from "./corpus.js";
-import { checkEvidence, codePointIndex, type EvidenceProperty, type EvidenceRef, type EvidenceReason } from "./evidence.js";
-import { answerIndex, EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventReason, type TraceEvent } from "./events.js";
-import { lexicalSupport, type LexicalReason, type LexicalResult } from "./support.js";
+import { checkEvidence, CorpusMemo, type EvidenceProperty, type EvidenceRef, type EvidenceReason } from "./evidence.js";
+import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventProblem, type EventReason, type TraceEvent } from "./events.js";
+import { EcLimitError, type EcLimits } from "./limits.js";
+import { lexicalSupport, prepareSpan, type LexicalReason, type LexicalResult, type PreparedSpan } from "./support.js";
 
 export interface EcReceipt {
   schema_version: string;
@@ -105,6 +106,67 @@ export interface VerifyOptions {
   corpusDigest?: string;
   /** Properties left unchecked: only the audit's ablation sets this. */
   disabled?: ReadonlySet<IntegrityProperty>;
+  /** Work shared by the verifications of one call over one corpus (bundle replay passes one). */
+  memo?: VerifyMemo;
+}
+
+/**
+ * A trace's receipt-independent facts, computed once per trace in a call: its schema problems,
+ * the index of its answer, its execution digest (on demand) and, per document, the indices of
+ * the events that observed it.
+ */
+export interface PreparedTrace {
+  problems: EventProblem[];
+  answer: number;
+  execution(): Promise<string | null>;
+  observations: Map<string, number[]>;
+}
+
+export function prepareTrace(events: unknown): PreparedTrace {
+  const problems = traceProblems(events);
+  const list = Array.isArray(events) ? (events as TraceEvent[]) : [];
+  const isEvent = (e: unknown): e is TraceEvent => e !== null && typeof e === "object";
+  const observations = new Map<string, number[]>();
+  list.forEach((e, i) => {
+    if (!isEvent(e) || typeof e.doc_id !== "string" || !OBSERVING_TYPES.includes(e.action_type)) return;
+    const at = observations.get(e.doc_id);
+    if (at) at.push(i);
+    else observations.set(e.doc_id, [i]);
+  });
+  let execution: Promise<string | null> | null = null;
+  return {
+    problems,
+    answer: list.findIndex((e) => isEvent(e) && e.action_type === "answer"),
+    execution: () => (execution ??= executionDigestOrNull(list)),
+    observations,
+  };
+}
+
+/**
+ * What one call shares between its verifications: the corpus memo, each trace's prepared facts
+ * (by the events array), each verified span's support preparation, and the caps when the call
+ * came over HTTP.
+ */
+export class VerifyMemo {
+  readonly corpusMemo: CorpusMemo;
+  private readonly traces = new WeakMap<object, PreparedTrace>();
+  private readonly spans = new Map<string, PreparedSpan>();
+  constructor(
+    readonly corpus: Corpus,
+    readonly limits: EcLimits | null = null,
+  ) {
+    this.corpusMemo = new CorpusMemo(corpus, limits);
+  }
+  trace(events: unknown): PreparedTrace {
+    if (this.limits && Array.isArray(events) && events.length > this.limits.events_per_trace) {
+      throw new EcLimitError("events_per_trace", `a trace has ${events.length} events; at most ${this.limits.events_per_trace} are verified in one call`);
+    }
+    if (events === null || typeof events !== "object") return prepareTrace(events);
+    return this.traces.get(events) ?? (this.traces.set(events, prepareTrace(events)), this.traces.get(events)!);
+  }
+  span(text: string): PreparedSpan {
+    return this.spans.get(text) ?? (this.spans.set(text, prepareSpan(text)), this.spans.get(text)!);
+  }
 }
 
 const RECEIPT_FIELDS = ["schema_version", "policy_id", "run_id", "corpus_digest", "claim_id", "claim", "emission_anchor", "evidence", "execution_digest", "joint_digest", "integrity"];
@@ -141,8 +203,7 @@ export async function jointDigest(input: JointInput): Promise<string | null> {
 }
 
 /** Why `event` is not the committed emission of this claim, or null. */
-function anchorProblem(trace: TraceEvent[], r: EcReceipt): string | null {
-  const answer = answerIndex(trace);
+function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt): string | null {
   const at = trace[r.emission_anchor];
   if (!at) return `there is no event ${r.emission_anchor}`;
   if (answer < 0 || r.emission_anchor > answer) return `event ${r.emission_anchor} is after the answer, outside the committed prefix`;
@@ -160,16 +221,24 @@ function anchorProblem(trace: TraceEvent[], r: EcReceipt): string | null {
 
 /**
  * Why a reference's recorded version or access is not what the run observed of its document
- * (the last observation of that document at or before the anchor), or null.
+ * (the last observation of that document at or before the anchor: a retrieval, an observation
+ * or an access denial, each of which records the version it saw and the access decision it got),
+ * or null.
  */
-function observationProblem(trace: TraceEvent[], anchor: number, ref: EvidenceRef): string | null {
-  for (let i = Math.min(anchor, trace.length - 1); i >= 0; i--) {
-    const e = trace[i];
-    if (e.doc_id !== ref.doc_id || !OBSERVING_TYPES.includes(e.action_type) || e.action_type === "access_denied") continue;
-    if (e.doc_version !== ref.doc_version || e.access !== ref.access) return `event ${i} observed ${ref.doc_id} at ${e.doc_version ?? "no version"} with access ${e.access ?? "none"}`;
-    return null;
+function observationProblem(trace: TraceEvent[], prepared: PreparedTrace, anchor: number, ref: EvidenceRef): string | null {
+  const seen = prepared.observations.get(ref.doc_id) ?? [];
+  // The last observing event at or before the anchor, by binary search over its indices.
+  let [lo, hi] = [0, seen.length];
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (seen[mid] <= anchor) lo = mid + 1;
+    else hi = mid;
   }
-  return `the trace never observed ${ref.doc_id} before the claim`;
+  if (lo === 0) return `the trace never observed ${ref.doc_id} before the claim`;
+  const i = seen[lo - 1];
+  const e = trace[i];
+  if (e.doc_version !== ref.doc_version || e.access !== ref.access) return `event ${i} (${e.action_type}) observed ${ref.doc_id} at ${e.doc_version ?? "no version"} with access ${e.access ?? "none"}`;
+  return null;
 }
 
 const NONE: ReadonlySet<IntegrityProperty> = new Set();
@@ -196,31 +265,38 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
     };
   }
   const r = receipt as EcReceipt;
+  const memo = options.memo && options.memo.corpus === corpus ? options.memo : new VerifyMemo(corpus);
+  if (memo.limits && r.evidence.length > memo.limits.evidence_per_receipt) {
+    throw new EcLimitError("evidence_per_receipt", `a receipt cites ${r.evidence.length} evidence references; at most ${memo.limits.evidence_per_receipt} are verified`);
+  }
+  const prepared = memo.trace(events);
   if (on("evidence_presence") && r.evidence.length === 0) findings.push({ reason: "EVIDENCE_EMPTY", detail: "a receipt must cite at least one span" });
   if (on("corpus_digest") && recomputedCorpus !== r.corpus_digest) findings.push({ reason: "CORPUS_DIGEST_MISMATCH", detail: "the corpus is not the one the receipt was issued over" });
 
-  const cps = codePointIndex(corpus);
   const verified: (string | null)[] = [];
+  const stopped: boolean[] = [];
   for (const [i, ref] of r.evidence.entries()) {
-    const check = await checkEvidence(ref, i, corpus, cps, disabled as ReadonlySet<EvidenceProperty>);
+    const check = await checkEvidence(ref, i, corpus, memo.corpusMemo, disabled as ReadonlySet<EvidenceProperty>);
     findings.push(...check.findings.map((f) => ({ reason: f.reason as EvidenceReason, detail: f.detail, evidence: f.evidence })));
     verified.push(check.verified);
+    stopped.push(check.stopped === true);
   }
 
   let execution: string | null = null;
-  const eventProblems = Array.isArray(events) && !on("event_schema") ? [] : traceProblems(events);
+  const eventProblems = Array.isArray(events) && !on("event_schema") ? [] : prepared.problems;
   findings.push(...eventProblems.map((p) => ({ reason: p.reason as EventReason, detail: p.detail, event: p.index })));
   if (eventProblems.length === 0) {
     const trace = events as TraceEvent[];
-    execution = await executionDigestOrNull(trace);
+    execution = await prepared.execution();
     if (execution === null) findings.push({ reason: "EVENT_NO_ANSWER", detail: "the trace has no answer event" });
     else if (on("execution_digest") && execution !== r.execution_digest) findings.push({ reason: "EXECUTION_DIGEST_MISMATCH", detail: "the trace through the answer is not the one the receipt was issued for" });
-    const anchor = on("anchor") ? anchorProblem(trace, r) : null;
+    const anchor = on("anchor") ? anchorProblem(trace, prepared.answer, r) : null;
     if (anchor) findings.push({ reason: "ANCHOR_MISMATCH", detail: anchor, event: r.emission_anchor });
     if (on("observation")) {
       for (const [i, ref] of r.evidence.entries()) {
-        if (verified[i] === null && findings.some((f) => f.evidence === i && f.reason !== "QUOTE_MISMATCH" && f.reason !== "SPAN_HASH_MISMATCH")) continue;
-        const seen = observationProblem(trace, r.emission_anchor, ref);
+        // Like steps 4–6, the observation check runs for every reference that did not stop at steps 1–3.
+        if (stopped[i]) continue;
+        const seen = observationProblem(trace, prepared, r.emission_anchor, ref);
         if (seen) findings.push({ reason: "OBSERVATION_MISMATCH", detail: seen, evidence: i });
       }
     }
@@ -233,7 +309,7 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   findings.sort((a, b) => order(a) - order(b));
   const integrity = [...new Set(findings.map((f) => f.reason))];
   const evaluated = verified.length > 0 && verified.every((v) => v !== null);
-  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!)) : [];
+  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!, undefined, memo.span(span!))) : [];
   const supported = evaluated ? lexical.some((l) => l.supported) : null;
   const supportReason: SupportReason = !evaluated
     ? SUPPORT_NOT_EVALUATED

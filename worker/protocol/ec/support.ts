@@ -58,13 +58,24 @@ export interface LexicalResult {
 
 const normalise = (text: string) => collapseWhitespace(text).toLowerCase();
 
-export function lexicalSupport(claim: string, span: string, threshold = DEFAULT_SUPPORT_CONFIG.threshold): LexicalResult {
-  const tc = tokens(claim);
+/** What the lexical predicate needs of a span, independent of the claim: computed once per span in a call. */
+export interface PreparedSpan {
+  tokens: Set<string>;
+  sorted: string[];
+  normalised: string;
+}
+export const prepareSpan = (span: string): PreparedSpan => {
   const ts = tokens(span);
+  return { tokens: ts, sorted: [...ts].sort(), normalised: normalise(span) };
+};
+
+export function lexicalSupport(claim: string, span: string, threshold = DEFAULT_SUPPORT_CONFIG.threshold, prepared: PreparedSpan = prepareSpan(span)): LexicalResult {
+  const tc = tokens(claim);
+  const ts = prepared.tokens;
   const shared = [...tc].filter((t) => ts.has(t));
   const c = normalise(claim);
-  const s = normalise(span);
-  const base = { claim_tokens: [...tc].sort(), span_tokens: [...ts].sort(), shared_tokens: shared.sort() };
+  const s = prepared.normalised;
+  const base = { claim_tokens: [...tc].sort(), span_tokens: [...prepared.sorted], shared_tokens: shared.sort() };
   if (c === "" || s === "" || tc.size === 0 || ts.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
   const substring = s.includes(c);
   const overlap = shared.length / tc.size;

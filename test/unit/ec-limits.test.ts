@@ -1,0 +1,118 @@
+/**
+ * EC-Agent work stays proportionate to the input: per-document, per-span and per-trace work is
+ * done once per call, and what is still superlinear is capped (EC_LIMITS). Work is measured as
+ * the bytes handed to SHA-256, never by a clock.
+ */
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { buildBundle, replayBundle, type ExecutionRow } from "../../worker/protocol/ec/bundle.js";
+import { versionOf, type Corpus } from "../../worker/protocol/ec/corpus.js";
+import { referenceTo } from "../../worker/protocol/ec/evidence.js";
+import type { TraceEvent } from "../../worker/protocol/ec/events.js";
+import { EC_LIMITS, EcLimitError } from "../../worker/protocol/ec/limits.js";
+import { issueEcReceipt, verifyEcReceipt, VerifyMemo } from "../../worker/protocol/ec/receipt.js";
+
+const ev = (fields: Partial<TraceEvent> & Pick<TraceEvent, "action_id" | "action_type">): TraceEvent => ({ tool: null, input: null, output: null, doc_id: null, doc_version: null, access: null, claim_id: null, attempt: null, ...fields });
+const CLAIM = "Alpha beta gamma";
+
+/** One document of `size` characters with a span over all of it, a run with `extra` tool calls before its claim. */
+async function world(size: number, extra = 0) {
+  const text = `${CLAIM}. ` + "x".repeat(size);
+  const corpus: Corpus = { d: { text, spans: { all: { start: 0, end: Array.from(text).length }, head: { start: 0, end: CLAIM.length } } } };
+  const events: TraceEvent[] = [
+    ev({ action_id: "t0", action_type: "retrieval", tool: "search", input: "q", doc_id: "d", doc_version: await versionOf(text), access: "granted", output: "retrieved d" }),
+    ...Array.from({ length: extra }, (_, i) => ev({ action_id: `x${i}`, action_type: "tool_call", tool: "calc", input: `${i}`, output: `result ${i}` })),
+    ev({ action_id: "c", action_type: "claim_emission", claim_id: "c1", output: CLAIM }),
+    ev({ action_id: "a", action_type: "answer", output: CLAIM }),
+  ];
+  const anchor = events.length - 2;
+  const issue = async (refs: number, span = "all") => {
+    const ref = await referenceTo(corpus, "d", span, { quote: false });
+    return issueEcReceipt({ policy_id: "p", run_id: "run-1", claim_id: "c1", claim: CLAIM, emission_anchor: anchor, evidence: Array.from({ length: refs }, () => ref), corpus, events });
+  };
+  return { corpus, events, issue };
+}
+
+const ledger = { max_calls: 9, calls: 9, max_declared_tokens: 9, declared_tokens: 9, verifier_calls: 1, termination: "answered" as const };
+
+/** Bytes handed to SHA-256 while `work` runs. */
+async function hashedBytes(work: () => Promise<unknown>): Promise<number> {
+  let bytes = 0;
+  const digest = crypto.subtle.digest.bind(crypto.subtle);
+  const spy = vi.spyOn(crypto.subtle, "digest").mockImplementation(((algorithm: Parameters<typeof crypto.subtle.digest>[0], data: Parameters<typeof crypto.subtle.digest>[1]) => {
+    bytes += data.byteLength;
+    return digest(algorithm, data);
+  }) as typeof crypto.subtle.digest);
+  try {
+    await work();
+  } finally {
+    spy.mockRestore();
+  }
+  return bytes;
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe("EC-Agent work is done once per call", () => {
+  it("a receipt citing one document many times hashes the document and the span once, not once per reference", async () => {
+    const w = await world(200_000);
+    const receipt = await w.issue(60);
+    let v: Awaited<ReturnType<typeof verifyEcReceipt>> | undefined;
+    const bytes = await hashedBytes(async () => (v = await verifyEcReceipt(receipt, w.corpus, w.events)));
+    expect(v!.reasons).toEqual(["OK", "SUPPORT_LEXICAL_SUBSTRING"]);
+    // The corpus digest and the version check each hash the text once, the span hash once more: never 60 times.
+    expect(bytes).toBeLessThan(4 * w.corpus.d.text.length);
+  });
+
+  it("a bundle repeating one receipt over a long trace digests the trace once per run, not once per receipt", async () => {
+    const w = await world(100, 2_000);
+    const receipt = await w.issue(1, "head");
+    const bundle = await buildBundle(w.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: w.events, receipts: Array.from({ length: 100 }, () => receipt), budget_ledger: ledger }]);
+    let decision = "";
+    const bytes = await hashedBytes(async () => (decision = (await replayBundle(bundle)).decision));
+    expect(decision).toBe("match");
+    // The row digest and the trace digests read the events a few times in all; 100 receipts × the trace would be ~50× the bundle.
+    expect(bytes).toBeLessThan(5 * JSON.stringify(bundle).length);
+  });
+});
+
+describe("EC_LIMITS: what is still superlinear is capped", () => {
+  it("more evidence references in one receipt than the cap is refused, at the cap it verifies", async () => {
+    const w = await world(100);
+    const memo = () => new VerifyMemo(w.corpus, EC_LIMITS);
+    const at = await w.issue(EC_LIMITS.evidence_per_receipt, "head");
+    expect((await verifyEcReceipt(at, w.corpus, w.events, { memo: memo() })).valid).toBe(true);
+    const over = await w.issue(EC_LIMITS.evidence_per_receipt + 1, "head");
+    await expect(verifyEcReceipt(over, w.corpus, w.events, { memo: memo() })).rejects.toMatchObject({ name: "EcLimitError", limit: "evidence_per_receipt" });
+    // Uncapped (the CLI, the audit) it still verifies.
+    expect((await verifyEcReceipt(over, w.corpus, w.events)).valid).toBe(true);
+  });
+
+  it("more distinct cited text than the cap is refused before it is selected", async () => {
+    const w = await world(EC_LIMITS.cited_code_points / 2 - 100); // one span of just under half the cap
+    const receipt = await w.issue(1);
+    const memo = new VerifyMemo(w.corpus, EC_LIMITS);
+    expect((await verifyEcReceipt(receipt, w.corpus, w.events, { memo })).valid).toBe(true);
+    // The same span again is free; spans at other offsets add up.
+    expect((await verifyEcReceipt(receipt, w.corpus, w.events, { memo })).valid).toBe(true);
+    const shifted = structuredClone(receipt);
+    for (const s of [1, 2]) {
+      shifted.evidence[0].start = s;
+      if (s === 1) expect((await verifyEcReceipt(shifted, w.corpus, w.events, { memo })).valid).toBe(false);
+      else await expect(verifyEcReceipt(shifted, w.corpus, w.events, { memo })).rejects.toBeInstanceOf(EcLimitError);
+    }
+  });
+
+  it("a row with more receipts than the cap, or a trace with more events, is refused", async () => {
+    const w = await world(100, EC_LIMITS.events_per_trace);
+    const receipt = await w.issue(1, "head");
+    const bundle = await buildBundle(w.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: w.events, receipts: [receipt], budget_ledger: ledger }]);
+    await expect(replayBundle(bundle, { limits: EC_LIMITS })).rejects.toMatchObject({ limit: "events_per_trace" });
+    expect((await replayBundle(bundle)).decision).toBe("match");
+    const small = await world(100);
+    const one = await small.issue(1, "head");
+    const many = await buildBundle(small.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: small.events, receipts: Array.from({ length: EC_LIMITS.receipts_per_run + 1 }, () => one), budget_ledger: ledger }]);
+    await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ limit: "receipts_per_run" });
+    (many.rows["run-1"] as ExecutionRow).receipts.length = EC_LIMITS.receipts_per_run;
+    expect((await replayBundle(many, { limits: EC_LIMITS })).decision).toBe("manifest_invalid"); // the cap is judged on rows that hold; this one no longer matches its digest
+  });
+});

@@ -1,0 +1,31 @@
+/**
+ * The work one EC-Agent call may ask for. Per-document, per-span and per-trace work is done once
+ * per call (see `CorpusMemo` and `prepareTrace`), so what is left superlinear in the body's size
+ * is capped here: the references of one receipt (each costs the claim's tokenisation and a
+ * look-up in its run's trace), the code points of distinct cited text (a 200-byte reference can
+ * select a whole document), and the receipts of one execution row and the events of one trace
+ * (bounded so a row's work stays proportionate to what a policy run produces). The HTTP routes
+ * refuse a call over a cap with 400 `EC_LIMIT_EXCEEDED`; the CLI and the audit run uncapped.
+ */
+export const EC_LIMITS = {
+  /** Evidence references in one receipt. */
+  evidence_per_receipt: 64,
+  /** Code points of distinct cited spans selected in one call (the 2 MiB body cap's worth). */
+  cited_code_points: 2 * 1024 * 1024,
+  /** Receipts in one execution row of a bundle. */
+  receipts_per_run: 256,
+  /** Events in one trace (a verify call's events, a row's events or its rerun's). */
+  events_per_trace: 4096,
+} as const;
+export type EcLimits = { readonly [K in keyof typeof EC_LIMITS]: number };
+
+/** A call asked for more work than a cap allows; the routes answer 400 EC_LIMIT_EXCEEDED. */
+export class EcLimitError extends Error {
+  constructor(
+    readonly limit: keyof typeof EC_LIMITS,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = "EcLimitError";
+  }
+}
