@@ -148,7 +148,14 @@ describe("Level 0 receipts (CCS §10)", () => {
     expect(codes(other.body)).toEqual(["BINDING_MISMATCH", "REPLAY_UNGUARDED"]);
     expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0 })).status).toBe(400);
     const missing = await issuerFor("level0-missing-secret");
-    await h.pin({ ...missing.anchor, shared_secret: { secret: "NOT_CONFIGURED_SECRET" } });
+    // A name the deployment does not hold, or one of its own secrets, is refused at the pin.
+    for (const secret of ["NOT_CONFIGURED_SECRET", "SIGNING_KEY", "ADMIN_TOKEN", "AUDIENCES"]) {
+      const refused = await h.pin({ ...missing.anchor, shared_secret: { secret } });
+      expect([refused.status, refused.body.error.code]).toEqual([400, "ANCHOR_INVALID"]);
+    }
+    // A secret removed after the pin is a configuration error at verification, never a pass.
+    const withSecret = harness({ ...env, LATER_REMOVED_SECRET: "ab".repeat(32) } as typeof env, createExecutionContext());
+    expect((await withSecret.pin({ ...missing.anchor, shared_secret: { secret: "LATER_REMOVED_SECRET" } })).status).toBe(200);
     expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: missing.id.issuer })).body.error.code).toBe("SERVICE_MISCONFIGURED");
   });
 

@@ -1,3 +1,4 @@
+import { decodeSharedSecret } from "../protocol/conformance/level0.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
@@ -17,6 +18,9 @@ import { readDecisionStats, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
 import { pinnedIssuer } from "../protocol/anchors.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
+
+/** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
+const OWN_SECRETS = new Set(["ADMIN_TOKEN", "SIGNING_KEY", "INTAKE_TOKEN", "DEMO_RP_TOKEN", "LEDGER_SHARD_KEY"]);
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
@@ -124,6 +128,14 @@ export const adminRoutes = new Hono<AppEnv>()
   // An HMAC key shared with another organisation is no trust domain: Level 0 stays inside this one.
   if (built.record.shared_secret && built.record.org_id !== null && built.record.org_id !== (c.env.ORG_ID || null)) {
     throw new ApiError(400, "ANCHOR_INVALID", "shared_secret (Level 0) is pinned only for an issuer of this deployment's own organisation (org_id absent or ORG_ID)");
+  }
+  const secretName = built.record.shared_secret?.secret;
+  if (secretName !== undefined) {
+    // Named, not held: the name must be a Level 0 key this deployment has, never one of its other secrets.
+    if (OWN_SECRETS.has(secretName)) throw new ApiError(400, "ANCHOR_INVALID", `shared_secret ${secretName} is one of this deployment's own secrets, not a Level 0 key`);
+    if (!decodeSharedSecret((c.env as unknown as Record<string, string | undefined>)[secretName])) {
+      throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, which this deployment does not hold as a Level 0 key (a secret of at least 32 bytes as lowercase hex)`);
+    }
   }
   const existing = await anchors.get(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
