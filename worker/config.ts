@@ -108,9 +108,13 @@ export function journalShards(env: Env): number {
   return n;
 }
 
+/** A started record's lease: JOURNAL_LEASE_SECONDS, an integer 1..3600 (default 300); anything else is a ConfigurationError, as for JOURNAL_SHARDS. */
 export const leaseSeconds = (env: Env): number => {
-  const n = positive(env.JOURNAL_LEASE_SECONDS, DEFAULT_LEASE_SECONDS);
-  return n > 0 && n <= 3600 ? n : DEFAULT_LEASE_SECONDS;
+  const text = env.JOURNAL_LEASE_SECONDS;
+  if (text === undefined || text === "") return DEFAULT_LEASE_SECONDS;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 3600) throw new ConfigurationError("JOURNAL_LEASE_SECONDS must be an integer from 1 to 3600");
+  return n;
 };
 
 const list = (text: string | undefined): string[] => (text ?? "").split(",").map((a) => a.trim()).filter(Boolean);

@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { abortAllDurableObjects, createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { journalShards } from "../../worker/config.js";
+import { ConfigurationError, journalShards, leaseSeconds } from "../../worker/config.js";
 import { durableJournalStub, INTAKE_TENANT, journalClient, journalObjectName } from "../../worker/journal-store.js";
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, INTAKE_TOKEN, RP_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
@@ -345,6 +345,16 @@ describe("the /v1/journal port routes", () => {
     // The intake journal is another tenant: the same key is unknown there.
     const local = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 10_000).port;
     expect((await local.loadByIdempotency("order-42")).kind).toBe("not-found");
+  });
+});
+
+describe("journal configuration", () => {
+  it("JOURNAL_SHARDS and JOURNAL_LEASE_SECONDS out of range are configuration errors, not quietly replaced", () => {
+    const withVars = (vars: Record<string, string>) => ({ ...env, ...vars }) as typeof env;
+    expect(leaseSeconds(withVars({ JOURNAL_LEASE_SECONDS: "" }))).toBe(300);
+    expect(leaseSeconds(withVars({ JOURNAL_LEASE_SECONDS: "3600" }))).toBe(3600);
+    for (const bad of ["0", "3601", "1.5", "x", "-5"]) expect(() => leaseSeconds(withVars({ JOURNAL_LEASE_SECONDS: bad })), bad).toThrow(ConfigurationError);
+    expect(() => journalShards(withVars({ JOURNAL_SHARDS: "65" }))).toThrow(ConfigurationError);
   });
 });
 
