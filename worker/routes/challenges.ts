@@ -18,7 +18,7 @@ import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { verifyDeps } from "./decision-call.js";
-import { recordEvidencedAdmission } from "./intake.js";
+import { recordEvidencedAdmission, signedContexts } from "./intake.js";
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -31,7 +31,7 @@ export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing)
     signer: overrides.signer ?? signer,
     inputRules: overrides.inputRules,
     delegation: (value) =>
-      verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null }, verifyDeps(services)),
+      verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null, signedContexts: (traceId) => signedContexts(c, traceId) }, verifyDeps(services)),
   };
 }
 

@@ -76,6 +76,23 @@ export function storedAdmission(history: readonly JournalEntry[]): (StoredAdmiss
   };
 }
 
+/**
+ * The runtime contexts (canonical text) of every admission this deployment signed under a
+ * trace_id, newest first: what a delegated intake reads its parent's signed delegation from. A
+ * finalised receipt carries its admission's context over, so these cover it too. A record the
+ * journal refuses is an error: the hop must not be guessed.
+ */
+export async function signedContexts(c: Context<AppEnv>, traceId: string): Promise<string[]> {
+  const loaded = await c.get("services").journal(INTAKE_TENANT).port.loadByIdempotency(traceId);
+  if (loaded.kind === "not-found") return [];
+  if (loaded.kind !== "found") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
+  return loaded.history
+    .filter((e) => e.event === "append" && e.receipt && (e.from === "awaiting_policy" || e.from === "awaiting_approval"))
+    .map((e) => (e.detail as unknown as DecisionDetail).runtime_context_jcs)
+    .filter((text): text is string => text !== null)
+    .reverse();
+}
+
 /** What the journal keeps of an admission: enough to answer a retry with it. */
 type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results">;
 /** A fresh admission (judged now), or the one the journal already held (a retry). */
