@@ -154,7 +154,7 @@ describe("two independent instances under Node", () => {
     const a = nodeEnv(vars);
     const b = nodeEnv();
     let seq = 0;
-    const appA = createApp({ intake: { nextSequence: async () => ++seq } });
+    const appA = createApp({ intake: { nextSequence: async () => ++seq }, ledgerStub: a.ledgerStub });
     const appB = createApp({ ledgerStub: b.ledgerStub, verifier: nobleVerifier });
     const command = { agent_id: base.agent_id, tool: base.tool, params: base.params, timestamp: Math.floor(Date.now() / 1000), trace_id: base.trace_id };
     const issued = await (await appA.request("/v1/intake", { method: "POST", headers: { authorization: "Bearer intake-a", "content-type": "application/json" }, body: JSON.stringify({ intake_version: "1.3", ...command }) }, a.env, a.ctx)).json() as any;

@@ -7,7 +7,8 @@ import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
 import type { InputRule } from "../../worker/protocol/issuing/rules/index.js";
 import intakeVectors from "../../vectors/ccs/intake.json" with { type: "json" };
-import { AUDIENCE, harness, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { AUDIENCE, harness, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { buildChain } from "../../worker/protocol/chain.js";
 import { memoryJournalNamespace } from "../../cli/offline-env.js";
 
 const ctx = () => createExecutionContext();
@@ -246,6 +247,68 @@ describe("delegation (CV-008)", () => {
     expect(forged.body.receipt).toMatchObject({ verdict: "deny" });
     expect(forged.body.receipt.block_reason).toMatch(/delegation_invalid: SIGNATURE_INVALID/);
     expectIntakeError(await h.intake(command({ delegation_chain: { not: "a receipt" } })), "INTAKE_MALFORMED", 400);
+  });
+
+  it("a valid deny or escalate parent authorised nothing: the child is a deny (PARENT_NOT_ALLOW) and names no parent", async () => {
+    const denied = (await h.intake(command({ tool: "shell_exec", params: { cmd: "rm -rf /" } }))).body.receipt;
+    const escalated = (await h.intake(command({ tool: "shell_exec", params: { cmd: "$CMD -rf /" } }))).body.receipt;
+    expect([denied.verdict, escalated.verdict]).toEqual(["deny", "escalate"]);
+    for (const parent of [denied, escalated]) {
+      for (const chain of [parent, await envelopeOf(parent, 1)]) {
+        const r = await h.intake(command({ delegation_chain: chain }));
+        expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: "delegation_invalid: PARENT_NOT_ALLOW" });
+        expect(r.body.receipt.rule_summary).toContain("delegation=deny");
+        expect(r.body.runtime_context?.delegation).toBeUndefined();
+      }
+    }
+  });
+
+  /** An envelope around `receipt` for the next agent, claiming whatever `hop_count` it is given. */
+  const envelopeOf = async (receipt: any, hop_count: number) => ({
+    envelope_version: "1.3", original_receipt: receipt, parent_trace_id: receipt.trace_id, child_trace_id: trace(), delegation_reason: "hand-off", hop_count,
+    previous_receipt_hash: (await h.verify({ receipt, audience: AUDIENCE, mode: "audit" })).body.receipt_hash,
+  });
+  const chainOf = (id: string, hops: { body: any }[]) => buildChain(id, hops.map((r) => ({ receipt: r.body.receipt, runtime_context: r.body.runtime_context ?? undefined })));
+
+  it("reads the child's hop from the parent's signed delegation: a three-level intake chain verifies with /v1/chains/verify", async () => {
+    const r0 = await h.intake(command());
+    const r1 = await h.intake(command({ delegation_chain: r0.body.receipt }));
+    const r2 = await h.intake(command({ delegation_chain: r1.body.receipt }));
+    expect([r1.body.runtime_context.delegation.hop_count, r2.body.runtime_context.delegation.hop_count]).toEqual([1, 2]);
+    expect(r2.body.receipt.rule_summary).toContain("delegation=allow");
+    const verified = await h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ chain: await chainOf("intake-three-levels", [r0, r1, r2]) }) });
+    expect(verified.body).toMatchObject({ chain_valid: true, failures: [] });
+    expect(verified.body.links.map((l: any) => l.status)).toEqual(["none", "signed", "signed"]);
+    // An envelope's hop_count is not signed: whatever it claims, the child is hop 2.
+    for (const claimed of [0, 1, 7]) {
+      const r = await h.intake(command({ delegation_chain: await envelopeOf(r1.body.receipt, claimed) }));
+      expect(r.body.runtime_context.delegation.hop_count, `envelope says ${claimed}`).toBe(2);
+    }
+  });
+
+  it("holds the hop limit whatever the envelope claims: a child past hop 15 (a chain holds 0 … 15) is a deny", async () => {
+    let parent = (await h.intake(command())).body.receipt;
+    for (let hop = 1; hop <= 15; hop++) {
+      const r = await h.intake(command({ delegation_chain: parent }));
+      expect(r.body.runtime_context.delegation.hop_count).toBe(hop);
+      parent = r.body.receipt;
+    }
+    for (const chain of [parent, await envelopeOf(parent, 0), await envelopeOf(parent, 15)]) {
+      const r = await h.intake(command({ delegation_chain: chain }));
+      expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: expect.stringMatching(/delegation_invalid: HOP_LIMIT_EXCEEDED/) });
+      expect(r.body.runtime_context?.delegation).toBeUndefined();
+    }
+  });
+
+  it("a parent binding a runtime context this deployment did not sign cannot be delegated from (its hop is unknown); one binding none is hop 0", async () => {
+    const other = await issuerFor("intake-foreign-parent");
+    expect((await h.pin(other.anchor)).status).toBe(200);
+    const bare = (await other.receipt()).receipt;
+    expect(bare.runtime_context_hash).toBe("");
+    expect((await h.intake(command({ delegation_chain: bare }))).body.runtime_context.delegation.hop_count).toBe(1);
+    const hidden = (await other.receipt({ runtimeContext: { delegation: { previous_receipt_hash: null, parent_trace_id: null, hop_count: 15 } } })).receipt;
+    const r = await h.intake(command({ delegation_chain: hidden }));
+    expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: expect.stringMatching(/delegation_invalid: DELEGATION_UNREADABLE/) });
   });
 });
 

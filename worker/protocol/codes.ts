@@ -67,6 +67,7 @@ export const CALL_ERROR_CODES = [
   "VERIFIER_UNAVAILABLE",
   "INTERNAL_ERROR",
   "SERVICE_MISCONFIGURED",
+  "SIGNING_KEY_REVOKED",
 ] as const;
 export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 

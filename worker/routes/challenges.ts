@@ -18,7 +18,24 @@ import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { verifyDeps } from "./decision-call.js";
-import { recordEvidencedAdmission } from "./intake.js";
+import { recordEvidencedAdmission, signedContexts } from "./intake.js";
+
+/**
+ * Whether this deployment's own signing key has been revoked (`POST /v1/admin/anchors/revoke` of
+ * its issuer and kid), read where revocations are authoritative: its issuer's ledger, as the
+ * verify path reads it. Every issuing route asks before it signs, so nothing is issued that would
+ * only fail ANCHOR_REVOKED: issuance fails closed until the deployment is re-keyed.
+ */
+export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Issuing): Promise<boolean> {
+  const { anchors, ledgers } = c.get("services");
+  const pinned = await anchors.pinned(identity.issuer);
+  const revocations = await ledgers.revocations(identity.issuer, pinned?.ledgerShards ?? 1);
+  return revocations.some((r) => r.fingerprint === identity.fingerprint);
+}
+
+/** The answer of an issuing call (not /v1/intake, which keeps its own error vocabulary) once the own key is revoked. */
+export const signingKeyRevoked = () =>
+  new ApiError(503, "SIGNING_KEY_REVOKED", "this deployment's signing key has been revoked: nothing is signed under it until the deployment is configured with a new key and that key is pinned");
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -31,7 +48,7 @@ export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing)
     signer: overrides.signer ?? signer,
     inputRules: overrides.inputRules,
     delegation: (value) =>
-      verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null }, verifyDeps(services)),
+      verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null, signedContexts: (traceId) => signedContexts(c, traceId) }, verifyDeps(services)),
   };
 }
 
@@ -78,6 +95,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     const problem = evidenceProblem(evidence, gaps);
     if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
     const intake = parseIntake({ ...JSON.parse(challenge.message), ...evidence });
+    if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
     admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
   } catch (err) {
     await stored(c, store.release(null));

@@ -23,6 +23,7 @@ import type { EffectDisposition, JournalState } from "../protocol/journal/lifecy
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
 import { storedAdmission } from "./intake.js";
+import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
 
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
 
@@ -104,7 +105,10 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
       if (check.kind !== "valid") throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
     }
     const services = c.get("services");
-    const { identity, signer, context } = await issuing(c.env);
+    const own = await issuing(c.env);
+    const { identity, signer, context } = own;
+    // A final receipt signed under a revoked key would only fail ANCHOR_REVOKED: nothing is recorded.
+    if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
     const finalised = await finaliseReceipt(admissionOf(history), { content, content_type: call.content_type, declared: call.declared }, context, {

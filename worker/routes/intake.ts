@@ -26,9 +26,11 @@ import type { JournalEntry } from "../protocol/journal/port.js";
 import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
+import { admissionAnswer, admissionDeps, openChallenge, ownKeyRevoked } from "./challenges.js";
 
 class IntakeTimeout extends Error {}
+/** This deployment's own signing key is revoked: intake answers INTAKE_FAILED, 503, and issues nothing. */
+class SigningKeyRevoked extends Error {}
 
 function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
@@ -76,6 +78,23 @@ export function storedAdmission(history: readonly JournalEntry[]): (StoredAdmiss
   };
 }
 
+/**
+ * The runtime contexts (canonical text) of every admission this deployment signed under a
+ * trace_id, newest first: what a delegated intake reads its parent's signed delegation from. A
+ * finalised receipt carries its admission's context over, so these cover it too. A record the
+ * journal refuses is an error: the hop must not be guessed.
+ */
+export async function signedContexts(c: Context<AppEnv>, traceId: string): Promise<string[]> {
+  const loaded = await c.get("services").journal(INTAKE_TENANT).port.loadByIdempotency(traceId);
+  if (loaded.kind === "not-found") return [];
+  if (loaded.kind !== "found") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
+  return loaded.history
+    .filter((e) => e.event === "append" && e.receipt && (e.from === "awaiting_policy" || e.from === "awaiting_approval"))
+    .map((e) => (e.detail as unknown as DecisionDetail).runtime_context_jcs)
+    .filter((text): text is string => text !== null)
+    .reverse();
+}
+
 /** What the journal keeps of an admission: enough to answer a retry with it. */
 type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results">;
 /** A fresh admission (judged now), or the one the journal already held (a retry). */
@@ -97,6 +116,8 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   if (!audience || !served.includes(audience)) throw new IntakeError("INTAKE_MALFORMED", "audience is not one this deployment issues for", intake.command.trace_id);
   const services = c.get("services");
   const own = await issuing(c.env);
+  // Before anything is written: a receipt signed under a revoked key would only fail ANCHOR_REVOKED.
+  if (await ownKeyRevoked(c, own)) throw new SigningKeyRevoked();
   await services.manifests.recordCurrent(services.now());
   const now = services.intake.now ?? services.now;
   const traceId = intake.command.trace_id;
@@ -183,6 +204,10 @@ function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): 
     detail = err.detail;
     traceId = err.traceId ?? traceId;
     status = INTAKE_STATUS[code];
+  } else if (err instanceof SigningKeyRevoked) {
+    code = "INTAKE_FAILED";
+    detail = "this deployment's signing key has been revoked; no receipt was issued (it issues nothing until it is configured with a new key)";
+    status = 503;
   } else if (err instanceof IntakeTimeout) {
     code = "INTAKE_TIMEOUT";
     detail = `intake did not complete within ${intakeTimeout(c.env)} ms; no receipt was issued`;

@@ -7,9 +7,19 @@
  * delegated) is expected, so a replay answer from the ledger is not held against the parent. A
  * revoked key still is. The child's receipt then commits to the parent through the link below,
  * carried in its runtime_context and bound by runtime_context_hash.
+ *
+ * The child's hop is read from what the parent signed, never from what the caller says: the
+ * parent's own `runtime_context.delegation.hop_count` + 1, or 1 when the parent binds no
+ * delegation. The parent's runtime context is known only by its hash, so it is looked up (this
+ * deployment's journal keeps the context of every admission it signed) and counts only when it
+ * hashes to the parent's `runtime_context_hash`; a parent that binds a context this deployment
+ * cannot read is refused (its hop is unknown). An envelope's `hop_count` is not signed and is not
+ * read for the hop. A parent that is not an allow authorised nothing, so it cannot be delegated
+ * from either.
  */
 import type { FreshnessPolicy } from "../checks/freshness.js";
-import { MAX_HOP_COUNT } from "../envelope.js";
+import { delegationOf, MAX_CHAIN_HOPS } from "../chain.js";
+import { prefixedDigest } from "../digest.js";
 import { verifyEnvelope } from "../envelope-verify.js";
 import { isJsonObject } from "../strict-json.js";
 import { verifyReceipt, type Decision, type VerifyDeps } from "../verify.js";
@@ -31,6 +41,25 @@ export interface DelegationCall {
   now: number;
   policy: FreshnessPolicy;
   orgId: string | null;
+  /**
+   * The runtime contexts (canonical JSON text) this deployment signed under a trace_id, newest
+   * first: where a parent's signed delegation is read from. None when it issued nothing there.
+   */
+  signedContexts(traceId: string): Promise<string[]>;
+}
+
+/** The hop a child of this parent is issued at, or why it cannot be read. */
+async function childHop(parent: { trace_id: string; runtime_context_hash?: unknown }, call: DelegationCall): Promise<{ hop: number } | { code: string; detail: string }> {
+  const bound = typeof parent.runtime_context_hash === "string" ? parent.runtime_context_hash : "";
+  // A parent that binds no runtime context carries no delegation: it is hop 0.
+  if (bound === "") return { hop: 1 };
+  for (const text of await call.signedContexts(parent.trace_id)) {
+    if ((await prefixedDigest(text)) !== bound) continue;
+    const delegation = delegationOf(JSON.parse(text));
+    if (delegation === null) return { code: "CHAIN_BROKEN", detail: "the parent's signed runtime_context.delegation is not of its form" };
+    return { hop: (delegation?.hop_count ?? 0) + 1 };
+  }
+  return { code: "DELEGATION_UNREADABLE", detail: "the parent binds a runtime context this deployment did not sign, so its hop (its signed delegation) cannot be read" };
 }
 
 const MALFORMED = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
@@ -49,17 +78,18 @@ export async function verifyDelegation(value: Record<string, unknown>, call: Del
   };
   const opts = { audience, mode: "audit" as const, now: call.now, policy: call.policy };
   let decision: Decision;
-  let parentHop = 0;
-  if (envelope) {
-    const judged = await verifyEnvelope(value, { ...opts, orgId: call.orgId }, auditDeps);
-    decision = judged.decision;
-    parentHop = judged.envelope?.hop_count ?? 0;
-  } else decision = await verifyReceipt(value, opts, auditDeps);
+  // An envelope's own hop_count is not signed: it is judged by the envelope's checks (≤ 16), never read as the hop.
+  if (envelope) decision = (await verifyEnvelope(value, { ...opts, orgId: call.orgId }, auditDeps)).decision;
+  else decision = await verifyReceipt(value, opts, auditDeps);
   const critical = decision.failures.filter((f) => f.severity === "CRITICAL");
   if (critical.some((f) => MALFORMED.has(f.code))) return { kind: "malformed", detail: `delegation_chain: ${critical[0].detail}` };
   if (critical.length > 0) return { kind: "refused", codes: critical.map((f) => f.code), detail: critical.map((f) => `${f.code}: ${f.detail}`).join("; ") };
-  const hop = parentHop + 1;
-  if (hop > MAX_HOP_COUNT) return { kind: "refused", codes: ["HOP_LIMIT_EXCEEDED"], detail: `HOP_LIMIT_EXCEEDED: hop ${hop} exceeds ${MAX_HOP_COUNT}` };
-  const parent = (envelope ? value.original_receipt : value) as { trace_id: string };
-  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: hop } };
+  const parent = receipt as { trace_id: string; verdict: string; runtime_context_hash?: unknown };
+  // Valid evidence of a deny or an escalate is not an authorisation (CCS §4.7.3): nothing was granted to delegate.
+  if (parent.verdict !== "allow") return { kind: "refused", codes: ["PARENT_NOT_ALLOW"], detail: `PARENT_NOT_ALLOW: the parent receipt is a valid ${parent.verdict}, which authorises nothing` };
+  const read = await childHop(parent, call);
+  if ("code" in read) return { kind: "refused", codes: [read.code], detail: `${read.code}: ${read.detail}` };
+  // A chain holds hops 0 … MAX_CHAIN_HOPS − 1: a receipt past it could stand in no chain.
+  if (read.hop >= MAX_CHAIN_HOPS) return { kind: "refused", codes: ["HOP_LIMIT_EXCEEDED"], detail: `HOP_LIMIT_EXCEEDED: hop ${read.hop} exceeds ${MAX_CHAIN_HOPS - 1}` };
+  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: read.hop } };
 }

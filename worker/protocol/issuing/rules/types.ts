@@ -81,8 +81,13 @@ export const allow = (reason = ""): RuleOutcome => ({ verdict: "allow", reason }
 export const deny = (reason: string): RuleOutcome => ({ verdict: "deny", reason });
 export const escalate = (reason: string): RuleOutcome => ({ verdict: "escalate", reason });
 
-/** Characters that render as nothing (soft hyphen, zero-width and bidi marks, word joiners, BOM). */
-const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/g;
+/**
+ * Characters that render as nothing: every Unicode default-ignorable code point (soft hyphen,
+ * zero-width and bidi marks, word joiners, BOM, variation selectors and their supplement
+ * U+E0100–E01EF, the tag characters U+E0000–E007F, Mongolian free variation selectors, Hangul
+ * fillers, …), and the ones listed by hand before the property was used.
+ */
+const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
 
 /** A tool name as the scope sets are matched against it: NFKC, invisible characters removed, trimmed, lowercase. */
 export const foldToolName = (tool: string): string => tool.normalize("NFKC").replace(INVISIBLE, "").trim().toLowerCase();

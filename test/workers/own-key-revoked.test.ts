@@ -1,0 +1,57 @@
+/**
+ * Issuance fails closed once this deployment's own signing key is revoked: intake, the answer to a
+ * challenge and finalisation sign nothing (a receipt under a revoked key only fails ANCHOR_REVOKED).
+ * Its own file: the revocation is for good, and storage is isolated per file.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
+
+let traces = 0;
+const trace = () => (0xb000 + ++traces).toString(16).padStart(16, "0");
+const command = (extra: Record<string, unknown> = {}) => ({
+  intake_version: "1.3", agent_id: "revoked-agent", tool: "search_web", params: { query: "weather in Tokyo" }, timestamp: TEST_NOW - 1, trace_id: trace(), ...extra,
+});
+
+let h: Harness;
+const post = (path: string, body: unknown) => h.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify(body) });
+let issuer: { issuer: string; kid: string };
+
+beforeAll(async () => {
+  h = harness(env, createExecutionContext());
+  const doc = await h.call("/.well-known/ccs-issuer");
+  expect((await h.pin(doc.body)).status).toBe(200);
+  issuer = { issuer: doc.body.issuer, kid: doc.body.keys[0].kid };
+});
+
+describe("issuing after this deployment's own signing key was revoked", () => {
+  it("intake answers INTAKE_FAILED 503 and writes nothing; finalize and a challenge's answer answer 503 SIGNING_KEY_REVOKED", async () => {
+    const started = command();
+    expect((await h.intake(started)).body.receipt.verdict).toBe("allow");
+    expect((await post(`/v1/receipts/${started.trace_id}/start`, {})).status).toBe(200);
+    const challenged = command({ tool: "delete_file", params: { path: "/tmp/x" } });
+    const denied = await h.intake(challenged);
+    expect(denied.body.challenge).toBeTruthy();
+
+    expect((await h.revoke(issuer.issuer, issuer.kid)).status).toBe(200);
+
+    const late = command();
+    const r = await h.intake(late);
+    expect(r.status).toBe(503);
+    expect(r.body).toEqual({ error: { code: "INTAKE_FAILED", retry: "MAY", detail: expect.stringMatching(/signing key has been revoked/), trace_id: late.trace_id } });
+    expect(r.text).not.toMatch(/"receipt"|test-signing-1/);
+    expect((await h.call(`/v1/evidence/${late.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).status).toBe(404);
+
+    const f = await post(`/v1/receipts/${started.trace_id}/finalize`, { fence: 1, response: { results: ["sunny"] } });
+    expect(f.status).toBe(503);
+    expect(f.body.error.code).toBe("SIGNING_KEY_REVOKED");
+    const e = await h.call(`/v1/evidence/${started.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(e.body.record.state).toBe("started");
+
+    const approval = { approver: "alice@example.com", request_hash: denied.body.receipt.request_hash };
+    const answered = await post(`/v1/intake/${challenged.trace_id}/evidence`, { human_approval: approval });
+    expect(answered.status).toBe(503);
+    expect(answered.body.error.code).toBe("SIGNING_KEY_REVOKED");
+  });
+});
