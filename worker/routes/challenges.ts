@@ -22,15 +22,14 @@ import { recordEvidencedAdmission, signedContexts } from "./intake.js";
 
 /**
  * Whether this deployment's own signing key has been revoked (`POST /v1/admin/anchors/revoke` of
- * its issuer and kid), read where revocations are authoritative: its issuer's ledger, as the
- * verify path reads it. Every issuing route asks before it signs, so nothing is issued that would
- * only fail ANCHOR_REVOKED: issuance fails closed until the deployment is re-keyed.
+ * its issuer and kid), read from the global `revoked-key:<fingerprint>` record the revocation
+ * writes: one KV read, not a Durable Object round trip on every issuance. Every issuing route asks
+ * before it signs, so once the record is visible (at once where it was written, within KV's
+ * propagation elsewhere) nothing is issued that would only fail ANCHOR_REVOKED; a receipt signed
+ * in that interval is still refused at verification, where the ledger is authoritative.
  */
 export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Issuing): Promise<boolean> {
-  const { anchors, ledgers } = c.get("services");
-  const pinned = await anchors.pinned(identity.issuer);
-  const revocations = await ledgers.revocations(identity.issuer, pinned?.ledgerShards ?? 1);
-  return revocations.some((r) => r.fingerprint === identity.fingerprint);
+  return (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
 }
 
 /** The answer of an issuing call (not /v1/intake, which keeps its own error vocabulary) once the own key is revoked. */
