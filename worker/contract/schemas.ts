@@ -191,8 +191,8 @@ export const ChainVerdict = z
     mode: z.enum(["full", "spot"]),
     verified_hops: z.array(z.number().int()),
     links: z
-      .array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned", "pruned"]), verdict: ReceiptVerdict.nullable(), action: EnforcementAction }))
-      .meta({ description: "each verified hop: its link, and its receipt's verdict and enforcement action (a valid chain may hold a deny)" }),
+      .array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned"]), verdict: ReceiptVerdict.nullable(), action: EnforcementAction }))
+      .meta({ description: "each verified hop (never a pruned one, which has no receipt to verify): its link, and its receipt's verdict and enforcement action (a valid chain may hold a deny)" }),
     spot_valid: z.boolean().nullable().meta({ description: "spot mode: whether the spot hop itself passed; null in full mode. chain_valid in spot mode also needs a valid seal" }),
     seal: z.object({ issuer: z.string(), kid: z.string(), sealed_at: z.number(), valid: z.boolean() }).nullable(),
   })
