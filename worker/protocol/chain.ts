@@ -330,7 +330,9 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   const failures: ChainFailure[] = [];
 
   const archival = opts.checkFreshness === false;
-  const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
+  const issuedAts = entries.flatMap((e) => ("pruned" in e || typeof e.receipt.issued_at !== "number" || !Number.isFinite(e.receipt.issued_at) ? [] : [e.receipt.issued_at]));
+  const latestIssuedAt = issuedAts.length > 0 ? Math.max(...issuedAts) : null;
+  const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, latestIssuedAt, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
   const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, sealClock(opts.seal), deps) : null;
   // The hops whose receipts are not verified below: only the seal vouches for them, and a seal
   // never vouches for a hop signed by a key since revoked (CCS §14), so their keys are judged here.
