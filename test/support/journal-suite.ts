@@ -16,7 +16,7 @@ const DIGEST = "ab".repeat(32);
 export const RECEIPT = {
   action: `ccs:tool-invoke:search_web:${DIGEST}`, audience: "https://relying-party.example", block_reason: "", config_hash: `sha256:${"c".repeat(64)}`,
   expires_at: AT + 300, issued_at: AT, issuer: "https://issuer.example", nonce: "0".repeat(32), params_hash: DIGEST.slice(0, 16), receipt: "1".repeat(32),
-  request_hash: `sha256:${"d".repeat(64)}`, rule_summary: "INT-001=pass", signature: "e".repeat(128), timestamp: AT, tool: "search_web",
+  request_hash: `sha256:${"d".repeat(64)}`, rule_summary: "INT-001=allow", signature: "e".repeat(128), timestamp: AT, tool: "search_web",
   trace_id: "00000000000000aa", verdict: "allow", verified_at: AT,
 };
 let n = 0;

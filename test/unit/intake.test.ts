@@ -36,6 +36,13 @@ describe("intake normalisation and limits", () => {
     expect(parseIntake({ ...base, timestamp: "2026-11-30T12:00:00Z" }).command.timestamp).toBe(1796040000);
     expect(parseIntake({ ...base, timestamp: "2026-11-30T12:00:00.5+00:00" }).command.timestamp).toBe(1796040000.5);
     expect(codeOf({ ...base, timestamp: "2026-11-30T13:00:00+01:00" })).toBe("INTAKE_MALFORMED");
+    expect(codeOf({ ...base, timestamp: "2026-11-30 12:00:00Z" })).toBe("INTAKE_MALFORMED");
+  });
+
+  it("reads RFC 3339's T and Z in either case (§5.6): the same instant, whichever case each is written in", () => {
+    for (const timestamp of ["2026-11-30T12:00:00Z", "2026-11-30t12:00:00Z", "2026-11-30T12:00:00z", "2026-11-30t12:00:00z", "2026-11-30t12:00:00+00:00"]) {
+      expect(parseIntake({ ...base, timestamp }).command.timestamp, timestamp).toBe(1796040000);
+    }
     expect(codeOf({ ...base, timestamp: "2026-11-30T12:00:00" })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, timestamp: "2026-02-30T12:00:00Z" })).toBe("INTAKE_MALFORMED");
     expect(codeOf({ ...base, timestamp: 1796000000000 })).toBe("INTAKE_MALFORMED");

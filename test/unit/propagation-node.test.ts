@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
@@ -10,6 +12,8 @@ import { fromHex } from "../../worker/protocol/encoding.js";
 import { sha256 } from "../../worker/protocol/digest.js";
 import { chainMismatches, mismatches, propagationVectors as pv, type Answer, type ChainAnswer } from "../support/vectors.js";
 import { nodeEnv } from "../../cli/offline-env.js";
+import { ChainVerdict } from "../../worker/contract/schemas.js";
+import { ROOT } from "../support/paths.js";
 
 describe("chain verification offline, under plain Node, from the pure protocol code", () => {
   const pinned = new Map<string, PinnedIssuer>();
@@ -38,6 +42,25 @@ describe("chain verification offline, under plain Node, from the pure protocol c
       expect(chainMismatches(v, { status: 200, body: verdict } as ChainAnswer)).toEqual([]);
     });
   }
+
+  it("links report verified hops only: a sealed chain's pruned hops are in no link, and neither the contract nor the README offers a pruned status", async () => {
+    const v = pv.chains.find((c) => c.id === "CHAIN-pruned-sealed")!;
+    const parsed = parseChain(v.body.chain);
+    const seal = parseSeal((v.body as { seal: unknown }).seal);
+    if (!parsed.ok || !seal.ok) throw new Error("vector does not parse");
+    const pruned = parsed.chain.entries.flatMap((e, i) => ("pruned" in e ? [i] : []));
+    expect(pruned.length).toBeGreaterThan(0);
+    const verdict = await verifyChain(parsed.chain, { seal: seal.seal, now: pv.now, policy: DEFAULT_FRESHNESS }, { anchors: async (issuer) => pinned.get(issuer) ?? null, verifier: nobleVerifier });
+    if ("malformed" in verdict) throw new Error(verdict.malformed);
+    expect(verdict.chain_valid).toBe(true);
+    expect(verdict.links.map((l) => l.hop)).toEqual(verdict.verified_hops);
+    expect(verdict.links.filter((l) => pruned.includes(l.hop))).toEqual([]);
+    expect(ChainVerdict.shape.links.element.shape.status.options).toEqual(["none", "signed", "unsigned"]);
+    const readme = readFileSync(resolve(ROOT, "README.md"), "utf8");
+    const linksParagraph = readme.slice(readme.indexOf("`links` has one entry per verified hop"), readme.indexOf("`chain_valid` is about the evidence only"));
+    expect(linksParagraph).toMatch(/`none` at hop 0/);
+    expect(linksParagraph).not.toMatch(/`pruned`[;,]/);
+  });
 
   it("CV-010's summary hash is SHA-256 over the concatenated raw receipt digests, recomputed independently", async () => {
     const v = pv.chains.find((c) => c.id === "CV-010")!;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { jcs } from "../../worker/protocol/digest.js";
 import { canonicalReceipt, parseReceipt, RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
+import { parseLevel0 } from "../../worker/protocol/conformance/level0.js";
 import { checkFreshness, DEFAULT_FRESHNESS, grantedSkew } from "../../worker/protocol/checks/freshness.js";
 import { checkBinding } from "../../worker/protocol/checks/binding.js";
 import { mapOutcome } from "../../worker/protocol/checks/outcome.js";
@@ -59,6 +60,27 @@ describe("receipt schema and canonical form", () => {
       expect(parsed.ok, JSON.stringify(r).slice(0, 80)).toBe(false);
       if (!parsed.ok) expect(new Set(parsed.failures.map((f) => f.code))).toEqual(new Set(["MALFORMED_RECEIPT"]));
     }
+  });
+});
+
+describe("rule_summary", () => {
+  it("is name=verdict entries whose verdict is a CCS rule verdict (allow, deny, escalate, lowercase); any other word is MALFORMED_RECEIPT", async () => {
+    const { receipt } = await fixture();
+    for (const summary of ["SEC-001=allow", "SEC-001=deny", "SEC-005=escalate", "SEC-001=allow|SEC-005=escalate|policy-floor=deny", "évidence rule=allow"]) {
+      expect(parseReceipt({ ...receipt, rule_summary: summary }).ok, summary).toBe(true);
+    }
+    for (const summary of ["SEC-001=maybe", "SEC-001=ALLOW", "SEC-001=pass", "SEC-001=allow|SEC-004=skip", "SEC-001=allowed", "SEC-001=", "=allow", "SEC-001=allow|", "SEC-001", "SEC-001=allow=deny"]) {
+      const parsed = parseReceipt({ ...receipt, rule_summary: summary });
+      expect(parsed.ok, summary).toBe(false);
+      if (!parsed.ok) expect(parsed.failures.map((f) => [f.code, f.detail])).toEqual([["MALFORMED_RECEIPT", 'rule_summary must be "name=verdict" entries joined by "|", each verdict allow, deny or escalate']]);
+    }
+  });
+
+  it("holds the same form in a Level 0 receipt", () => {
+    const level0 = { trace_id: "00000000000000aa", verdict: "allow", timestamp: NOW, tool: "search_web", params_hash: "0123456789abcdef", rule_summary: "SEC-001=allow", receipt: "1".repeat(32) };
+    expect(parseLevel0(level0).ok).toBe(true);
+    const parsed = parseLevel0({ ...level0, rule_summary: "SEC-001=maybe" });
+    expect(parsed.ok ? [] : parsed.failures.map((f) => f.code)).toEqual(["MALFORMED_RECEIPT"]);
   });
 });
 

@@ -40,6 +40,21 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     }
   });
 
+  it("SEC-001 judges IPv6 SIIT, 6to4 and NAT64 local-use addresses by the IPv4 address they carry", async () => {
+    for (const url of [
+      "http://[::ffff:0:127.0.0.1]/", "http://[::ffff:0:7f00:1]/", "http://[::ffff:0:10.0.0.1]/", "http://[::ffff:0:169.254.169.254]/",
+      "http://[2002:7f00:1::]/", "http://[2002:7f00:0001::1]:8080/", "http://[2002:c0a8:101::]/", "http://[2002:a9fe:a9fe::1]/", "http://[2002::]/",
+      "http://[64:ff9b:1::127.0.0.1]/", "http://[64:ff9b:1::a00:1]/", "http://[64:ff9b:1::192.168.0.1]/",
+    ]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("deny");
+    expect(classifyHost("::ffff:0:127.0.0.1")).toBe("loopback");
+    expect(classifyHost("2002:7f00:1::")).toBe("loopback");
+    expect(classifyHost("2002:a9fe:a9fe::")).toBe("link-local");
+    expect(classifyHost("64:ff9b:1::10.0.0.1")).toBe("private");
+    for (const url of ["http://[::ffff:0:8.8.8.8]/", "http://[2002:808:808::1]/", "http://[64:ff9b:1::8.8.8.8]/", "http://[64:ff9b:2::127.0.0.1]/", "http://[2003:7f00:1::]/"]) {
+      expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
+    }
+  });
+
   it("SEC-001's host reader sees through userinfo, ports and brackets", () => {
     expect(urlHost("http://evil.com@127.0.0.1:80/x")).toBe("127.0.0.1");
     expect(classifyHost("::1")).toBe("loopback");

@@ -229,13 +229,26 @@ describe("seals: the key's validity and the sealer's trust", () => {
 
   it("a seal by a key past its not_after, back-dated into its validity, is refused with UNTRUSTED_ISSUER; a key still valid seals", async () => {
     const { h, chain } = await unlinkedChain("seal-expired-key");
-    const expired = await sealer("seal-expired-sealer", { not_after: TEST_NOW - 100 });
-    const res = await verifyChainCall(h, { chain, seal: await sealWith(expired, chain, TEST_NOW - 200) });
+    // The receipts were issued at TEST_NOW - 5: a seal may be dated up to the skew (30 s) before them.
+    const expired = await sealer("seal-expired-sealer", { not_after: TEST_NOW - 10 });
+    const res = await verifyChainCall(h, { chain, seal: await sealWith(expired, chain, TEST_NOW - 20) });
     expect(res.body).toMatchObject({ chain_valid: false, seal: { valid: false } });
     expect(failuresOf(res)).toEqual(["1:LINK_UNSIGNED", "1:UNTRUSTED_ISSUER"]);
     expect(res.body.failures[1].detail).toMatch(/not_after/);
     const live = await sealer("seal-live-sealer", { not_after: TEST_NOW + 86400 });
-    expect((await verifyChainCall(h, { chain, seal: await sealWith(live, chain, TEST_NOW - 200) })).body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+    expect((await verifyChainCall(h, { chain, seal: await sealWith(live, chain, TEST_NOW - 20) })).body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+  });
+
+  it("a seal dated before the receipts it covers were issued (0, -1e15, or beyond the skew) is refused with FRESHNESS_EXPIRED; within the skew it holds", async () => {
+    const { h, chain } = await unlinkedChain("seal-before-receipts");
+    const id = await sealer("seal-before-receipts-sealer");
+    const latest = Math.max(...chain.entries.map((e) => (e as KeptEntry).receipt.issued_at as number));
+    for (const sealedAt of [0, -1e15, latest - 31]) {
+      const res = await verifyChainCall(h, { chain, seal: await sealWith(id, chain, sealedAt) });
+      expect([res.body.chain_valid, res.body.seal.valid, failuresOf(res)], String(sealedAt)).toEqual([false, false, ["1:LINK_UNSIGNED", "1:FRESHNESS_EXPIRED"]]);
+      expect(res.body.failures[1].detail).toMatch(/before the latest issued_at of the receipts it covers/);
+    }
+    expect((await verifyChainCall(h, { chain, seal: await sealWith(id, chain, latest - 30) })).body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
   });
 
   it("a seal whose sealed_at is beyond the clock skew in the future is refused with FRESHNESS_EXPIRED; within the skew it holds", async () => {

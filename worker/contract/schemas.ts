@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
-import { MAX_URI_BYTES, RECEIPT_FIELDS } from "../protocol/receipt.js";
+import { MAX_URI_BYTES, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 
@@ -36,7 +36,7 @@ export const Receipt = z
     receipt: hex(32).meta({ description: "legacy HMAC-SHA256 field, truncated; covered by the signature, never trusted alone" }),
     request_hash: sha256Ref,
     response_hash: z.union([sha256Ref, z.literal("")]).optional(),
-    rule_summary: z.string().meta({ description: "name=verdict entries joined by |" }),
+    rule_summary: z.string().regex(RULE_SUMMARY).meta({ description: "name=verdict entries joined by |, each verdict allow, deny or escalate" }),
     runtime_context_hash: z.union([sha256Ref, z.literal("")]).optional(),
     sequence: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
     signature: hex(128).meta({ description: "Ed25519 over the RFC 8785 bytes of every other field present" }),
@@ -59,7 +59,7 @@ export const Level0Receipt = z
     timestamp: z.number(),
     tool: z.string(),
     params_hash: hex(16),
-    rule_summary: z.string(),
+    rule_summary: z.string().regex(RULE_SUMMARY),
     receipt: hex(32).meta({ description: "HMAC-SHA256 over trace_id|verdict|timestamp|tool|params_hash|rule_summary (timestamp in Python float form), truncated to 32 hex" }),
     block_reason: z.string().optional().meta({ description: "the draft's Conditional field; not covered by the HMAC" }),
   })
@@ -191,8 +191,8 @@ export const ChainVerdict = z
     mode: z.enum(["full", "spot"]),
     verified_hops: z.array(z.number().int()),
     links: z
-      .array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned", "pruned"]), verdict: ReceiptVerdict.nullable(), action: EnforcementAction }))
-      .meta({ description: "each verified hop: its link, and its receipt's verdict and enforcement action (a valid chain may hold a deny)" }),
+      .array(z.object({ hop: z.number().int(), status: z.enum(["none", "signed", "unsigned"]), verdict: ReceiptVerdict.nullable(), action: EnforcementAction }))
+      .meta({ description: "each verified hop (never a pruned one, which has no receipt to verify): its link, and its receipt's verdict and enforcement action (a valid chain may hold a deny)" }),
     spot_valid: z.boolean().nullable().meta({ description: "spot mode: whether the spot hop itself passed; null in full mode. chain_valid in spot mode also needs a valid seal" }),
     seal: z.object({ issuer: z.string(), kid: z.string(), sealed_at: z.number(), valid: z.boolean() }).nullable(),
   })

@@ -86,6 +86,12 @@ export interface SealClock {
   now: number;
   skew: number;
   /**
+   * The latest `issued_at` among the receipts the document keeps (null when it keeps none of that
+   * form): a seal cannot vouch for receipts issued after it, so a `sealed_at` earlier than this
+   * minus `skew` is refused. A pruned entry's receipt, not at hand, bounds nothing.
+   */
+  latestIssuedAt: number | null;
+  /**
    * The instant the sealing key must still be valid at (its `not_after`), as for a receipt's key:
    * `now`, or under the archival opt-out the instant the chain is judged as of.
    */
@@ -95,7 +101,7 @@ export interface SealClock {
 /**
  * A seal is valid when its issuer is pinned as a chain sealer (a seal vouches for receipts of any
  * issuer, so pinning an issuer for its receipts does not trust its seals), `sealed_at` is not in
- * the future, its key `kid` is pinned, valid at `sealed_at` and still valid at verification time
+ * the future nor before the receipts it covers were issued, its key `kid` is pinned, valid at `sealed_at` and still valid at verification time
  * (the receipts' `not_after` rule, so a key past its validity cannot seal by back-dating), not
  * revoked, its signature verifies, and it vouches for exactly the chain the entries give.
  */
@@ -106,6 +112,9 @@ export async function checkSeal(seal: ChainSeal, chain: SealedChain, clock: Seal
   if (!pinned) failures.push(failure("UNTRUSTED_ISSUER", `seal issuer ${seal.issuer} is not pinned`));
   else if (!pinned.chainSealer) failures.push(failure("SEALER_NOT_TRUSTED", `seal issuer ${seal.issuer} is pinned for its receipts but not as a chain sealer (chain_sealer: true)`));
   else if (seal.sealed_at > clock.now + clock.skew) failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${seal.sealed_at - clock.now}s in the future (skew ${clock.skew}s)`));
+  else if (clock.latestIssuedAt !== null && seal.sealed_at < clock.latestIssuedAt - clock.skew) {
+    failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${clock.latestIssuedAt - seal.sealed_at}s before the latest issued_at of the receipts it covers (skew ${clock.skew}s): it cannot vouch for receipts issued after it`));
+  }
   else if (!key) failures.push(failure("UNTRUSTED_ISSUER", `seal key ${seal.kid} is not a pinned key of ${seal.issuer} valid at sealed_at`));
   else if (!(await deps.verifier.verify(key.raw, key.fingerprint, fromHex(seal.signature)!, sealBytes(seal)))) {
     failures.push(failure("SEAL_INVALID", `the seal's signature does not verify under key ${seal.kid} of ${seal.issuer}`));

@@ -62,6 +62,9 @@ export interface Delegation {
  */
 export type LinkStatus = "signed" | "unsigned" | "none" | "pruned";
 
+/** The link of a hop whose receipt was verified: never `pruned`, since a pruned hop has no receipt to verify. */
+export type VerifiedLinkStatus = Exclude<LinkStatus, "pruned">;
+
 export interface ChainFailure extends Failure {
   /** The hop the failure is at; for the summary or the seal, the hop where the sealed chain stops matching. */
   hop: number;
@@ -73,7 +76,7 @@ export interface ChainFailure extends Failure {
  */
 export interface HopReport {
   hop: number;
-  status: LinkStatus;
+  status: VerifiedLinkStatus;
   /** The receipt's verdict (allow, deny, escalate), or null when the receipt is not of its form. */
   verdict: Decision["enforcement"]["verdict"];
   /** The receipt's CCS Figure 9 enforcement action; `block` for a receipt that does not verify. */
@@ -327,7 +330,9 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   const failures: ChainFailure[] = [];
 
   const archival = opts.checkFreshness === false;
-  const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
+  const issuedAts = entries.flatMap((e) => ("pruned" in e || typeof e.receipt.issued_at !== "number" || !Number.isFinite(e.receipt.issued_at) ? [] : [e.receipt.issued_at]));
+  const latestIssuedAt = issuedAts.length > 0 ? Math.max(...issuedAts) : null;
+  const sealClock = (seal: ChainSeal) => ({ now: opts.now, skew: opts.policy.skewCap, latestIssuedAt, verifiedAt: archival ? (opts.at ?? seal.sealed_at) : opts.now });
   const sealFailures = opts.seal ? await checkSeal(opts.seal, { chain_id: chain.chain_id, total_hops: entries.length, summary_hash: summary, tail: hashes[last] }, sealClock(opts.seal), deps) : null;
   // The hops whose receipts are not verified below: only the seal vouches for them, and a seal
   // never vouches for a hop signed by a key since revoked (CCS §14), so their keys are judged here.
@@ -386,7 +391,7 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
     total_hops: entries.length,
     mode: spot === undefined ? "full" : "spot",
     verified_hops: verified,
-    links: verified.map((i, k) => ({ hop: i, status: links[i], verdict: decisions[k].enforcement.verdict, action: decisions[k].enforcement.action })),
+    links: verified.map((i, k) => ({ hop: i, status: links[i] as VerifiedLinkStatus, verdict: decisions[k].enforcement.verdict, action: decisions[k].enforcement.action })),
     spot_valid: spotValid,
     seal: opts.seal ? { issuer: opts.seal.issuer, kid: opts.seal.kid, sealed_at: opts.seal.sealed_at, valid: sealed } : null,
   };

@@ -65,7 +65,13 @@ export const MAX_URI_BYTES = 256;
 
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX128 = /^[0-9a-f]{128}$/;
-export const RULE_SUMMARY = /^[^=|]+=[^=|]+(\|[^=|]+=[^=|]+)*$/;
+/**
+ * CCS Figure 4's `rule_summary`: `rule_name=verdict` entries joined by `|`, where a verdict is
+ * what a CCS Rule returns (the draft's RuleResult): `allow`, `deny` or `escalate`, lowercase as
+ * the receipt's own `verdict`.
+ * Linear: a name stops at the first `=`, so nothing backtracks.
+ */
+export const RULE_SUMMARY = /^[^=|]+=(?:allow|deny|escalate)(?:\|[^=|]+=(?:allow|deny|escalate))*$/;
 const FIELD_SET = new Set<string>(RECEIPT_FIELDS);
 const OPTIONAL_SET = new Set<string>(OPTIONAL_FIELDS);
 
@@ -121,7 +127,7 @@ const FIELD_CHECKS: Check[] = [
   time("timestamp"), time("verified_at"), time("issued_at"), time("expires_at"),
   form((v) => typeof v === "string" && v.length > 0 && utf8Length(v) <= MAX_TOOL_BYTES, `a non-empty string of at most ${MAX_TOOL_BYTES} UTF-8 bytes`)("tool"),
   pattern(HEX16, "16 lowercase hex")("params_hash"),
-  pattern(RULE_SUMMARY, '"name=verdict" entries joined by "|"')("rule_summary"),
+  pattern(RULE_SUMMARY, '"name=verdict" entries joined by "|", each verdict allow, deny or escalate')("rule_summary"),
   pattern(HEX32, "32 lowercase hex")("receipt"),
   form((v) => typeof v === "string", "a string")("block_reason"),
   pattern(SHA256_REF, '"sha256:" + 64 lowercase hex')("request_hash"),

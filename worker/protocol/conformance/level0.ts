@@ -79,7 +79,7 @@ export function parseLevel0(value: unknown): Level0Parse {
   // in as one field, and its field 7 pass as a Level 0 receipt without signature, nonce or audience.
   if (v.tool.includes("|")) return bad('tool must not contain "|" (the payload separator)');
   if (typeof v.params_hash !== "string" || !HEX16.test(v.params_hash)) return bad("params_hash must be 16 lowercase hex");
-  if (typeof v.rule_summary !== "string" || !RULE_SUMMARY.test(v.rule_summary)) return bad('rule_summary must be "name=verdict" entries joined by "|"');
+  if (typeof v.rule_summary !== "string" || !RULE_SUMMARY.test(v.rule_summary)) return bad('rule_summary must be "name=verdict" entries joined by "|", each verdict allow, deny or escalate');
   if (typeof v.receipt !== "string" || !HEX32.test(v.receipt)) return bad("receipt must be 32 lowercase hex");
   if (Object.hasOwn(v, "block_reason")) {
     if (typeof v.block_reason !== "string") return bad("block_reason must be a string");

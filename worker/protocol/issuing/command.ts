@@ -79,13 +79,14 @@ export function normalizeNfc(value: unknown, fail: (detail: string) => never, de
   return value;
 }
 
-const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|z|[+-]\d{2}:\d{2})$/;
+/** RFC 3339 date-time; its `T` and `Z` may be written in either case (RFC 3339 §5.6, NOTE). */
+const ISO_UTC = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 /** 9999-12-31T23:59:59Z: a later number is not a plausible Unix time in seconds (milliseconds, most likely). */
 export const MAX_TIMESTAMP = 253402300799;
 
 /**
  * A Command timestamp as UTC Unix seconds: a number is taken as Unix seconds; a string must be
- * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused). Either form must land
+ * RFC 3339 with `Z` or `+00:00` (any other offset, or none, is refused; `T` and `Z` in either case). Either form must land
  * between 0 (1970-01-01T00:00:00Z) and MAX_TIMESTAMP: a time before 1970 is refused as a string
  * exactly as it is as a number.
  */

@@ -3,8 +3,9 @@
  * decide whether its host is a loopback, private or link-local address. IPv4 is read the way
  * URL parsers and `inet_aton` read it (1 to 4 parts, each decimal, 0x-hex or 0-octal, the last
  * filling the remaining bytes), so `2130706433`, `0x7f.1` and `0177.0.0.1` are all 127.0.0.1.
- * IPv6 literals are expanded; IPv4-mapped, IPv4-compatible and NAT64 forms are judged by the
- * IPv4 address they carry.
+ * IPv6 literals are expanded; IPv4-mapped, IPv4-compatible, SIIT IPv4-translated, 6to4 and
+ * NAT64 (well-known and local-use prefixes, /96 form) forms are judged by the IPv4 address they
+ * carry.
  *
  * A URL argument is read twice, and either reading can condemn it: literally (`scheme://`
  * authority, userinfo and port stripped) and as the WHATWG URL parser reads it (`new URL`, the
@@ -155,10 +156,15 @@ function classifyV6(g: number[]): HostClass | null {
   if (zeroFirst(7) && g[7] === 1) return "loopback";
   if (zeroFirst(8)) return "unspecified";
   const embedded = ((g[6] << 16) | g[7]) >>> 0;
-  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible, deprecated), 64:ff9b::a.b.c.d (NAT64).
+  // ::ffff:a.b.c.d (mapped), ::a.b.c.d (compatible, deprecated), ::ffff:0:a.b.c.d (SIIT
+  // IPv4-translated, RFC 7915), 64:ff9b::a.b.c.d (NAT64 well-known prefix, RFC 6052) and
+  // 64:ff9b:1::a.b.c.d (NAT64 local-use prefix, RFC 8215, in its /96 form).
   if (zeroFirst(5) && g[5] === 0xffff) return classifyV4(embedded);
   if (zeroFirst(6)) return classifyV4(embedded);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return classifyV4(embedded);
+  if (zeroFirst(4) && g[4] === 0xffff && g[5] === 0) return classifyV4(embedded);
+  if (g[0] === 0x64 && g[1] === 0xff9b && (g[2] === 0 || g[2] === 1) && g[3] === 0 && g[4] === 0 && g[5] === 0) return classifyV4(embedded);
+  // 2002:AABB:CCDD::/48 (6to4, RFC 3056) carries A.B.C.D in its second and third groups.
+  if (g[0] === 0x2002) return classifyV4(((g[1] << 16) | g[2]) >>> 0);
   if ((g[0] & 0xffc0) === 0xfe80) return "link-local";
   if ((g[0] & 0xfe00) === 0xfc00 || (g[0] & 0xffc0) === 0xfec0) return "private";
   return null;
