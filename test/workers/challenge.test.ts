@@ -102,6 +102,28 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(started.status).toBe(409);
   });
 
+  it("a retry of the original intake after the challenge was answered is the challenged deny again, without its challenge", async () => {
+    const c = command({ tool: "delete_file", params: { path: "/tmp/report.txt" } });
+    const denied = (await h.intake(c)).body;
+    expect(denied.receipt.verdict).toBe("deny");
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    // Evidence that still falls short first (a fresh deny), then the evidence that satisfies the check.
+    expect((await answer(h, c.trace_id, { human_approval: { ...approval, request_hash: "sha256:" + "0".repeat(64) } })).body.receipt.verdict).toBe("deny");
+    const allowed = (await answer(h, c.trace_id, { human_approval: approval })).body;
+    expect(allowed.receipt.verdict).toBe("allow");
+    for (const retry of [c, { ...c, human_approval: approval }]) {
+      const again = await h.intake(retry);
+      expect(again.status).toBe(200);
+      expect(again.body.idempotent_replay).toBe(true);
+      expect(again.body.receipt).toEqual(denied.receipt);
+      expect(again.body).not.toHaveProperty("challenge");
+    }
+    // The admission the evidence earned is still the one the trace starts from.
+    const started = await h.call(`/v1/receipts/${c.trace_id}/start`, { method: "POST", headers: { authorization: `Bearer ${INTAKE_TOKEN}`, "content-type": "application/json" }, body: "{}" });
+    expect(started.status).toBe(200);
+    expect(started.body.receipt).toEqual(allowed.receipt);
+  });
+
   it("answered late: CHALLENGE_EXPIRED, and the deny stands", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;
