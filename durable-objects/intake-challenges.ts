@@ -1,15 +1,28 @@
 /**
  * IntakeChallenges: the open challenge of one trace_id (one object per trace_id, one row). Only
- * intake, behind INTAKE_TOKEN, opens one; a newer deny for the same trace_id replaces it, and an
- * alarm deletes it CHALLENGE_RETENTION seconds after its deadline, so the storage is bounded by
- * the intake rate × (deadline + retention). Each method is one synchronous transaction: `take`
- * checks the deadline and claims the challenge in one step, so two answers never both re-evaluate.
+ * intake, behind INTAKE_TOKEN, opens one; a newer deny for the same trace_id replaces it. Each
+ * method is one synchronous transaction: `take` checks the deadline and claims the challenge in
+ * one step, so two answers never both re-evaluate.
+ *
+ * Its alarm carries the challenge to its end, a bounded number of runs per challenge: at the
+ * deadline it closes the trace's journal record (awaiting_approval → denied: the deny stands),
+ * unless an answer is being judged at that moment, in which case it looks again ANSWER_GRACE_SECONDS
+ * later (by then that answer was recorded, or given back and the challenge can close); a journal
+ * that cannot be reached is tried again every CLOSE_RETRY_SECONDS until the row's retention ends;
+ * CHALLENGE_RETENTION seconds after the deadline the row is deleted. Storage is bounded by the
+ * intake rate × (deadline + retention).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
+import { dependencyTimeout, journalShards } from "../worker/config.js";
+import { closeExpiredChallenge, durableJournalStub, INTAKE_TENANT, journalClient } from "../worker/journal-store.js";
 
 /** Seconds a challenge is kept after its deadline, so a late answer is told CHALLENGE_EXPIRED rather than not found. */
 export const CHALLENGE_RETENTION = 3600;
+/** Seconds the deadline alarm waits for an answer that was being judged when it fired. */
+export const ANSWER_GRACE_SECONDS = 60;
+/** Seconds between attempts to close the journal record when the journal could not be reached. */
+export const CLOSE_RETRY_SECONDS = 60;
 
 export type StoredChallenge = {
   /** The Command as judged (its normalised intake message), as JSON text. */
@@ -23,9 +36,17 @@ export type StoredChallenge = {
 
 export type Take =
   | { kind: "open"; challenge: StoredChallenge }
-  | { kind: "expired"; expires_at: number }
+  /** `answering`: an answer taken in time is still being judged, so the record is not closed from here. */
+  | { kind: "expired"; expires_at: number; answering: boolean }
   | { kind: "answered" }
   | { kind: "unknown" };
+
+/**
+ * The row's state: `open`; `taken` while an answer is judged (or once it was answered);
+ * `taken-at-deadline` when the deadline alarm found it taken; `closing` while the journal record is
+ * being closed; `closed` once it was (or needed nothing), waiting for deletion.
+ */
+type RowState = "open" | "taken" | "taken-at-deadline" | "closing" | "closed";
 
 export class IntakeChallenges extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -36,20 +57,24 @@ export class IntakeChallenges extends DurableObject<Env> {
     this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
   }
 
-  /** Opens (or replaces) the challenge; deleted CHALLENGE_RETENTION seconds after its deadline. */
+  private row() {
+    return this.sql.exec<StoredChallenge & { state: RowState }>("SELECT message, audience, gaps, issued_at, expires_at, state FROM challenge WHERE id = 1").toArray()[0];
+  }
+
+  /** Opens (or replaces) the challenge; its alarm fires at the deadline. */
   open(c: StoredChallenge): void {
     this.sql.exec(
       "INSERT OR REPLACE INTO challenge (id, message, audience, gaps, issued_at, expires_at, state) VALUES (1, ?, ?, ?, ?, ?, 'open')",
       c.message, c.audience, c.gaps, c.issued_at, c.expires_at,
     );
-    void this.ctx.storage.setAlarm((c.expires_at + CHALLENGE_RETENTION) * 1000);
+    void this.ctx.storage.setAlarm(c.expires_at * 1000);
   }
 
   /** Claims an open challenge at `now` (Unix seconds): open until expires_at inclusive; a claimed one answers once. */
   take(now: number): Take {
-    const row = this.sql.exec<StoredChallenge & { state: string }>("SELECT message, audience, gaps, issued_at, expires_at, state FROM challenge WHERE id = 1").toArray()[0];
+    const row = this.row();
     if (!row) return { kind: "unknown" };
-    if (now > row.expires_at) return { kind: "expired", expires_at: row.expires_at };
+    if (now > row.expires_at || row.state === "closing" || row.state === "closed") return { kind: "expired", expires_at: row.expires_at, answering: row.state === "taken" || row.state === "taken-at-deadline" };
     if (row.state !== "open") return { kind: "answered" };
     this.sql.exec("UPDATE challenge SET state = 'taken' WHERE id = 1");
     const { state: _s, ...challenge } = row;
@@ -58,11 +83,45 @@ export class IntakeChallenges extends DurableObject<Env> {
 
   /** Gives a claimed challenge back (its answer could not be judged), or leaves it open with the evidence still missing. */
   release(gaps: string | null): void {
-    if (gaps === null) this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1");
-    else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1", gaps);
+    if (gaps === null) this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')");
+    else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps);
   }
 
   async alarm(): Promise<void> {
-    this.sql.exec("DELETE FROM challenge");
+    const row = this.row();
+    if (!row) return;
+    const deleteAtMs = (row.expires_at + CHALLENGE_RETENTION) * 1000;
+    if (row.state === "closed") {
+      this.sql.exec("DELETE FROM challenge");
+      return;
+    }
+    if (row.state === "taken") {
+      // An answer is being judged (or was accepted): let it finish before the record is closed.
+      this.sql.exec("UPDATE challenge SET state = 'taken-at-deadline' WHERE id = 1");
+      await this.ctx.storage.setAlarm(Date.now() + ANSWER_GRACE_SECONDS * 1000);
+      return;
+    }
+    // From here no answer is taken: the deny stands.
+    this.sql.exec("UPDATE challenge SET state = 'closing' WHERE id = 1");
+    const traceId = String((JSON.parse(row.message) as { trace_id: unknown }).trace_id);
+    let failure: unknown = null;
+    try {
+      const journal = journalClient(durableJournalStub(this.env), INTAKE_TENANT, journalShards(this.env), dependencyTimeout(this.env)).port;
+      await closeExpiredChallenge(journal, traceId, row.expires_at);
+    } catch (err) {
+      failure = err;
+    }
+    // A newer deny may have replaced the challenge meanwhile: it has its own alarm.
+    const now = this.row();
+    if (!now || now.state !== "closing" || now.expires_at !== row.expires_at) return;
+    if (failure === null) {
+      this.sql.exec("UPDATE challenge SET state = 'closed' WHERE id = 1");
+      await this.ctx.storage.setAlarm(deleteAtMs);
+      return;
+    }
+    console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(failure) }));
+    const retryAtMs = Date.now() + CLOSE_RETRY_SECONDS * 1000;
+    if (retryAtMs < deleteAtMs) await this.ctx.storage.setAlarm(retryAtMs);
+    else this.sql.exec("DELETE FROM challenge");
   }
 }

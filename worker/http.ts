@@ -86,10 +86,23 @@ function noteDecisionMode(c: Context, parsed: unknown, bytes?: Uint8Array): void
 
 /** Reads at most `maxBytes` of body and parses it strictly; a violation inside `subject.field` carries `subject.code`. */
 export async function readStrictJson(c: Context, maxBytes: number, subject?: Subject): Promise<unknown> {
+  return parseBody(c, await readBodyBytes(c, maxBytes), subject);
+}
+
+/**
+ * For a route whose every member is optional: no body at all (zero bytes) is read as `{}`; any
+ * other body is parsed as readStrictJson parses it (so whitespace alone is still malformed).
+ */
+export async function readOptionalStrictJson(c: Context, maxBytes: number): Promise<unknown> {
+  const bytes = await readBodyBytes(c, maxBytes);
+  return bytes.byteLength === 0 ? {} : parseBody(c, bytes);
+}
+
+async function readBodyBytes(c: Context, maxBytes: number): Promise<Uint8Array> {
   const declared = Number(c.req.header("content-length") ?? NaN);
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
   // The raw body, not Hono's cached copy: a body is read once, here.
-  if (Number.isInteger(declared)) return parseBody(c, new Uint8Array(await c.req.raw.arrayBuffer()), subject);
+  if (Number.isInteger(declared)) return new Uint8Array(await c.req.raw.arrayBuffer());
   // No declared length: read the stream, refusing as soon as it passes the cap.
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];
@@ -109,7 +122,7 @@ export async function readStrictJson(c: Context, maxBytes: number, subject?: Sub
   const bytes = new Uint8Array(size);
   let at = 0;
   for (const chunk of chunks) (bytes.set(chunk, at), (at += chunk.byteLength));
-  return parseBody(c, bytes, subject);
+  return bytes;
 }
 
 /** The strict parse of a body; on the decision routes (a `subject` is named) the call's mode is noted first. */

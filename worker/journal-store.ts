@@ -73,3 +73,32 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
     },
   };
 }
+
+/**
+ * CCS §4.7: once a challenge's deadline has passed without its evidence, the deny stands. The
+ * trace's record, which waited in `awaiting_approval` for that evidence, is closed as `denied`
+ * (effect `not-started`, outcome `confirmed`; no new receipt: its latest receipt is the deny),
+ * the entry dated at the deadline and naming it in its detail. A record that no longer waits (the
+ * evidence was accepted in time), or waits on an escalation rather than a deny, is left alone;
+ * a record that changed under the call is read again (a few times at most).
+ */
+export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "not-waiting" | "not-found"> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const loaded = await journal.loadByIdempotency(traceId);
+    if (loaded.kind === "not-found") return "not-found";
+    if (loaded.kind === "corrupt") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
+    const { record } = loaded;
+    if (record.state !== "awaiting_approval" || record.verdict !== "deny") return "not-waiting";
+    const appended = await journal.append({
+      record_id: record.record_id,
+      expected_revision: record.revision,
+      at: expiresAt,
+      to: "denied",
+      effect: "not-started",
+      detail: { challenge_expired_at: expiresAt },
+    });
+    if (appended.kind === "appended") return "closed";
+    if (appended.kind !== "revision-conflict") throw new Error(`journal refused closing the expired challenge of ${traceId}: ${appended.kind}`);
+  }
+  throw new Error(`the journal record of ${traceId} kept changing while its expired challenge was being closed`);
+}

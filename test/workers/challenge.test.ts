@@ -5,8 +5,9 @@
  * before the evidence is there.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { IntakeChallenges } from "../../durable-objects/intake-challenges.js";
 import type { Env } from "../../worker/env.js";
 import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
@@ -19,6 +20,10 @@ const command = (extra: Record<string, unknown> = {}) => ({
 const requestHash = (c: Record<string, any>) => prefixedDigest(jcs({ agent_id: c.agent_id, tool: c.tool, params: c.params, timestamp: c.timestamp, trace_id: c.trace_id }));
 const answer = (h: Harness, traceId: string, evidence: unknown, authorization = `Bearer ${INTAKE_TOKEN}`) =>
   h.call(`/v1/intake/${traceId}/evidence`, { method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify(evidence) });
+
+const intakeAuth = { authorization: `Bearer ${INTAKE_TOKEN}` };
+const challengeObject = (traceId: string) => env.INTAKE_CHALLENGES.get(env.INTAKE_CHALLENGES.idFromName(traceId));
+const startCall = (h: Harness, traceId: string) => h.call(`/v1/receipts/${traceId}/start`, { method: "POST", headers: { ...intakeAuth, "content-type": "application/json" }, body: "{}" });
 
 let h: Harness;
 beforeAll(async () => {
@@ -102,6 +107,28 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(started.status).toBe(409);
   });
 
+  it("a retry of the original intake after the challenge was answered is the challenged deny again, without its challenge", async () => {
+    const c = command({ tool: "delete_file", params: { path: "/tmp/report.txt" } });
+    const denied = (await h.intake(c)).body;
+    expect(denied.receipt.verdict).toBe("deny");
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    // Evidence that still falls short first (a fresh deny), then the evidence that satisfies the check.
+    expect((await answer(h, c.trace_id, { human_approval: { ...approval, request_hash: "sha256:" + "0".repeat(64) } })).body.receipt.verdict).toBe("deny");
+    const allowed = (await answer(h, c.trace_id, { human_approval: approval })).body;
+    expect(allowed.receipt.verdict).toBe("allow");
+    for (const retry of [c, { ...c, human_approval: approval }]) {
+      const again = await h.intake(retry);
+      expect(again.status).toBe(200);
+      expect(again.body.idempotent_replay).toBe(true);
+      expect(again.body.receipt).toEqual(denied.receipt);
+      expect(again.body).not.toHaveProperty("challenge");
+    }
+    // The admission the evidence earned is still the one the trace starts from.
+    const started = await h.call(`/v1/receipts/${c.trace_id}/start`, { method: "POST", headers: { authorization: `Bearer ${INTAKE_TOKEN}`, "content-type": "application/json" }, body: "{}" });
+    expect(started.status).toBe(200);
+    expect(started.body.receipt).toEqual(allowed.receipt);
+  });
+
   it("answered late: CHALLENGE_EXPIRED, and the deny stands", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;
@@ -109,8 +136,11 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     const r = await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
     expect([r.status, r.body.error.code]).toEqual([409, "CHALLENGE_EXPIRED"]);
     expect(r.text).not.toContain('"receipt"');
-    const atDeadline = harness(env, ctx(), { now: () => denied.challenge.expires_at });
-    expect((await answer(atDeadline, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.receipt.verdict).toBe("allow");
+    // expires_at itself is still in time (another Command: the late answer above closed its record).
+    const c2 = command();
+    const denied2 = (await h.intake(c2)).body;
+    const atDeadline = harness(env, ctx(), { now: () => denied2.challenge.expires_at });
+    expect((await answer(atDeadline, c2.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c2) } })).body.receipt.verdict).toBe("allow");
   });
 
   it("evidence that still does not satisfy the check is a fresh deny, the challenge kept open until the same deadline", async () => {
@@ -153,5 +183,77 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect((await answer(h, "00000000000000ff", { server_profile: "tls" })).status).toBe(404);
     // The refusals above gave the challenge back: it still answers.
     expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.receipt.verdict).toBe("allow");
+  });
+});
+
+describe("after the deadline the journal record stops waiting: the deny stands (awaiting_approval → denied)", () => {
+  /** The record is a closed deny: denied, not started, outcome confirmed, listed among denied, not startable. */
+  async function expectClosedDeny(traceId: string, expiresAt: number, denyReceipt: unknown) {
+    const record = await h.call(`/v1/evidence/${traceId}`, { headers: intakeAuth });
+    expect(record.body.record).toMatchObject({ state: "denied", effect: "not-started", outcome_status: "confirmed", verdict: "deny" });
+    expect(record.body.history.at(-1)).toMatchObject({ from: "awaiting_approval", to: "denied", at: expiresAt, receipt: null, detail: { challenge_expired_at: expiresAt } });
+    expect(record.body.receipts).toEqual([denyReceipt]);
+    const listed = await h.call(`/v1/evidence?agent_id=challenge-agent&state=denied&limit=200`, { headers: intakeAuth });
+    expect(listed.body.records.map((r: { trace_id: string }) => r.trace_id)).toContain(traceId);
+    const started = await startCall(h, traceId);
+    expect([started.status, started.body.error.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect(started.body.error.detail).toContain("denied");
+  }
+
+  it("a late answer closes it when it arrives first, and is still CHALLENGE_EXPIRED", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 });
+    const r = await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([r.status, r.body.error.code]).toEqual([409, "CHALLENGE_EXPIRED"]);
+    await expectClosedDeny(c.trace_id, denied.challenge.expires_at, denied.receipt);
+    // Again: the same answer, nothing more written.
+    expect((await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.error.code).toBe("CHALLENGE_EXPIRED");
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.history).toHaveLength(4);
+  });
+
+  it("the challenge's alarm closes it at the deadline with no answer at all; then an answer is CHALLENGE_EXPIRED, and the row is deleted after its retention", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const stub = challengeObject(c.trace_id);
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe(denied.challenge.expires_at * 1000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    await expectClosedDeny(c.trace_id, denied.challenge.expires_at, denied.receipt);
+    // The clock of this call is still before the deadline: the closed challenge answers nothing.
+    const r = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([r.status, r.body.error.code]).toEqual([409, "CHALLENGE_EXPIRED"]);
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((denied.challenge.expires_at + 3600) * 1000);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).status).toBe(404);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("denied");
+  });
+
+  it("evidence accepted in time is not undone by the alarm: the record stays ready and starts", async () => {
+    const c = command();
+    await h.intake(c);
+    expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.receipt.verdict).toBe("allow");
+    const stub = challengeObject(c.trace_id);
+    // The first run finds the challenge taken and waits for its answer; the second finds nothing waiting.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("ready");
+    expect((await startCall(h, c.trace_id)).status).toBe(200);
+  });
+
+  it("an answer being judged when the deadline passes is waited for; given back, the record is closed on the next run", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const stub = challengeObject(c.trace_id);
+    await runInDurableObject(stub, (o: IntakeChallenges) => expect(o.take(TEST_NOW).kind).toBe("open"));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    // While it is judged, a late answer does not close the record under it either.
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 });
+    expect((await answer(late, c.trace_id, { server_profile: "tls" })).body.error.code).toBe("CHALLENGE_EXPIRED");
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.release(null));
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    await expectClosedDeny(c.trace_id, denied.challenge.expires_at, denied.receipt);
   });
 });

@@ -137,6 +137,24 @@ describe("execution: start, finalise, reconcile", () => {
     expect(e.body.history.map((x: any) => [x.event, x.to])).toEqual([["reserve", "reserved"], ["append", "awaiting_policy"], ["append", "ready"], ["claim", "started"], ["append", "succeeded"]]);
   });
 
+  it("start takes no body at all as {} (the default lease); a body that is not JSON is still 400", async () => {
+    const startRaw = (traceId: string, init: RequestInit) => h.call(`/v1/receipts/${traceId}/start`, { method: "POST", ...init, headers: { authorization: `Bearer ${INTAKE_TOKEN}`, ...(init.headers as Record<string, string>) } });
+    const c = command();
+    await h.intake(c);
+    const bare = await startRaw(c.trace_id, {});
+    expect(bare.status).toBe(200);
+    expect(bare.body).toMatchObject({ state: "started", fence: 1, lease_until: TEST_NOW + leaseSeconds(env) });
+    const c2 = command();
+    await h.intake(c2);
+    expect((await startRaw(c2.trace_id, { headers: { "content-type": "application/json" }, body: "" })).status).toBe(200);
+    const c3 = command();
+    await h.intake(c3);
+    for (const body of [" ", "null", "[]"]) {
+      const r = await startRaw(c3.trace_id, { headers: { "content-type": "application/json" }, body });
+      expect([r.status, r.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    }
+  });
+
   it("two starts race: one holds the lease, the other is EXECUTION_HELD", async () => {
     const c = command();
     await h.intake(c);

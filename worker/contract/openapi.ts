@@ -16,6 +16,8 @@ export interface Operation {
   tag: string;
   auth: Auth;
   body?: z.ZodType;
+  /** The body may be left out altogether (no bytes), which reads as `{}`. */
+  bodyOptional?: true;
   parameters?: { name: string; in: "path" | "query" | "header"; description: string; required?: boolean }[];
   /** Status → schema (JSON), or "html" for the status page. */
   responses: Record<number, { description: string; schema?: z.ZodType; html?: true }>;
@@ -119,7 +121,7 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
   {
-    method: "post", path: "/v1/receipts/{trace_id}/start", summary: "claim the execution of an allow admission: an execution lease and its fence token", tag: "journal", auth: "intake", body: S.StartCall,
+    method: "post", path: "/v1/receipts/{trace_id}/start", summary: "claim the execution of an allow admission: an execution lease and its fence token", tag: "journal", auth: "intake", body: S.StartCall, bodyOptional: true,
     parameters: [pathParam("trace_id", "16 lowercase hex")],
     responses: { 200: { description: "claimed", schema: S.Started }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD or EXECUTION_NOT_ELIGIBLE", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
   },
@@ -280,7 +282,7 @@ export function openApiDocument(): object {
       tags: [op.tag],
       security: SECURITY[op.auth],
       ...(op.parameters ? { parameters: op.parameters.map((p) => ({ ...p, schema: { type: "string" } })) } : {}),
-      ...(op.body ? { requestBody: { required: true, content: { "application/json": { schema: ref(op.body) } } } } : {}),
+      ...(op.body ? { requestBody: { required: !op.bodyOptional, content: { "application/json": { schema: ref(op.body) } } } } : {}),
       responses: Object.fromEntries(
         Object.entries(op.responses).map(([status, r]) => [
           status,

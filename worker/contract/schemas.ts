@@ -475,7 +475,7 @@ export const EvidencePage = z
   .meta({ id: "EvidencePage" });
 
 const idempotencyKey = z.string().min(1).max(MAX_IDEMPOTENCY_KEY).regex(/^[\x21-\x7e]+$/);
-export const ReserveCall = z.object({ idempotency_key: idempotencyKey, action_digest: z.string().min(1).max(256), attributes: z.record(z.string(), z.unknown()).optional() }).strict().meta({ id: "JournalReserveCall" });
+export const ReserveCall = z.object({ idempotency_key: idempotencyKey, action_digest: z.string().min(1).max(256).meta({ description: "the caller's digest of the action, opaque to the journal (any form, e.g. sha256:<hex>): compared byte for byte to tell a retry (existing) from another action under the key (conflict), never parsed or recomputed" }), attributes: z.record(z.string(), z.unknown()).optional() }).strict().meta({ id: "JournalReserveCall" });
 const transition = { to: JournalState, effect: Effect, receipt: z.record(z.string(), z.unknown()).optional(), detail: z.record(z.string(), z.unknown()).optional(), extensions };
 export const AppendCall = z
   .object({ record_id: recordId, expected_revision: z.number().int().min(1), fence: fence.optional(), ...transition })

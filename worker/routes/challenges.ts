@@ -2,7 +2,9 @@
  * The challenge loop on Workers (CCS §4.7): an intake deny for missing evidence opens a challenge
  * in the trace's IntakeChallenges object, and `POST /v1/intake/{trace_id}/evidence` (intake token)
  * answers it: before the deadline the same Command is judged again with the evidence and a fresh
- * receipt is issued; after it CHALLENGE_EXPIRED, and the deny stands. The rules live in
+ * receipt is issued; after it CHALLENGE_EXPIRED, and the deny stands: the trace's journal record,
+ * which waited in awaiting_approval, is closed as denied (by the challenge's alarm at the deadline,
+ * or by the late answer if it comes first). The rules live in
  * worker/protocol/issuing/challenge.ts; this module stores and routes.
  */
 import { Hono, type Context } from "hono";
@@ -17,6 +19,7 @@ import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
+import { closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
 import { recordEvidencedAdmission, signedContexts } from "./intake.js";
 
@@ -85,7 +88,18 @@ export const challengeRoutes = new Hono<AppEnv>()
   const store = challenges(c, traceId);
   const taken = (await stored(c, store.take(c.get("services").now()) as Promise<unknown>)) as Take;
   if (taken.kind === "unknown") throw new ApiError(404, "NOT_FOUND", "no challenge is open for this trace_id");
-  if (taken.kind === "expired") throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
+  if (taken.kind === "expired") {
+    // The deny stands: the record stops waiting now, if the challenge's alarm has not closed it yet.
+    if (!taken.answering) {
+      try {
+        await closeExpiredChallenge(c.get("services").journal(INTAKE_TENANT).port, traceId, taken.expires_at);
+      } catch (err) {
+        // The answer is the same either way; the alarm tries again.
+        console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(err) }));
+      }
+    }
+    throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
+  }
   if (taken.kind === "answered") throw new ApiError(409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence");
   const { challenge } = taken;
   let admission: Admission;

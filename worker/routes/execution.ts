@@ -11,7 +11,7 @@ import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { issuing, leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
-import { ApiError, readStrictJson, validateBody } from "../http.js";
+import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { HEX16 } from "../protocol/encoding.js";
@@ -162,7 +162,8 @@ const outcomeOf = (call: OutcomeCall): Outcome =>
 export const executionRoutes = new Hono<AppEnv>()
   .post("/:trace_id/start", async (c) => {
   const traceId = traceOf(c);
-  const body = validateBody(StartCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  // Every member is optional, so no body at all is `{}`.
+  const body = validateBody(StartCall, await readOptionalStrictJson(c, MAX_VERIFY_BODY));
   const { record, history } = await loadTrace(c, traceId);
   // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);

@@ -8,7 +8,8 @@
  * the receipt journal with the digest of everything that decides the admission, the Command is
  * judged and signed, and the decision is appended with its signed receipt in one journal
  * transaction; only then does the answer leave. A retry of the same intake is answered with the
- * admission already held (no second sequence number, no second nonce); the same trace_id with
+ * admission already held (no second sequence number, no second nonce; for a challenged deny, that
+ * deny as first issued, whatever its challenge brought since); the same trace_id with
  * anything else is INTAKE_TRACE_CONFLICT. An admission that lacks evidence (a deny with a
  * challenge, CCS §4.7) waits in `awaiting_approval` for that evidence rather than closing as denied.
  */
@@ -79,6 +80,19 @@ export function storedAdmission(history: readonly JournalEntry[]): (StoredAdmiss
 }
 
 /**
+ * What a retry of the original intake is answered with. A deny that was challenged (CCS §4.7) is
+ * answered again as it was first issued, whatever its challenge has since brought (a fresh deny,
+ * or the allow the evidence earned): the first receipt of a challenged Command is a deny whatever
+ * follows, and what the evidence earned belongs to the answer of the evidence call. Any other
+ * record is answered with its latest admission (an escalation moved on by its approval included).
+ */
+export function retriedAdmission(history: readonly JournalEntry[]): (StoredAdmission & { approval_jcs: string | null }) | null {
+  const first = history.find((e) => e.event === "append" && e.from === "awaiting_policy" && e.receipt);
+  const challenged = first && first.to === "awaiting_approval" && (first.receipt as unknown as Receipt).verdict === "deny";
+  return storedAdmission(challenged ? [first] : history);
+}
+
+/**
  * The runtime contexts (canonical text) of every admission this deployment signed under a
  * trace_id, newest first: what a delegated intake reads its parent's signed delegation from. A
  * finalised receipt carries its admission's context over, so these cover it too. A record the
@@ -143,7 +157,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     // deadline and the answered-once rule: presenting the evidence here again is a retry of the deny.
     const escalated = loaded.record.state === "awaiting_approval" && latest.receipt.verdict === "escalate";
     if (!escalated || approval === null || approval === latest.approval_jcs) {
-      const { approval_jcs: _approval, ...answer } = latest;
+      const { approval_jcs: _approval, ...answer } = retriedAdmission(loaded.history)!;
       return { ...answer, replay: true as const };
     }
     expected = loaded.record.revision;
@@ -189,7 +203,7 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: stri
 
 async function held(journal: JournalPort, recordId: string): Promise<Admitted> {
   const loaded = await journal.load(recordId);
-  const admission = loaded.kind === "found" ? storedAdmission(loaded.history) : null;
+  const admission = loaded.kind === "found" ? retriedAdmission(loaded.history) : null;
   if (!admission) throw new Error("the journal holds no admission for a reserved trace_id");
   const { approval_jcs: _approval, ...answer } = admission;
   return { ...answer, replay: true as const };
