@@ -63,7 +63,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "put", path: "/v1/admin/manifests", summary: "pin another verifier's signed manifest beside its anchor, with configurations it issued under", tag: "admin", auth: "admin", body: S.ManifestPin,
-    responses: { 200: { description: "pinned", schema: S.ManifestPinned }, ...errors(400, 401, 404, 413, 500, 503) },
+    responses: { 200: { description: "pinned", schema: S.ManifestPinned }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
   {
     method: "post", path: "/v1/receipts/verify", summary: "enforcement validation of one receipt (consumes its nonce in enforce mode)", tag: "verification", auth: "relying-party", body: S.VerifyCall,
