@@ -220,6 +220,25 @@ describe("POST /v1/costs/estimate", () => {
   });
 });
 
+describe("POST /v1/costs/estimate: a computed amount past the decimal limit", () => {
+  it("is refused naming the computed amount and the 64-character limit, never as a bad `amount` the caller did not send", async () => {
+    const { post } = setup();
+    const huge = { ...SOURCE, per_million_tokens: { input_tokens: "9".repeat(64) } };
+    const tiny = { ...SOURCE, per_million_tokens: { input_tokens: `0.${"0".repeat(61)}1` } };
+    for (const [r, source] of [[receipt({ usage: { ...FULL, input_tokens: 9_000_000_000_000 } }), huge], [receipt({ usage: { ...FULL, input_tokens: 1000 } }), tiny]] as const) {
+      const res = await post("/v1/costs/estimate", { receipt: r, price_source: source });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+      expect(res.body.error.detail).toMatch(/computed amount .* exceeds the 64-character limit/);
+      expect(res.body.error.detail).toContain("(at price_source.per_million_tokens)");
+      expect(res.body.error.detail).not.toContain("(at amount)");
+    }
+    // Within the limit, the same long rates value smaller counts.
+    const fits = await post("/v1/costs/estimate", { receipt: receipt({ usage: { ...FULL, input_tokens: 1_000_000 } }), price_source: { ...SOURCE, per_million_tokens: { input_tokens: `0.${"0".repeat(61)}1` } } });
+    expect(fits.body.estimate).toMatchObject({ kind: "estimated", amount: `0.${"0".repeat(61)}1` });
+  });
+});
+
 describe("POST /v1/costs/reconcile", () => {
   it("reconciles the stored estimate and stores the reconciliation; GET shows both", async () => {
     const { post, get } = setup();

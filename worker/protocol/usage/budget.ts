@@ -5,7 +5,7 @@
  * invocation is the receipt's, exactly.
  */
 import type { JsonValue } from "../boundary.js";
-import { DECIMAL, isDecimal } from "./decimal.js";
+import { DECIMAL, isDecimal, MAX_DECIMAL_LENGTH } from "./decimal.js";
 import { USAGE_METRICS, type UsageMetric, type UsageReceipt } from "./receipt.js";
 import { closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, oneOf, snapshot } from "./shape.js";
 
@@ -43,7 +43,7 @@ export function budgetDecisionAt(value: JsonValue | undefined, path: (string | n
   const l = closed(b.limit, [...path, "limit"], ["name", "metric", "threshold"], ["currency"]);
   const metric = oneOf(l.metric, [...USAGE_METRICS, "cost"] as const, [...path, "limit", "metric"]);
   if (!isDecimal(l.threshold) || (metric !== "cost" && !WHOLE.test(l.threshold as string))) {
-    invalid([...path, "limit", "threshold"], metric === "cost" ? `must be a plain decimal string (${DECIMAL.source})` : "must be a whole number of tokens, as a string");
+    invalid([...path, "limit", "threshold"], metric === "cost" ? `must be a plain decimal string (${DECIMAL.source}) of at most ${MAX_DECIMAL_LENGTH} characters` : `must be a whole number of tokens, as a string of at most ${MAX_DECIMAL_LENGTH} digits`);
   }
   if ((metric === "cost") !== (l.currency !== undefined)) invalid([...path, "limit", "currency"], "a cost limit names its currency; a token limit has none");
   return {
