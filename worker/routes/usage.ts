@@ -13,11 +13,11 @@ import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js
 import { exportBestEffort } from "../observability.js";
 import { jcs } from "../protocol/digest.js";
 import { projectModelUsage } from "../protocol/observability.js";
-import { createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
+import { budgetFlags, createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
 import { createCacheAttributionRecord } from "../protocol/usage/cache.js";
 import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEstimate } from "../protocol/usage/cost.js";
 import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
-import { createProviderCostRecord, reconcileCost } from "../protocol/usage/reconcile.js";
+import { createProviderCostRecord, providerRecordKey, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
 import { usageLedger } from "../usage-store.js";
 import { partyTenant } from "../journal-store.js";
@@ -63,15 +63,21 @@ function ledger(c: Context<AppEnv>) {
   };
 }
 
-/** A stored row as the routes answer it: the records themselves, absent ones null. */
+/**
+ * A stored row as the routes answer it: the records themselves, absent ones null, and
+ * `budget_flags`, derived on every answer, for budget decisions that sit oddly beside the receipt.
+ */
 function view(row: StoredUsage) {
   const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+  const receipt = JSON.parse(row.receipt);
+  const decisions = JSON.parse(row.budget_decisions);
   return {
     invocation_id: row.invocation_id,
-    receipt: JSON.parse(row.receipt),
+    receipt,
     journal_record: row.journal_record,
     cache: parsed(row.cache),
-    budget_decisions: JSON.parse(row.budget_decisions),
+    budget_decisions: decisions,
+    budget_flags: budgetFlags(receipt, decisions),
     estimate: parsed(row.estimate),
     reconciliation: parsed(row.reconciliation),
     stored_at: row.stored_at,
@@ -127,6 +133,14 @@ export const usageRoutes = new Hono<AppEnv>()
   const decisions = body.budget_decisions ?? [];
   if (!Array.isArray(decisions) || decisions.length > MAX_BUDGET_DECISIONS) throw new ApiError(400, "MALFORMED_REQUEST", `budget_decisions must be an array of at most ${MAX_BUDGET_DECISIONS}`);
   const budget = decisions.map((d) => evidence(() => createBudgetDecisionEvidence(d, { receipt })));
+  // One decision is one entry: the same decision twice would count it twice.
+  const seen = new Map<string, number>();
+  budget.forEach((d, i) => {
+    const key = jcs(d);
+    const first = seen.get(key);
+    if (first !== undefined) throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `budget_decisions[${i}] repeats budget_decisions[${first}]: a decision is recorded once`);
+    seen.set(key, i);
+  });
 
   const services = c.get("services");
   const store = ledger(c);
@@ -200,8 +214,12 @@ export const usageRoutes = new Hono<AppEnv>()
   if (row.estimate === null) throw new ApiError(404, "NOT_FOUND", `invocation ${id} has no stored estimate; POST /v1/costs/estimate first`);
   const estimate: CostEstimate = createCostEstimate(JSON.parse(row.estimate));
   const reconciliation = evidence(() => reconcileCost(estimate, record, options));
-  const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, Math.floor(c.get("services").now()));
+  const key = reconciliation.provider_record ? providerRecordKey(reconciliation.provider_record) : null;
+  const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, key, Math.floor(c.get("services").now()));
   if (result.kind === "not-found") throw notStored(id);
   if (result.kind === "conflict") throw changed("the stored estimate");
+  if (result.kind === "claimed") {
+    throw new ApiError(409, "PROVIDER_RECORD_IN_USE", `this provider record already reconciles invocation ${result.by}: one provider record is about one call, and is never counted for two invocations`);
+  }
   return c.json({ reconciliation, stored: true });
 });

@@ -66,3 +66,37 @@ export function createBudgetDecisionEvidence(input: unknown, options: { receipt?
   }
   return freeze(evidence);
 }
+
+/**
+ * Budget evidence that sits oddly beside the receipt it rides on. Not refused: the decision is the
+ * host composition's, and its record is evidence of what was decided, right or wrong — and a limit
+ * may be cumulative (a daily budget), covering usage this receipt does not show. Only after the
+ * invocation, for a token limit whose metric the receipt observed:
+ * - `allow-over-threshold`: allowed, though this invocation alone used more than the threshold;
+ * - `overrun-within-threshold`: an overrun, though this invocation used no more than the
+ *   threshold (it rests on usage outside this receipt, such as a cumulative limit's).
+ */
+export type BudgetFlagKind = "allow-over-threshold" | "overrun-within-threshold";
+
+export interface BudgetFlag {
+  /** The decision's position in `budget_decisions`. */
+  readonly index: number;
+  readonly flag: BudgetFlagKind;
+  readonly metric: UsageMetric;
+  readonly observed: number;
+  readonly threshold: string;
+}
+
+export function budgetFlags(receipt: UsageReceipt, decisions: readonly BudgetDecisionEvidence[]): BudgetFlag[] {
+  const flags: BudgetFlag[] = [];
+  decisions.forEach((d, index) => {
+    const { metric, threshold } = d.limit;
+    if (d.phase !== "after-invocation" || metric === "cost") return;
+    const observed = receipt.usage?.[metric];
+    if (observed === undefined) return;
+    const over = BigInt(observed) > BigInt(threshold);
+    if (d.decision === "allow" && over) flags.push({ index, flag: "allow-over-threshold", metric, observed, threshold });
+    if (d.decision === "overrun" && !over) flags.push({ index, flag: "overrun-within-threshold", metric, observed, threshold });
+  });
+  return flags;
+}

@@ -8,6 +8,7 @@
  */
 import type { JsonValue } from "../boundary.js";
 import { SHA256_REF } from "../encoding.js";
+import { jcs } from "../digest.js";
 import { costEstimateAt, type CostEstimate } from "./cost.js";
 import { decimalEquals, isDecimal, MAX_DECIMAL_LENGTH } from "./decimal.js";
 import { closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, label, oneOf, snapshot } from "./shape.js";
@@ -64,6 +65,16 @@ export function providerCostRecordAt(value: JsonValue | undefined, path: (string
 
 export function createProviderCostRecord(input: unknown): ProviderCostRecord {
   return freeze(providerCostRecordAt(snapshot(input), []));
+}
+
+/**
+ * What makes two provider records the same record of the same call, for refusing one record that
+ * would reconcile two invocations: the provider and its request id when the record names one (the
+ * provider's identity of the call, whatever amount or export cites it), else the whole record in
+ * canonical form (a record without a request id identifies its call by nothing else).
+ */
+export function providerRecordKey(record: ProviderCostRecord): string {
+  return record.provider_request_id !== undefined ? jcs({ provider: record.provider, provider_request_id: record.provider_request_id }) : jcs(record);
 }
 
 /** Refuses a provider record that is about another call than the estimate's receipt. */
