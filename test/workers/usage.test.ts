@@ -10,7 +10,7 @@ import type { ProjectedAttributes } from "../../worker/protocol/observability.js
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
 import { createProviderCostRecord, providerRecordKey } from "../../worker/protocol/usage/reconcile.js";
 import { partyScope, type RelyingParty } from "../../worker/protocol/relying-parties.js";
-import { AUDIENCE, harness, RP_NAME } from "../support/app-harness.js";
+import { AUDIENCE, harness, RP_NAME, TEST_NOW } from "../support/app-harness.js";
 
 const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
 const MODEL = { provider: "openai", model: "gpt-4.1-2025-04-14", profile: "fast-chat" };
@@ -289,6 +289,54 @@ describe("POST /v1/costs/reconcile", () => {
     await post("/v1/usage/receipts", { receipt: r });
     const none = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, provider_record: record(r) });
     expect(none.status).toBe(404);
+  });
+});
+
+describe("null members, conflict details and time bounds", () => {
+  it("null in a body member is the same as leaving it out, on every usage route", async () => {
+    const { post } = setup();
+    const r = receipt();
+    const stored = await post("/v1/usage/receipts", { receipt: r, observed: null, journal_record: null, cache: null, budget_decisions: null });
+    expect(stored.status, JSON.stringify(stored.body)).toBe(201);
+    expect(stored.body).toMatchObject({ journal_record: null, cache: null, budget_decisions: [] });
+    // The answer's parts can be sent back as they are: the same body again.
+    const again = await post("/v1/usage/receipts", { receipt: r, journal_record: stored.body.journal_record, cache: stored.body.cache, budget_decisions: stored.body.budget_decisions });
+    expect([again.status, again.body.stored]).toEqual([200, false]);
+    const estimate = await post("/v1/costs/estimate", { invocation_id: r.invocation_id, receipt: null, price_source: SOURCE, assumptions: null });
+    expect(estimate.status).toBe(200);
+    const reconciled = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, estimate: null, provider_record: null, pending: null });
+    expect(reconciled.body.reconciliation.disposition).toEqual({ kind: "unavailable", reason: "no-provider-record" });
+    // Both alternatives null is neither.
+    expect((await post("/v1/usage/receipts", { receipt: null, observed: null })).body.error.code).toBe("MALFORMED_REQUEST");
+    // Inside a record, null is still refused.
+    expect((await post("/v1/usage/receipts", { receipt: { ...receipt(), provider_request_id: null } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+  });
+
+  it("a conflict says what differs: the same receipt with other budget decisions is not 'another usage receipt'", async () => {
+    const { post } = setup();
+    const r = receipt();
+    expect((await post("/v1/usage/receipts", { receipt: r })).status).toBe(201);
+    const decision = { invocation_id: r.invocation_id, decision: "warn", phase: "after-invocation", limit: { name: "daily", metric: "total_tokens", threshold: "1000" }, decided_at: 1_800_000_001 };
+    const more = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision] });
+    expect(more.status).toBe(409);
+    expect(more.body.error.code).toBe("USAGE_RECORD_CONFLICT");
+    expect(more.body.error.detail).toContain("stored with another budget_decisions");
+    expect(more.body.error.detail).not.toContain("another usage receipt");
+    const both = await post("/v1/usage/receipts", { receipt: { ...r, usage: { ...FULL, output_tokens: 301 } }, cache: { kind: "miss" } });
+    expect(both.body.error.detail).toContain("another usage receipt");
+  });
+
+  it("observed_at is Unix seconds: milliseconds (10^11 or more) and a time beyond the skew ahead of now are refused", async () => {
+    const { post, get } = setup();
+    for (const observed_at of [4_102_444_800_000, 1e11, TEST_NOW + 31]) {
+      const r = receipt({ observed_at });
+      const res = await post("/v1/usage/receipts", { receipt: r });
+      expect([res.status, res.body.error?.code], String(observed_at)).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+      expect((await get(r.invocation_id)).status).toBe(404);
+    }
+    const viaObserved = await post("/v1/usage/receipts", { observed: { invocation_id: "inv-ms", observed_at: 1_900_000_000_000, response: { status: "completed", model: { profile: MODEL } } } });
+    expect(viaObserved.body.error.detail).toMatch(/milliseconds/);
+    expect((await post("/v1/usage/receipts", { receipt: receipt({ observed_at: TEST_NOW + 30 }) })).status).toBe(201);
   });
 });
 

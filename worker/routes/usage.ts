@@ -7,7 +7,7 @@
 import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { dependencyTimeout, MAX_USAGE_BODY } from "../config.js";
+import { dependencyTimeout, freshnessPolicy, MAX_USAGE_BODY } from "../config.js";
 import type { DeriveResult, StoredUsage, StoreResult } from "../../durable-objects/usage-ledger.js";
 import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
 import { exportBestEffort } from "../observability.js";
@@ -36,8 +36,15 @@ function evidence<T>(build: () => T): T {
   }
 }
 
+/**
+ * Checks a body's members against `allowed`, then drops those given as null: every member of
+ * these bodies is optional or one of two alternatives, and null is the same as leaving it out
+ * (the answers write an absent part as null, so an answer's parts can be sent back). Inside a
+ * record, null is never a value: the factories refuse it.
+ */
 function fields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) if (!allowed.includes(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
+  for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
 }
 
 function exactlyOne(body: Record<string, unknown>, a: string, b: string): "a" | "b" {
@@ -121,9 +128,14 @@ export const usageRoutes = new Hono<AppEnv>()
   if (exactlyOne(body, "receipt", "observed") === "a") receipt = evidence(() => createUsageReceipt(body.receipt));
   else {
     const observed = requireObject(body.observed, "observed");
-    fields(observed, ["response", "invocation_id", "observed_at", "pricing"]);
+    for (const key of Object.keys(observed)) if (!["response", "invocation_id", "observed_at", "pricing"].includes(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
     const { response, ...invocation } = observed;
     receipt = evidence(() => createObservedModelUsageReceipt(response, invocation));
+  }
+  // A receipt is stored as observed: never of a time ahead of this service's clock by more than the skew.
+  const skew = freshnessPolicy(c.env).skewCap;
+  if (receipt.observed_at > c.get("services").now() + skew) {
+    throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `observed_at ${receipt.observed_at} lies more than ${skew} s ahead of this service's clock: usage is stored once observed (at observed_at)`);
   }
   if (body.journal_record !== undefined && (typeof body.journal_record !== "string" || !IDENTIFIER.test(body.journal_record))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "journal_record must be 1-128 of [A-Za-z0-9._:-]");
@@ -153,7 +165,13 @@ export const usageRoutes = new Hono<AppEnv>()
     budget_decisions: jcs(budget),
   };
   const result = await store.store(entry, Math.floor(services.now()));
-  if (result.kind === "conflict") throw new ApiError(409, "USAGE_RECORD_CONFLICT", `invocation ${receipt.invocation_id} already has another usage receipt; a receipt is never rewritten`);
+  if (result.kind === "conflict") {
+    const id = receipt.invocation_id;
+    const detail = result.differs.includes("receipt")
+      ? `invocation ${id} already has another usage receipt; a receipt is never rewritten`
+      : `invocation ${id} already has this usage receipt, stored with another ${result.differs.join(", ")}; what rides on a stored receipt is never rewritten`;
+    throw new ApiError(409, "USAGE_RECORD_CONFLICT", detail);
+  }
   const row = result.kind === "existing" ? result.stored : await store.read(receipt.invocation_id);
   if (result.kind === "stored") exportBestEffort(c, services.exporter, projectModelUsage(receipt));
   return c.json({ stored: result.kind === "stored", ...view(row!) }, result.kind === "stored" ? 201 : 200);
