@@ -10,6 +10,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import { hasTable } from "./sql.js";
+import { providerRecordKey, type ReconciledCost } from "../worker/protocol/usage/reconcile.js";
 
 /** A receipt and what rode on it, as canonical JSON texts. */
 export interface UsageEntry {
@@ -30,10 +31,16 @@ export interface StoredUsage extends UsageEntry {
   /** Unix seconds. */
   stored_at: number;
   updated_at: number;
+  /** The providerRecordKey of the provider record the reconciliation carries; null or absent without one. */
+  provider_record?: string | null;
 }
 
-export type StoreResult = { kind: "stored" } | { kind: "existing"; stored: StoredUsage } | { kind: "conflict" };
-export type DeriveResult = { kind: "stored" } | { kind: "not-found" } | { kind: "conflict" };
+export type StoreResult = { kind: "stored" } | { kind: "existing"; stored: StoredUsage } | { kind: "conflict"; differs: UsagePart[] };
+export type DeriveResult = { kind: "stored" } | { kind: "not-found" } | { kind: "conflict" } | { kind: "claimed"; by: string };
+
+/** The parts of a stored entry that a store call with another entry can differ in. */
+export type UsagePart = "receipt" | "journal_record" | "cache" | "budget_decisions";
+const PARTS: readonly UsagePart[] = ["receipt", "journal_record", "cache", "budget_decisions"];
 
 /** Counts for a status view: receipts by attribution, estimates by kind, reconciliations by disposition. */
 export interface UsageCounts {
@@ -56,8 +63,10 @@ const SCHEMA = `
     reconciliation TEXT,
     reconciliation_kind TEXT,
     stored_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL
+    updated_at INTEGER NOT NULL,
+    provider_record TEXT
   ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS usage_provider_record ON usage (provider_record) WHERE provider_record IS NOT NULL;
 `;
 
 export class UsageLedger extends DurableObject<Env> {
@@ -75,6 +84,27 @@ export class UsageLedger extends DurableObject<Env> {
     return this.created;
   }
 
+  /**
+   * `provider_record` (the key of the provider record the stored reconciliation carries, see
+   * providerRecordKey) came after the first objects were created: an older table gets the column,
+   * its index and the keys of the reconciliations it already holds, once, inside the caller's
+   * transaction, before the first write that needs it.
+   */
+  private migrated = false;
+  private migrate(): void {
+    if (this.migrated) return;
+    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('usage')").toArray().map((c) => c.name);
+    if (!columns.includes("provider_record")) {
+      this.sql.exec("ALTER TABLE usage ADD COLUMN provider_record TEXT");
+      this.sql.exec("CREATE INDEX IF NOT EXISTS usage_provider_record ON usage (provider_record) WHERE provider_record IS NOT NULL");
+      for (const { invocation_id, reconciliation } of this.sql.exec<{ invocation_id: string; reconciliation: string }>("SELECT invocation_id, reconciliation FROM usage WHERE reconciliation IS NOT NULL").toArray()) {
+        const record = (JSON.parse(reconciliation) as ReconciledCost).provider_record;
+        if (record) this.sql.exec("UPDATE usage SET provider_record = ? WHERE invocation_id = ?", providerRecordKey(record), invocation_id);
+      }
+    }
+    this.migrated = true;
+  }
+
   private row(invocationId: string): StoredUsage | null {
     if (!this.exists()) return null;
     const [held] = this.sql.exec("SELECT * FROM usage WHERE invocation_id = ?", invocationId).toArray();
@@ -83,16 +113,19 @@ export class UsageLedger extends DurableObject<Env> {
 
   /**
    * Stores a receipt once. The same entry again is `existing` (a retried call); another entry for
-   * the same invocation is a `conflict`: a receipt is never rewritten.
+   * the same invocation is a `conflict` naming the parts that differ: a receipt is never rewritten.
    */
   store(entry: UsageEntry, at: number): StoreResult {
     return this.ctx.storage.transactionSync(() => {
       const held = this.row(entry.invocation_id);
       if (held) {
-        const same = held.receipt === entry.receipt && held.journal_record === entry.journal_record && held.cache === entry.cache && held.budget_decisions === entry.budget_decisions;
-        return same ? { kind: "existing" as const, stored: held } : { kind: "conflict" as const };
+        const differs = PARTS.filter((part) => held[part] !== entry[part]);
+        return differs.length === 0 ? { kind: "existing" as const, stored: held } : { kind: "conflict" as const, differs };
       }
-      if (!this.exists()) this.sql.exec(SCHEMA);
+      if (!this.exists()) {
+        this.sql.exec(SCHEMA);
+        this.migrated = true;
+      }
       this.created = true;
       this.sql.exec(
         "INSERT INTO usage (invocation_id, receipt, attribution, journal_record, cache, budget_decisions, stored_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -116,21 +149,32 @@ export class UsageLedger extends DurableObject<Env> {
       const held = this.row(invocationId);
       if (!held) return { kind: "not-found" as const };
       if (held.receipt !== receipt) return { kind: "conflict" as const };
+      this.migrate();
       this.sql.exec(
-        "UPDATE usage SET estimate = ?, estimate_kind = ?, reconciliation = NULL, reconciliation_kind = NULL, updated_at = ? WHERE invocation_id = ?",
+        "UPDATE usage SET estimate = ?, estimate_kind = ?, reconciliation = NULL, reconciliation_kind = NULL, provider_record = NULL, updated_at = ? WHERE invocation_id = ?",
         estimate, kind, at, invocationId,
       );
       return { kind: "stored" as const };
     });
   }
 
-  /** Records a reconciliation of the stored estimate, which must still be `estimate` (the one reconciled). */
-  recordReconciliation(invocationId: string, estimate: string, reconciliation: string, kind: string, at: number): DeriveResult {
+  /**
+   * Records a reconciliation of the stored estimate, which must still be `estimate` (the one
+   * reconciled). `recordKey` is the providerRecordKey of the provider record it carries (null
+   * without one): a record another invocation's stored reconciliation already carries is
+   * `claimed`, since one provider record is about one call. A new estimate releases it.
+   */
+  recordReconciliation(invocationId: string, estimate: string, reconciliation: string, kind: string, recordKey: string | null, at: number): DeriveResult {
     return this.ctx.storage.transactionSync(() => {
       const held = this.row(invocationId);
       if (!held) return { kind: "not-found" as const };
       if (held.estimate !== estimate) return { kind: "conflict" as const };
-      this.sql.exec("UPDATE usage SET reconciliation = ?, reconciliation_kind = ?, updated_at = ? WHERE invocation_id = ?", reconciliation, kind, at, invocationId);
+      this.migrate();
+      if (recordKey !== null) {
+        const [other] = this.sql.exec<{ invocation_id: string }>("SELECT invocation_id FROM usage WHERE provider_record = ? AND invocation_id != ? LIMIT 1", recordKey, invocationId).toArray();
+        if (other) return { kind: "claimed" as const, by: other.invocation_id };
+      }
+      this.sql.exec("UPDATE usage SET reconciliation = ?, reconciliation_kind = ?, provider_record = ?, updated_at = ? WHERE invocation_id = ?", reconciliation, kind, recordKey, at, invocationId);
       return { kind: "stored" as const };
     });
   }

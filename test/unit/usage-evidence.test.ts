@@ -371,3 +371,13 @@ describe("budget decision evidence", () => {
     expect(refused(() => createBudgetDecisionEvidence(decision({ limit: { name: "m", metric: "total_tokens", threshold: "10", currency: "USD" } })))).toMatch(/currency/);
   });
 });
+
+describe("times are Unix seconds", () => {
+  it("every instant of the usage records is below 10^11: a time in milliseconds is refused wherever it appears", () => {
+    expect(refused(() => createUsageReceipt(receiptInput({ observed_at: 4_102_444_800_000 })))).toMatch(/milliseconds \(at observed_at\)/);
+    expect(refused(() => createPriceSource({ ...SOURCE, valid_until: 1_800_000_000_000 }))).toMatch(/at valid_until/);
+    const decision = { invocation_id: "inv-1", decision: "warn", phase: "after-invocation", limit: { name: "d", metric: "total_tokens", threshold: "1" }, decided_at: 1e11 };
+    expect(refused(() => createBudgetDecisionEvidence(decision))).toMatch(/at decided_at/);
+    expect(createUsageReceipt(receiptInput({ observed_at: 1e11 - 1 })).observed_at).toBe(1e11 - 1);
+  });
+});

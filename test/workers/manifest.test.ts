@@ -137,6 +137,38 @@ describe("PUT /v1/admin/manifests and GET /v1/verifiers/{id}/manifest", () => {
   });
 });
 
+describe("PUT /v1/admin/manifests never goes back in time", () => {
+  it("refuses a manifest published before the pinned one (409 MANIFEST_SUPERSEDED): it is not served and routing does not follow it", async () => {
+    const id = await otherVerifier("superseding-verifier");
+    const today = await manifestOf(id, [{ id: "sup/today", comparison_scope: "receipt" }], { published_at: TEST_NOW - 3600, expires_at: TEST_NOW + 86_400 });
+    expect((await pinManifest({ manifest: today })).status).toBe(200);
+    const yesterday = await manifestOf(id, [{ id: "sup/yesterday", comparison_scope: "receipt" }], { published_at: TEST_NOW - 86_400 - 3600, expires_at: TEST_NOW + 86_400 });
+    const refused = await pinManifest({ manifest: yesterday });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("MANIFEST_SUPERSEDED");
+    const served = await h.call(`/v1/verifiers/${encodeURIComponent(id.issuer)}/manifest`);
+    expect(served.body).toMatchObject({ current: true, manifest: today });
+    const resolve = (profile: string) => h.call("/v1/profiles/resolve", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ profile }) });
+    expect((await resolve("sup/today")).body).toMatchObject({ result: "HELD", verifier_id: id.issuer });
+    expect((await resolve("sup/yesterday")).body).toMatchObject({ result: "UNDECIDED", reason: "NO_COMPARISON_RELATION" });
+    // The same document again, one re-signed in the same window, and a newer one are pinned.
+    expect((await pinManifest({ manifest: today })).status).toBe(200);
+    const sameWindow = await manifestOf(id, [{ id: "sup/changed", comparison_scope: "receipt" }], { published_at: TEST_NOW - 3600, expires_at: TEST_NOW + 86_400 });
+    expect((await pinManifest({ manifest: sameWindow })).status).toBe(200);
+    const newer = await manifestOf(id, [{ id: "sup/newer", comparison_scope: "receipt" }], { published_at: TEST_NOW - 60, expires_at: TEST_NOW + 86_400 });
+    expect((await pinManifest({ manifest: newer })).status).toBe(200);
+    expect((await pinManifest({ manifest: sameWindow })).body.error.code).toBe("MANIFEST_SUPERSEDED");
+  });
+
+  it("a verifier id that is not an https:// URI is 400 MALFORMED_REQUEST, not 404", async () => {
+    for (const bad of ["http://plain.example", "not a uri", "https://"]) {
+      const r = await h.call(`/v1/verifiers/${encodeURIComponent(bad)}/manifest`);
+      expect([r.status, r.body.error?.code], bad).toEqual([400, "MALFORMED_REQUEST"]);
+    }
+    expect((await h.call(`/v1/verifiers/${encodeURIComponent("https://nobody-pinned.example")}/manifest`)).status).toBe(404);
+  });
+});
+
 describe("POST /v1/profiles/resolve", () => {
   const resolve = (body: unknown, authorization?: string) =>
     h.call("/v1/profiles/resolve", { method: "POST", headers: { "content-type": "application/json", ...(authorization !== undefined ? { authorization } : {}) }, body: JSON.stringify(body) });

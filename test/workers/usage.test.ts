@@ -8,8 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { UsageLedger } from "../../durable-objects/usage-ledger.js";
 import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
+import { createProviderCostRecord, providerRecordKey } from "../../worker/protocol/usage/reconcile.js";
 import { partyScope, type RelyingParty } from "../../worker/protocol/relying-parties.js";
-import { AUDIENCE, harness, RP_NAME } from "../support/app-harness.js";
+import { AUDIENCE, harness, RP_NAME, TEST_NOW } from "../support/app-harness.js";
 
 const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
 const MODEL = { provider: "openai", model: "gpt-4.1-2025-04-14", profile: "fast-chat" };
@@ -220,6 +221,25 @@ describe("POST /v1/costs/estimate", () => {
   });
 });
 
+describe("POST /v1/costs/estimate: a computed amount past the decimal limit", () => {
+  it("is refused naming the computed amount and the 64-character limit, never as a bad `amount` the caller did not send", async () => {
+    const { post } = setup();
+    const huge = { ...SOURCE, per_million_tokens: { input_tokens: "9".repeat(64) } };
+    const tiny = { ...SOURCE, per_million_tokens: { input_tokens: `0.${"0".repeat(61)}1` } };
+    for (const [r, source] of [[receipt({ usage: { ...FULL, input_tokens: 9_000_000_000_000 } }), huge], [receipt({ usage: { ...FULL, input_tokens: 1000 } }), tiny]] as const) {
+      const res = await post("/v1/costs/estimate", { receipt: r, price_source: source });
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+      expect(res.body.error.detail).toMatch(/computed amount .* exceeds the 64-character limit/);
+      expect(res.body.error.detail).toContain("(at price_source.per_million_tokens)");
+      expect(res.body.error.detail).not.toContain("(at amount)");
+    }
+    // Within the limit, the same long rates value smaller counts.
+    const fits = await post("/v1/costs/estimate", { receipt: receipt({ usage: { ...FULL, input_tokens: 1_000_000 } }), price_source: { ...SOURCE, per_million_tokens: { input_tokens: `0.${"0".repeat(61)}1` } } });
+    expect(fits.body.estimate).toMatchObject({ kind: "estimated", amount: `0.${"0".repeat(61)}1` });
+  });
+});
+
 describe("POST /v1/costs/reconcile", () => {
   it("reconciles the stored estimate and stores the reconciliation; GET shows both", async () => {
     const { post, get } = setup();
@@ -269,6 +289,139 @@ describe("POST /v1/costs/reconcile", () => {
     await post("/v1/usage/receipts", { receipt: r });
     const none = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, provider_record: record(r) });
     expect(none.status).toBe(404);
+  });
+});
+
+describe("null members, conflict details and time bounds", () => {
+  it("null in a body member is the same as leaving it out, on every usage route", async () => {
+    const { post } = setup();
+    const r = receipt();
+    const stored = await post("/v1/usage/receipts", { receipt: r, observed: null, journal_record: null, cache: null, budget_decisions: null });
+    expect(stored.status, JSON.stringify(stored.body)).toBe(201);
+    expect(stored.body).toMatchObject({ journal_record: null, cache: null, budget_decisions: [] });
+    // The answer's parts can be sent back as they are: the same body again.
+    const again = await post("/v1/usage/receipts", { receipt: r, journal_record: stored.body.journal_record, cache: stored.body.cache, budget_decisions: stored.body.budget_decisions });
+    expect([again.status, again.body.stored]).toEqual([200, false]);
+    const estimate = await post("/v1/costs/estimate", { invocation_id: r.invocation_id, receipt: null, price_source: SOURCE, assumptions: null });
+    expect(estimate.status).toBe(200);
+    const reconciled = await post("/v1/costs/reconcile", { invocation_id: r.invocation_id, estimate: null, provider_record: null, pending: null });
+    expect(reconciled.body.reconciliation.disposition).toEqual({ kind: "unavailable", reason: "no-provider-record" });
+    // Both alternatives null is neither.
+    expect((await post("/v1/usage/receipts", { receipt: null, observed: null })).body.error.code).toBe("MALFORMED_REQUEST");
+    // Inside a record, null is still refused.
+    expect((await post("/v1/usage/receipts", { receipt: { ...receipt(), provider_request_id: null } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+  });
+
+  it("a conflict says what differs: the same receipt with other budget decisions is not 'another usage receipt'", async () => {
+    const { post } = setup();
+    const r = receipt();
+    expect((await post("/v1/usage/receipts", { receipt: r })).status).toBe(201);
+    const decision = { invocation_id: r.invocation_id, decision: "warn", phase: "after-invocation", limit: { name: "daily", metric: "total_tokens", threshold: "1000" }, decided_at: 1_800_000_001 };
+    const more = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision] });
+    expect(more.status).toBe(409);
+    expect(more.body.error.code).toBe("USAGE_RECORD_CONFLICT");
+    expect(more.body.error.detail).toContain("stored with another budget_decisions");
+    expect(more.body.error.detail).not.toContain("another usage receipt");
+    const both = await post("/v1/usage/receipts", { receipt: { ...r, usage: { ...FULL, output_tokens: 301 } }, cache: { kind: "miss" } });
+    expect(both.body.error.detail).toContain("another usage receipt");
+  });
+
+  it("observed_at is Unix seconds: milliseconds (10^11 or more) and a time beyond the skew ahead of now are refused", async () => {
+    const { post, get } = setup();
+    for (const observed_at of [4_102_444_800_000, 1e11, TEST_NOW + 31]) {
+      const r = receipt({ observed_at });
+      const res = await post("/v1/usage/receipts", { receipt: r });
+      expect([res.status, res.body.error?.code], String(observed_at)).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+      expect((await get(r.invocation_id)).status).toBe(404);
+    }
+    const viaObserved = await post("/v1/usage/receipts", { observed: { invocation_id: "inv-ms", observed_at: 1_900_000_000_000, response: { status: "completed", model: { profile: MODEL } } } });
+    expect(viaObserved.body.error.detail).toMatch(/milliseconds/);
+    expect((await post("/v1/usage/receipts", { receipt: receipt({ observed_at: TEST_NOW + 30 }) })).status).toBe(201);
+  });
+});
+
+describe("no double counting", () => {
+  const estimated = async (post: ReturnType<typeof setup>["post"], r: ReturnType<typeof receipt>) => {
+    expect((await post("/v1/usage/receipts", { receipt: r })).status).toBe(201);
+    expect((await post("/v1/costs/estimate", { invocation_id: r.invocation_id, price_source: SOURCE })).status).toBe(200);
+  };
+
+  it("one provider record reconciles one invocation of a party: a second is 409 PROVIDER_RECORD_IN_USE until the first is re-estimated", async () => {
+    const { post, get } = setup();
+    const a = receipt({ provider_request_id: "req_shared" });
+    const b = receipt({ provider_request_id: "req_shared" });
+    await estimated(post, a);
+    await estimated(post, b);
+    const shared = record(a);
+    expect((await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: shared })).body.reconciliation.disposition).toEqual({ kind: "reconciled" });
+    const twice = await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: shared });
+    expect(twice.status).toBe(409);
+    expect(twice.body.error.code).toBe("PROVIDER_RECORD_IN_USE");
+    expect(twice.body.error.detail).toContain(a.invocation_id);
+    // Another amount or export citing the same provider request is still the same call.
+    expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: record(a, { amount: "1", evidence_ref: { id: "export-2", digest: DIGEST } }) })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
+    expect((await get(b.invocation_id)).body.reconciliation).toBeNull();
+    // The same invocation again is fine; a new estimate of the first releases the record.
+    expect((await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: shared })).status).toBe(200);
+    expect((await post("/v1/costs/estimate", { invocation_id: a.invocation_id, price_source: SOURCE })).status).toBe(200);
+    expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: shared })).status).toBe(200);
+    // A record without a request id is identified by all of it.
+    const c = receipt({ provider_request_id: undefined });
+    const d = receipt({ provider_request_id: undefined });
+    await estimated(post, c);
+    await estimated(post, d);
+    const { provider_request_id: _none, ...anonymous } = record(a, { evidence_ref: { id: "export-anon", digest: DIGEST } });
+    expect((await post("/v1/costs/reconcile", { invocation_id: c.invocation_id, provider_record: anonymous })).status).toBe(200);
+    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: anonymous })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
+    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount: "0.0049" } })).status).toBe(200);
+  });
+
+  it("a ledger created before the provider_record column learns the records its reconciliations already carry", async () => {
+    const stub = usageLedger(env, "pre-migration-party");
+    const shared = record({ provider_request_id: "req_old" });
+    await runInDurableObject(stub, (_o: UsageLedger, state) => {
+      state.storage.sql.exec(`CREATE TABLE usage (invocation_id TEXT PRIMARY KEY, receipt TEXT NOT NULL, attribution TEXT NOT NULL, journal_record TEXT, cache TEXT, budget_decisions TEXT NOT NULL,
+        estimate TEXT, estimate_kind TEXT, reconciliation TEXT, reconciliation_kind TEXT, stored_at INTEGER NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID`);
+      for (const id of ["old-a", "old-b"]) state.storage.sql.exec("INSERT INTO usage VALUES (?, '{}', 'attributed', NULL, NULL, '[]', 'E', 'estimated', ?, ?, 1, 1)", id, id === "old-a" ? JSON.stringify({ provider_record: shared }) : null, id === "old-a" ? "reconciled" : null);
+    });
+    const key = providerRecordKey(createProviderCostRecord(shared));
+    const result = await runInDurableObject(stub, (o: UsageLedger) => o.recordReconciliation("old-b", "E", "{}", "reconciled", key, 2));
+    expect(result).toEqual({ kind: "claimed", by: "old-a" });
+  });
+
+  it("the same budget decision twice is 400 USAGE_EVIDENCE_INVALID and nothing is stored", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    const decision = { invocation_id: r.invocation_id, decision: "warn", phase: "after-invocation", limit: { name: "daily", metric: "total_tokens", threshold: "1000" }, decided_at: 1_800_000_001 };
+    const res = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision, { ...decision, decided_at: 1_800_000_002 }, decision] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toMatchObject({ code: "USAGE_EVIDENCE_INVALID", detail: expect.stringContaining("budget_decisions[2] repeats budget_decisions[0]") });
+    expect((await get(r.invocation_id)).status).toBe(404);
+  });
+
+  it("flags budget evidence that sits oddly beside the receipt, on the store and on every read, without refusing it", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    const limit = (threshold: string) => ({ name: "per-call", metric: "total_tokens", threshold });
+    const decide = (decision: string, phase: string, threshold: string) => ({ invocation_id: r.invocation_id, decision, phase, limit: limit(threshold), decided_at: 1_800_000_001 });
+    const decisions = [
+      decide("allow", "after-invocation", "1000"), // observed 1500: allowed over the threshold
+      decide("overrun", "after-invocation", "1000000"), // observed 1500: no overrun this receipt shows
+      decide("warn", "after-invocation", "1000"),
+      decide("allow", "before-invocation", "1000"),
+      decide("overrun", "after-invocation", "1499"),
+      decide("allow", "after-invocation", "1500"),
+    ];
+    const stored = await post("/v1/usage/receipts", { receipt: r, budget_decisions: decisions });
+    expect(stored.status).toBe(201);
+    const flags = [
+      { index: 0, flag: "allow-over-threshold", metric: "total_tokens", observed: 1500, threshold: "1000" },
+      { index: 1, flag: "overrun-within-threshold", metric: "total_tokens", observed: 1500, threshold: "1000000" },
+    ];
+    expect(stored.body.budget_flags).toEqual(flags);
+    expect((await get(r.invocation_id)).body.budget_flags).toEqual(flags);
+    const plain = receipt();
+    expect((await post("/v1/usage/receipts", { receipt: plain })).body.budget_flags).toEqual([]);
   });
 });
 

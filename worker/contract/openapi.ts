@@ -65,7 +65,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "put", path: "/v1/admin/manifests", summary: "pin another verifier's signed manifest beside its anchor, with configurations it issued under", tag: "admin", auth: "admin", body: S.ManifestPin,
-    responses: { 200: { description: "pinned", schema: S.ManifestPinned }, ...errors(400, 401, 404, 413, 500, 503) },
+    responses: { 200: { description: "pinned", schema: S.ManifestPinned }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
   {
     method: "post", path: "/v1/receipts/verify", summary: "enforcement validation of one receipt (consumes its nonce in enforce mode)", tag: "verification", auth: "relying-party", body: S.VerifyCall,
@@ -180,11 +180,11 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "post", path: "/v1/costs/estimate", summary: "a cost estimate derived from a usage receipt and a price source", tag: "usage", auth: "relying-party", body: S.UsageCall,
-    responses: { 200: { description: "{estimate, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 413, 500, 503) },
+    responses: { 200: { description: "{estimate, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
   {
     method: "post", path: "/v1/costs/reconcile", summary: "reconciliation of an estimate with the provider's authoritative record", tag: "usage", auth: "relying-party", body: S.UsageCall,
-    responses: { 200: { description: "{reconciliation, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 413, 500, 503) },
+    responses: { 200: { description: "{reconciliation, stored}", schema: S.UsageRecord }, ...errors(400, 401, 404, 409, 413, 500, 503) },
   },
   {
     method: "get", path: "/v1/usage", summary: "the stored usage record of one invocation", tag: "usage", auth: "relying-party",

@@ -237,7 +237,8 @@ export const adminRoutes = new Hono<AppEnv>()
   /**
    * Pins another verifier's signed manifest beside its anchor: refused when the issuer is not
    * pinned, when the signature does not verify under the pinned key the manifest names (a revoked
-   * one counts as not pinned), when that key is not pinned, or when the manifest has expired.
+   * one counts as not pinned), when that key is not pinned, when the manifest has expired, or
+   * when it was published before the manifest already pinned (409 MANIFEST_SUPERSEDED).
    * Configurations given with it bind their config_hash to the manifest they name.
    */
   .put("/manifests", async (c) => {
@@ -252,7 +253,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const keys = pinnedIssuer(record).keys.filter((k) => !revoked.has(k.fingerprint));
   const at = now();
   const pin = await buildPinnedManifest(body, record, keys, { now: at, skew: freshnessPolicy(c.env).skewCap, verifier });
-  if (pin.kind === "refused") throw new ApiError(400, pin.code, pin.detail);
+  if (pin.kind === "refused") throw new ApiError(pin.code === "MANIFEST_SUPERSEDED" ? 409 : 400, pin.code, pin.detail);
   await anchors.put({ ...record, manifest: pin.pinned });
   const { document, manifest_hash, bindings } = pin.pinned;
   return c.json({ verifier_id: record.issuer, manifest_hash, profiles_digest: document.profiles_digest, expires_at: document.expires_at, bindings });

@@ -12,6 +12,7 @@ import { issuingIfConfigured } from "../manifest-store.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { manifestCurrent } from "../protocol/manifest/manifest.js";
 import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
+import { isHttpsUri } from "../protocol/receipt.js";
 
 /** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
 export const RESOLVE_VERIFIER_LIMIT = 100;
@@ -26,6 +27,8 @@ function verifierOf(encoded: string): string {
   }
   const problem = issuerProblem(id);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem.replace("issuer", "verifier id"));
+  // Verifier ids are issuers, pinned (and configured) only as https:// URIs: any other is no id at all.
+  if (!isHttpsUri(id)) throw new ApiError(400, "MALFORMED_REQUEST", "the verifier id must be an https:// URI with a host");
   return id;
 }
 

@@ -7,17 +7,17 @@
 import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { dependencyTimeout, MAX_USAGE_BODY } from "../config.js";
+import { dependencyTimeout, freshnessPolicy, MAX_USAGE_BODY } from "../config.js";
 import type { DeriveResult, StoredUsage, StoreResult } from "../../durable-objects/usage-ledger.js";
 import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
 import { exportBestEffort } from "../observability.js";
 import { jcs } from "../protocol/digest.js";
 import { projectModelUsage } from "../protocol/observability.js";
-import { createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
+import { budgetFlags, createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
 import { createCacheAttributionRecord } from "../protocol/usage/cache.js";
 import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEstimate } from "../protocol/usage/cost.js";
 import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
-import { createProviderCostRecord, reconcileCost } from "../protocol/usage/reconcile.js";
+import { createProviderCostRecord, providerRecordKey, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
 import { usageLedger } from "../usage-store.js";
 import { partyTenant } from "../journal-store.js";
@@ -36,8 +36,15 @@ function evidence<T>(build: () => T): T {
   }
 }
 
+/**
+ * Checks a body's members against `allowed`, then drops those given as null: every member of
+ * these bodies is optional or one of two alternatives, and null is the same as leaving it out
+ * (the answers write an absent part as null, so an answer's parts can be sent back). Inside a
+ * record, null is never a value: the factories refuse it.
+ */
 function fields(body: Record<string, unknown>, allowed: readonly string[]): void {
   for (const key of Object.keys(body)) if (!allowed.includes(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
+  for (const key of Object.keys(body)) if (body[key] === null) delete body[key];
 }
 
 function exactlyOne(body: Record<string, unknown>, a: string, b: string): "a" | "b" {
@@ -63,15 +70,21 @@ function ledger(c: Context<AppEnv>) {
   };
 }
 
-/** A stored row as the routes answer it: the records themselves, absent ones null. */
+/**
+ * A stored row as the routes answer it: the records themselves, absent ones null, and
+ * `budget_flags`, derived on every answer, for budget decisions that sit oddly beside the receipt.
+ */
 function view(row: StoredUsage) {
   const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+  const receipt = JSON.parse(row.receipt);
+  const decisions = JSON.parse(row.budget_decisions);
   return {
     invocation_id: row.invocation_id,
-    receipt: JSON.parse(row.receipt),
+    receipt,
     journal_record: row.journal_record,
     cache: parsed(row.cache),
-    budget_decisions: JSON.parse(row.budget_decisions),
+    budget_decisions: decisions,
+    budget_flags: budgetFlags(receipt, decisions),
     estimate: parsed(row.estimate),
     reconciliation: parsed(row.reconciliation),
     stored_at: row.stored_at,
@@ -115,9 +128,14 @@ export const usageRoutes = new Hono<AppEnv>()
   if (exactlyOne(body, "receipt", "observed") === "a") receipt = evidence(() => createUsageReceipt(body.receipt));
   else {
     const observed = requireObject(body.observed, "observed");
-    fields(observed, ["response", "invocation_id", "observed_at", "pricing"]);
+    for (const key of Object.keys(observed)) if (!["response", "invocation_id", "observed_at", "pricing"].includes(key)) throw new ApiError(400, "MALFORMED_REQUEST", `unknown field ${JSON.stringify(key)}`);
     const { response, ...invocation } = observed;
     receipt = evidence(() => createObservedModelUsageReceipt(response, invocation));
+  }
+  // A receipt is stored as observed: never of a time ahead of this service's clock by more than the skew.
+  const skew = freshnessPolicy(c.env).skewCap;
+  if (receipt.observed_at > c.get("services").now() + skew) {
+    throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `observed_at ${receipt.observed_at} lies more than ${skew} s ahead of this service's clock: usage is stored once observed (at observed_at)`);
   }
   if (body.journal_record !== undefined && (typeof body.journal_record !== "string" || !IDENTIFIER.test(body.journal_record))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "journal_record must be 1-128 of [A-Za-z0-9._:-]");
@@ -127,6 +145,14 @@ export const usageRoutes = new Hono<AppEnv>()
   const decisions = body.budget_decisions ?? [];
   if (!Array.isArray(decisions) || decisions.length > MAX_BUDGET_DECISIONS) throw new ApiError(400, "MALFORMED_REQUEST", `budget_decisions must be an array of at most ${MAX_BUDGET_DECISIONS}`);
   const budget = decisions.map((d) => evidence(() => createBudgetDecisionEvidence(d, { receipt })));
+  // One decision is one entry: the same decision twice would count it twice.
+  const seen = new Map<string, number>();
+  budget.forEach((d, i) => {
+    const key = jcs(d);
+    const first = seen.get(key);
+    if (first !== undefined) throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `budget_decisions[${i}] repeats budget_decisions[${first}]: a decision is recorded once`);
+    seen.set(key, i);
+  });
 
   const services = c.get("services");
   const store = ledger(c);
@@ -139,7 +165,13 @@ export const usageRoutes = new Hono<AppEnv>()
     budget_decisions: jcs(budget),
   };
   const result = await store.store(entry, Math.floor(services.now()));
-  if (result.kind === "conflict") throw new ApiError(409, "USAGE_RECORD_CONFLICT", `invocation ${receipt.invocation_id} already has another usage receipt; a receipt is never rewritten`);
+  if (result.kind === "conflict") {
+    const id = receipt.invocation_id;
+    const detail = result.differs.includes("receipt")
+      ? `invocation ${id} already has another usage receipt; a receipt is never rewritten`
+      : `invocation ${id} already has this usage receipt, stored with another ${result.differs.join(", ")}; what rides on a stored receipt is never rewritten`;
+    throw new ApiError(409, "USAGE_RECORD_CONFLICT", detail);
+  }
   const row = result.kind === "existing" ? result.stored : await store.read(receipt.invocation_id);
   if (result.kind === "stored") exportBestEffort(c, services.exporter, projectModelUsage(receipt));
   return c.json({ stored: result.kind === "stored", ...view(row!) }, result.kind === "stored" ? 201 : 200);
@@ -200,8 +232,12 @@ export const usageRoutes = new Hono<AppEnv>()
   if (row.estimate === null) throw new ApiError(404, "NOT_FOUND", `invocation ${id} has no stored estimate; POST /v1/costs/estimate first`);
   const estimate: CostEstimate = createCostEstimate(JSON.parse(row.estimate));
   const reconciliation = evidence(() => reconcileCost(estimate, record, options));
-  const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, Math.floor(c.get("services").now()));
+  const key = reconciliation.provider_record ? providerRecordKey(reconciliation.provider_record) : null;
+  const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, key, Math.floor(c.get("services").now()));
   if (result.kind === "not-found") throw notStored(id);
   if (result.kind === "conflict") throw changed("the stored estimate");
+  if (result.kind === "claimed") {
+    throw new ApiError(409, "PROVIDER_RECORD_IN_USE", `this provider record already reconciles invocation ${result.by}: one provider record is about one call, and is never counted for two invocations`);
+  }
   return c.json({ reconciliation, stored: true });
 });

@@ -28,7 +28,7 @@ export interface PinnedManifest {
 
 export type ManifestPin =
   | { kind: "pinned"; pinned: PinnedManifest }
-  | { kind: "refused"; code: ManifestRefusal | "MALFORMED_REQUEST"; detail: string };
+  | { kind: "refused"; code: ManifestRefusal | "MALFORMED_REQUEST" | "MANIFEST_SUPERSEDED"; detail: string };
 
 interface PinBody {
   manifest: unknown;
@@ -43,7 +43,8 @@ export function pinnedVerifierId(body: unknown): string | null {
 
 /**
  * Checks a `PUT /v1/admin/manifests` body against the issuer's anchor (`keys` are its pinned keys,
- * revoked ones already removed) and builds what is stored: the manifest, and the bindings of the
+ * revoked ones already removed), refuses a manifest published before the one pinned
+ * (MANIFEST_SUPERSEDED), and builds what is stored: the manifest, and the bindings of the
  * previous pin followed by the configurations given now (newest last, one per config_hash).
  */
 export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, keys: readonly TrustedKey[], o: { now: number; skew: number; verifier: SignatureVerifier }): Promise<ManifestPin> {
@@ -57,6 +58,13 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
   if (!check.ok) return { kind: "refused", code: check.code, detail: check.detail };
   const manifest = check.manifest;
   if (manifest.verifier_id !== anchor.issuer) return { kind: "refused", code: "MANIFEST_KEY_UNKNOWN", detail: "verifier_id is not the pinned issuer" };
+  // Never back in time: a manifest published before the pinned one is a declaration its verifier
+  // has already replaced. The same published_at is accepted (the same document again, or one
+  // re-signed within the same window after its declaration changed; the later pin wins).
+  const held = anchor.manifest?.document;
+  if (held && manifest.published_at < held.published_at) {
+    return { kind: "refused", code: "MANIFEST_SUPERSEDED", detail: `the pinned manifest of ${anchor.issuer} was published at ${held.published_at}; this one, published at ${manifest.published_at}, is older` };
+  }
   const known = new Map<string, string>([[check.manifestHash, manifest.profiles_digest]]);
   for (const b of anchor.manifest?.bindings ?? []) known.set(b.manifest_hash, b.profiles_digest);
   const added: ManifestBindingRecord[] = [];

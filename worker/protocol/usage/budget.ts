@@ -5,7 +5,7 @@
  * invocation is the receipt's, exactly.
  */
 import type { JsonValue } from "../boundary.js";
-import { DECIMAL, isDecimal } from "./decimal.js";
+import { DECIMAL, isDecimal, MAX_DECIMAL_LENGTH } from "./decimal.js";
 import { USAGE_METRICS, type UsageMetric, type UsageReceipt } from "./receipt.js";
 import { closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, oneOf, snapshot } from "./shape.js";
 
@@ -43,7 +43,7 @@ export function budgetDecisionAt(value: JsonValue | undefined, path: (string | n
   const l = closed(b.limit, [...path, "limit"], ["name", "metric", "threshold"], ["currency"]);
   const metric = oneOf(l.metric, [...USAGE_METRICS, "cost"] as const, [...path, "limit", "metric"]);
   if (!isDecimal(l.threshold) || (metric !== "cost" && !WHOLE.test(l.threshold as string))) {
-    invalid([...path, "limit", "threshold"], metric === "cost" ? `must be a plain decimal string (${DECIMAL.source})` : "must be a whole number of tokens, as a string");
+    invalid([...path, "limit", "threshold"], metric === "cost" ? `must be a plain decimal string (${DECIMAL.source}) of at most ${MAX_DECIMAL_LENGTH} characters` : `must be a whole number of tokens, as a string of at most ${MAX_DECIMAL_LENGTH} digits`);
   }
   if ((metric === "cost") !== (l.currency !== undefined)) invalid([...path, "limit", "currency"], "a cost limit names its currency; a token limit has none");
   return {
@@ -65,4 +65,38 @@ export function createBudgetDecisionEvidence(input: unknown, options: { receipt?
     throw new EvidenceError("identity", ["invocation_id"], "a budget decision riding on a usage receipt is about the receipt's invocation");
   }
   return freeze(evidence);
+}
+
+/**
+ * Budget evidence that sits oddly beside the receipt it rides on. Not refused: the decision is the
+ * host composition's, and its record is evidence of what was decided, right or wrong — and a limit
+ * may be cumulative (a daily budget), covering usage this receipt does not show. Only after the
+ * invocation, for a token limit whose metric the receipt observed:
+ * - `allow-over-threshold`: allowed, though this invocation alone used more than the threshold;
+ * - `overrun-within-threshold`: an overrun, though this invocation used no more than the
+ *   threshold (it rests on usage outside this receipt, such as a cumulative limit's).
+ */
+export type BudgetFlagKind = "allow-over-threshold" | "overrun-within-threshold";
+
+export interface BudgetFlag {
+  /** The decision's position in `budget_decisions`. */
+  readonly index: number;
+  readonly flag: BudgetFlagKind;
+  readonly metric: UsageMetric;
+  readonly observed: number;
+  readonly threshold: string;
+}
+
+export function budgetFlags(receipt: UsageReceipt, decisions: readonly BudgetDecisionEvidence[]): BudgetFlag[] {
+  const flags: BudgetFlag[] = [];
+  decisions.forEach((d, index) => {
+    const { metric, threshold } = d.limit;
+    if (d.phase !== "after-invocation" || metric === "cost") return;
+    const observed = receipt.usage?.[metric];
+    if (observed === undefined) return;
+    const over = BigInt(observed) > BigInt(threshold);
+    if (d.decision === "allow" && over) flags.push({ index, flag: "allow-over-threshold", metric, observed, threshold });
+    if (d.decision === "overrun" && !over) flags.push({ index, flag: "overrun-within-threshold", metric, observed, threshold });
+  });
+  return flags;
 }

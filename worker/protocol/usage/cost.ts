@@ -6,7 +6,7 @@
  * source. Estimates are descriptive: nothing here is a charge, a bill or an invoice.
  */
 import type { JsonObject, JsonValue } from "../boundary.js";
-import { isDecimal, sumOfProducts } from "./decimal.js";
+import { isDecimal, MAX_DECIMAL_LENGTH, sumOfProducts } from "./decimal.js";
 import { missingMetrics, priceSourceRef, usage, usageReceiptAt, USAGE_METRICS, type PriceSourceRef, type Usage, type UsageMetric, type UsageReceipt } from "./receipt.js";
 import { assumptions, closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, label, oneOf, snapshot } from "./shape.js";
 
@@ -71,7 +71,7 @@ export function costEstimateAt(value: JsonValue | undefined, path: (string | num
   }
   const effectiveAt = instant(e.effective_at, [...path, "effective_at"]);
   if (effectiveAt > receipt.observed_at) invalid([...path, "effective_at"], "the price source took effect after the usage was observed");
-  if (!isDecimal(e.amount)) invalid([...path, "amount"], "must be a plain decimal string (no sign, exponent or leading zeros)");
+  if (!isDecimal(e.amount)) invalid([...path, "amount"], `must be a plain decimal string of at most ${MAX_DECIMAL_LENGTH} characters (no sign, exponent or leading zeros)`);
   const valuation = {
     receipt,
     units: valuedUnits(e.units, receipt, [...path, "units"]),
@@ -126,7 +126,7 @@ export function priceSourceAt(value: JsonValue | undefined, path: (string | numb
   for (const metric of USAGE_METRICS) {
     const r = rates[metric];
     if (r === undefined) continue;
-    if (!isDecimal(r)) invalid([...path, "per_million_tokens", metric], "must be a plain decimal string");
+    if (!isDecimal(r)) invalid([...path, "per_million_tokens", metric], `must be a plain decimal string of at most ${MAX_DECIMAL_LENGTH} characters`);
     out[metric] = r as string;
   }
   if (Object.keys(out).length === 0) invalid([...path, "per_million_tokens"], "prices no metric");
@@ -147,7 +147,8 @@ export function priceSourceAt(value: JsonValue | undefined, path: (string | numb
  * source whose window does not cover the observation → stale-pricing; no priced metric observed →
  * incomplete-usage; otherwise the exact sum of observed units × rates, `estimated` for a fully
  * attributed receipt and `partial` for a partial one. A source other than the one the receipt
- * names is refused.
+ * names is refused, and so is a sum longer than a decimal may be (MAX_DECIMAL_LENGTH), with an
+ * error naming the computed amount.
  */
 export function deriveCostEstimate(receipt: UsageReceipt, source: PriceSource | null, options: { assumptions?: readonly string[] } = {}): CostEstimate {
   const unavailable = (reason: EstimateUnavailableReason) => createCostEstimate({ kind: "unavailable", receipt, reason });
@@ -168,13 +169,19 @@ export function deriveCostEstimate(receipt: UsageReceipt, source: PriceSource | 
     terms.push({ count, rate });
   }
   if (terms.length === 0) return unavailable("incomplete-usage");
+  const amount = sumOfProducts(terms, 6);
+  // Every decimal on the wire is at most 64 characters; rates within it can still multiply out past it.
+  if (amount.length > MAX_DECIMAL_LENGTH) {
+    const shown = amount.length > 24 ? `${amount.slice(0, 12)}…${amount.slice(-8)}` : amount;
+    invalid(["price_source", "per_million_tokens"], `the computed amount (${shown}, ${amount.length} characters: observed units × rate / 1,000,000) exceeds the ${MAX_DECIMAL_LENGTH}-character limit of a decimal amount; the price source's rates are too large or too finely divided for these counts`);
+  }
   const valuation = {
     receipt,
     units,
     price_source: { id: source.id, version: source.version },
     effective_at: source.effective_at,
     currency: source.currency,
-    amount: sumOfProducts(terms, 6),
+    amount,
     ...(options.assumptions?.length ? { assumptions: options.assumptions } : {}),
   };
   return receipt.attribution.kind === "partial"

@@ -8,8 +8,9 @@
  */
 import type { JsonValue } from "../boundary.js";
 import { SHA256_REF } from "../encoding.js";
+import { jcs } from "../digest.js";
 import { costEstimateAt, type CostEstimate } from "./cost.js";
-import { decimalEquals, isDecimal } from "./decimal.js";
+import { decimalEquals, isDecimal, MAX_DECIMAL_LENGTH } from "./decimal.js";
 import { closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, label, oneOf, snapshot } from "./shape.js";
 
 /** Identifies evidence held behind authorised storage by integrity, never by locator. */
@@ -49,7 +50,7 @@ export function providerCostRecordAt(value: JsonValue | undefined, path: (string
   const r = closed(value, path, ["provider", "source", "source_version", "evidence_ref", "currency", "amount"], ["provider_request_id", "recorded_at"]);
   const ref = closed(r.evidence_ref, [...path, "evidence_ref"], ["id", "digest"]);
   if (typeof ref.digest !== "string" || !SHA256_REF.test(ref.digest)) invalid([...path, "evidence_ref", "digest"], "must be sha256: and 64 lowercase hex");
-  if (!isDecimal(r.amount)) invalid([...path, "amount"], "must be a plain decimal string (no sign, exponent or leading zeros)");
+  if (!isDecimal(r.amount)) invalid([...path, "amount"], `must be a plain decimal string of at most ${MAX_DECIMAL_LENGTH} characters (no sign, exponent or leading zeros)`);
   return compact({
     provider: identifier(r.provider, [...path, "provider"]),
     source: identifier(r.source, [...path, "source"]),
@@ -64,6 +65,16 @@ export function providerCostRecordAt(value: JsonValue | undefined, path: (string
 
 export function createProviderCostRecord(input: unknown): ProviderCostRecord {
   return freeze(providerCostRecordAt(snapshot(input), []));
+}
+
+/**
+ * What makes two provider records the same record of the same call, for refusing one record that
+ * would reconcile two invocations: the provider and its request id when the record names one (the
+ * provider's identity of the call, whatever amount or export cites it), else the whole record in
+ * canonical form (a record without a request id identifies its call by nothing else).
+ */
+export function providerRecordKey(record: ProviderCostRecord): string {
+  return record.provider_request_id !== undefined ? jcs({ provider: record.provider, provider_request_id: record.provider_request_id }) : jcs(record);
 }
 
 /** Refuses a provider record that is about another call than the estimate's receipt. */

@@ -63,9 +63,16 @@ export function label(value: JsonValue | undefined, path: JsonPath): string {
   return value;
 }
 
-/** A point in time: Unix seconds, a finite number ≥ 0. */
+/**
+ * The first instant refused: 10^11 Unix seconds is in the year 5138, while every time since March
+ * 1973 written in milliseconds by mistake is at least 10^11.
+ */
+export const MAX_INSTANT = 1e11;
+
+/** A point in time: Unix seconds, a finite number ≥ 0 and below MAX_INSTANT. */
 export function instant(value: JsonValue | undefined, path: JsonPath): number {
   if (typeof value !== "number" || !(value >= 0)) return invalid(path, "must be Unix seconds, a number ≥ 0");
+  if (value >= MAX_INSTANT) return invalid(path, "must be Unix seconds below 10^11: this looks like milliseconds");
   return value;
 }
 
