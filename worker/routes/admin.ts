@@ -1,4 +1,5 @@
 import { decodeSharedSecret } from "../protocol/conformance/level0.js";
+import { forgetOwnKeyCheck } from "./challenges.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
@@ -180,6 +181,8 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
+  // This isolate's issuing routes see their own key's revocation at once, not after their check's TTL.
+  forgetOwnKeyCheck(key.fingerprint);
   const in_flight = await revokeInFlight(c, record.issuer, record.ledger_shards ?? 1, key.fingerprint, revoked.revoked_at);
   // A manifest signed by a revoked key no longer says anything.
   if (record.manifest?.document.signing_key_fingerprint === key.fingerprint) {

@@ -32,8 +32,23 @@ import { recordEvidencedAdmission, signedContexts } from "./intake.js";
  * in that interval is still refused at verification, where the ledger is authoritative.
  */
 export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Issuing): Promise<boolean> {
-  return (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
+  const known = ownKeyChecks.get(identity.fingerprint);
+  if (known && (known.revoked || Date.now() - known.at < OWN_KEY_CHECK_TTL_MS)) return known.revoked;
+  const revoked = (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
+  ownKeyChecks.set(identity.fingerprint, { at: Date.now(), revoked });
+  return revoked;
 }
+
+/**
+ * How long an isolate trusts its last "not revoked" answer for its own key: one KV read per
+ * OWN_KEY_CHECK_TTL_MS instead of one per issuance (a revoked answer is kept for good). A
+ * revocation in this isolate clears it at once (`forgetOwnKeyCheck`); elsewhere it adds at most
+ * this much to KV's propagation.
+ */
+export const OWN_KEY_CHECK_TTL_MS = 10_000;
+/** By key fingerprint: a deployment signs with one key at a time, so this holds one or two entries. */
+const ownKeyChecks = new Map<string, { at: number; revoked: boolean }>();
+export const forgetOwnKeyCheck = (fingerprint: string): void => void ownKeyChecks.delete(fingerprint);
 
 /** The answer of an issuing call (not /v1/intake, which keeps its own error vocabulary) once the own key is revoked. */
 export const signingKeyRevoked = () =>
