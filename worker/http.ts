@@ -103,7 +103,7 @@ async function readBodyBytes(c: Context, maxBytes: number): Promise<Uint8Array> 
   if (declared > maxBytes) throw new ApiError(413, "REQUEST_TOO_LARGE", `body exceeds ${maxBytes} bytes`);
   // The raw body, not Hono's cached copy: a body is read once, here.
   if (Number.isInteger(declared)) return new Uint8Array(await c.req.raw.arrayBuffer());
-  // No declared length: read the stream, refusing as soon as it passes the cap.
+  // No declared length: read the stream, refusing as soon as it passes the cap (what follows is read out, bounded).
   const reader = c.req.raw.body?.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -125,7 +125,6 @@ async function readBodyBytes(c: Context, maxBytes: number): Promise<Uint8Array> 
   return bytes;
 }
 
-/** The strict parse of a body; on the decision routes (a `subject` is named) the call's mode is noted first. */
 /**
  * How much of a refused streamed body is read and dropped before the stream is cancelled. A
  * chunked body answered before it was read to its end left the local runtime's connection broken
@@ -145,6 +144,7 @@ async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, limi
   await reader.cancel();
 }
 
+/** The strict parse of a body; on the decision routes (a `subject` is named) the call's mode is noted first. */
 function parseBody(c: Context, bytes: Uint8Array, subject?: Subject): unknown {
   try {
     const value = parseStrictJsonBytes(bytes);
