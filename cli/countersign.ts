@@ -70,7 +70,8 @@ export const USAGE = `usage: countersign <command> [options]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
                                                       unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
 
-Every command takes --json (one compact JSON document on stdout) and --help.
+Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, is one line
+on stderr and nothing on stdout) and --help.
 Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 `;
 

@@ -127,12 +127,14 @@ async function readBodyBytes(c: Context, maxBytes: number): Promise<Uint8Array> 
 
 /**
  * How much of a refused streamed body is read and dropped before the stream is cancelled. A
- * chunked body answered before it was read to its end left the local runtime's connection broken
- * for the next request (`wrangler dev` answered it 503 "worker restarted mid-request"); read out,
- * it does not. Reading costs wall time, not CPU; past this the stream is cancelled, so a refused
- * body is never read beyond its cap and this bound.
+ * chunked body answered before it was read to its end, or cancelled, left the local runtime's
+ * connection broken for the next request (`wrangler dev` answered it 503 "worker restarted
+ * mid-request", or held a GET); read out, it does not. So the bound is above the request body
+ * size Cloudflare lets through to a Worker on most plans (100 MB on Free and Pro): in practice a
+ * refused body is read out whole. Reading costs wall time and a few milliseconds of CPU at most;
+ * past the bound the stream is cancelled, so a body is never read beyond its cap and this.
  */
-export const DISCARD_LIMIT = 4 * 1024 * 1024;
+export const DISCARD_LIMIT = 128 * 1024 * 1024;
 
 async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, limit: number): Promise<void> {
   let read = 0;

@@ -254,6 +254,13 @@ describe("countersign sign and verify", () => {
     expect(res.err + res.out).toMatch(message);
   });
 
+  it("a usage error with --json is one line on stderr and nothing on stdout, as --help says", async () => {
+    const res = await run("verify", "x.json", "--anchors", at("no-such-anchors.json"), "--json");
+    expect(res.code).toBe(2);
+    expect(res.out).toBe("");
+    expect(res.err.trim().split("\n")).toHaveLength(1);
+  });
+
   it("verify --json writes one JSON document on stdout and nothing else (the service's own log lines stay out of it)", async () => {
     const { key, anchors } = await issuerFiles("onedoc");
     const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");

@@ -86,13 +86,13 @@ const knownUris = new Set<string>();
 /** Entries in the valid-URI memo; for tests that check no caller can grow it. */
 export const uriMemoSize = (): number => knownUris.size;
 
-/** An `https://` absolute URI of at most MAX_URI_BYTES, with a host and no whitespace or control character. */
+/** An `https://` absolute URI of at most MAX_URI_BYTES, with a host and no whitespace or control character (C0, DEL or C1). */
 export function isHttpsUri(value: unknown): value is string {
   if (typeof value !== "string") return false;
   if (knownUris.has(value)) return true;
   // A UTF-8 byte is at least a UTF-16 unit: the cheap length test first, the exact one after.
   if (value.length > MAX_URI_BYTES || utf8Length(value) > MAX_URI_BYTES) return false;
-  if (!value.startsWith("https://") || /[\s\u0000-\u001f\u007f]/.test(value)) return false;
+  if (!value.startsWith("https://") || /[\s\u0000-\u001f\u007f-\u009f]/.test(value)) return false;
   try {
     if (new URL(value).host.length === 0) return false;
   } catch {
