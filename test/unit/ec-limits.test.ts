@@ -10,6 +10,7 @@ import { referenceTo } from "../../worker/protocol/ec/evidence.js";
 import type { TraceEvent } from "../../worker/protocol/ec/events.js";
 import { EC_LIMITS, EcLimitError } from "../../worker/protocol/ec/limits.js";
 import { issueEcReceipt, verifyEcReceipt, VerifyMemo } from "../../worker/protocol/ec/receipt.js";
+import { opensSentence as opensSentenceForTest } from "../../worker/protocol/ec/support.js";
 
 const ev = (fields: Partial<TraceEvent> & Pick<TraceEvent, "action_id" | "action_type">): TraceEvent => ({ tool: null, input: null, output: null, doc_id: null, doc_version: null, access: null, claim_id: null, attempt: null, ...fields });
 const CLAIM = "Alpha beta gamma";
@@ -114,5 +115,33 @@ describe("EC_LIMITS: what is still superlinear is capped", () => {
     await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ limit: "receipts_per_run" });
     (many.rows["run-1"] as ExecutionRow).receipts.length = EC_LIMITS.receipts_per_run;
     expect((await replayBundle(many, { limits: EC_LIMITS })).decision).toBe("manifest_invalid"); // the cap is judged on rows that hold; this one no longer matches its digest
+  });
+});
+
+describe("the support guard reads a claim once, and opens sentences by their end alone", () => {
+  /** The entity rule as it was: the whole prefix before each word tested against the anchored pattern (quadratic). */
+  const opensByPrefix = (text: string, index: number) => {
+    const before = text.slice(0, index).trimEnd();
+    return before === "" || /[.!?:]["'’”)]?$/u.test(before);
+  };
+  it("finds the same entities as testing the whole prefix, on texts built to hit every edge", () => {
+    const pieces = ["Alpha", "beta", ". ", "! ", "? ", ": ", '." ', ".’ ", ".) ", "\u00a0", "\n\n", " ", "The", "March", "1,200", "Zoë", "😀", "”", "x"];
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let n = 0; n < 500; n++) {
+      let text = "";
+      for (let i = next() % 40; i > 0; i--) text += pieces[next() % pieces.length] + (next() % 3 ? " " : "");
+      const words = [...text.matchAll(/\p{L}[\p{L}\p{Mn}\p{Nd}'’-]*/gu)];
+      const expected = words.filter((m) => /^\p{Lu}/u.test(m[0]) && opensByPrefix(text, m.index!)).length;
+      const found = words.filter((m) => /^\p{Lu}/u.test(m[0]) && opensSentenceForTest(text, m.index!)).length;
+      expect(found, JSON.stringify(text)).toBe(expected);
+    }
+  });
+
+  it("caps a support call's claim and spans (EC_LIMITS), refused before any work", async () => {
+    const { evaluateSupport } = await import("../../worker/protocol/ec/support.js");
+    await expect(evaluateSupport("x", Array.from({ length: EC_LIMITS.support_spans + 1 }, () => "y"), undefined, EC_LIMITS)).rejects.toBeInstanceOf(EcLimitError);
+    await expect(evaluateSupport("é".repeat(EC_LIMITS.claim_code_points + 1), ["y"], undefined, EC_LIMITS)).rejects.toBeInstanceOf(EcLimitError);
+    expect((await evaluateSupport("é".repeat(EC_LIMITS.claim_code_points), ["y"], undefined, EC_LIMITS)).claim_code_points).toBe(EC_LIMITS.claim_code_points);
   });
 });

@@ -75,6 +75,15 @@ describe("EC-Agent routes in workerd", () => {
     const replay = await h().call("/v1/bundles/replay", post({ bundle: await resealBundle(many) }));
     expect(replay.status).toBe(400);
     expect(replay.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^receipts_per_run: /) });
+    // A claim, in a receipt or on the support route, and the spans one support call judges.
+    const long = "Zoë kept a blue notebook. ".repeat(Math.ceil((EC_LIMITS.claim_code_points + 1) / 26));
+    const claimed = await h().call("/v1/ec/receipts/verify", post({ receipt: { ...structuredClone(rows["run-003"].receipts[2].receipt), claim: long }, corpus: rows.corpus, events: rows["run-003"].events }));
+    expect(claimed.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^claim_code_points: /) });
+    const support = await h().call("/v1/support/evaluate", post({ claim: long, spans: ["y"] }));
+    expect(support.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^claim_code_points: /) });
+    const spans = await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans + 1 }, () => "y") }));
+    expect(spans.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: /) });
+    expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans }, () => "y") }))).status).toBe(200);
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {

@@ -45,5 +45,5 @@ export const ecRoutes = new Hono<AppEnv>()
   .post("/support/evaluate", jsonBody(SupportCall), async (c) => {
     const body = validateBody(SupportCall, await readStrictJson(c, MAX_EC_BODY));
     const config = { ...DEFAULT_SUPPORT_CONFIG, ...body.config };
-    return c.json(await evaluateSupport(body.claim, body.spans, config));
+    return c.json(await capped(() => evaluateSupport(body.claim, body.spans, config, EC_LIMITS)));
   });

@@ -16,6 +16,10 @@ export const EC_LIMITS = {
   receipts_per_run: 256,
   /** Events in one trace (a verify call's events, a row's events or its rerun's). */
   events_per_trace: 4096,
+  /** Code points of one claim: a claim is a sentence or a few, and each span it meets reads its atoms (and answers them). */
+  claim_code_points: 16_384,
+  /** Spans one `/v1/support/evaluate` call judges a claim against. */
+  support_spans: 64,
 } as const;
 export type EcLimits = { readonly [K in keyof typeof EC_LIMITS]: number };
 
@@ -28,4 +32,12 @@ export class EcLimitError extends Error {
     super(detail);
     this.name = "EcLimitError";
   }
+}
+
+/** Refuses a claim longer than the cap, counted in code points as the receipt's `claim_code_points` counts. */
+export function claimWithin(claim: string, limits: Pick<EcLimits, "claim_code_points">): void {
+  // A code point is at least one UTF-16 unit: the cheap test first.
+  if (claim.length <= limits.claim_code_points) return;
+  let n = 0;
+  for (const _ of claim) if (++n > limits.claim_code_points) throw new EcLimitError("claim_code_points", `a claim of more than ${limits.claim_code_points} code points; a claim is a sentence or a few`);
 }

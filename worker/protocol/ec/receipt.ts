@@ -8,7 +8,7 @@ import { asciiCanonical, DOMAINS, domainDigest } from "./canonical.js";
 import { corpusDigest, type Corpus } from "./corpus.js";
 import { checkEvidence, CorpusMemo, type EvidenceProperty, type EvidenceRef, type EvidenceReason } from "./evidence.js";
 import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventProblem, type EventReason, type TraceEvent } from "./events.js";
-import { EcLimitError, type EcLimits } from "./limits.js";
+import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 import { lexicalSupport, prepareSpan, type LexicalReason, type LexicalResult, type PreparedSpan } from "./support.js";
 
 export interface EcReceipt {
@@ -269,6 +269,7 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   if (memo.limits && r.evidence.length > memo.limits.evidence_per_receipt) {
     throw new EcLimitError("evidence_per_receipt", `a receipt cites ${r.evidence.length} evidence references; at most ${memo.limits.evidence_per_receipt} are verified`);
   }
+  if (memo.limits) claimWithin(r.claim, memo.limits);
   const prepared = memo.trace(events);
   if (on("evidence_presence") && r.evidence.length === 0) findings.push({ reason: "EVIDENCE_EMPTY", detail: "a receipt must cite at least one span" });
   if (on("corpus_digest") && recomputedCorpus !== r.corpus_digest) findings.push({ reason: "CORPUS_DIGEST_MISMATCH", detail: "the corpus is not the one the receipt was issued over" });
@@ -309,7 +310,8 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   findings.sort((a, b) => order(a) - order(b));
   const integrity = [...new Set(findings.map((f) => f.reason))];
   const evaluated = verified.length > 0 && verified.every((v) => v !== null);
-  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!, undefined, memo.span(span!))) : [];
+  const claimPrepared = evaluated ? prepareSpan(r.claim) : null;
+  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!, undefined, memo.span(span!), claimPrepared!)) : [];
   const supported = evaluated ? lexical.some((l) => l.supported) : null;
   const supportReason: SupportReason = !evaluated
     ? SUPPORT_NOT_EVALUATED

@@ -5,6 +5,7 @@
  */
 import { DOMAINS, domainDigest } from "./canonical.js";
 import { casefold, codePoints, collapseWhitespace, NORMALISER, tokens, TOKENISATION } from "./text.js";
+import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 
 export interface SupportConfig {
   /** |T(claim) ∩ T(span)| / |T(claim)| at or above this supports the claim. */
@@ -69,13 +70,20 @@ export const prepareSpan = (span: string): PreparedSpan => {
   return { tokens: ts, sorted: [...ts].sort(), normalised: normalise(span) };
 };
 
-export function lexicalSupport(claim: string, span: string, threshold = DEFAULT_SUPPORT_CONFIG.threshold, prepared: PreparedSpan = prepareSpan(span)): LexicalResult {
-  const tc = tokens(claim);
+export function lexicalSupport(
+  claim: string,
+  span: string,
+  threshold = DEFAULT_SUPPORT_CONFIG.threshold,
+  prepared: PreparedSpan = prepareSpan(span),
+  // The claim's side, prepared once when one claim is judged against many spans.
+  preparedClaim: PreparedSpan = prepareSpan(claim),
+): LexicalResult {
+  const tc = preparedClaim.tokens;
   const ts = prepared.tokens;
-  const shared = [...tc].filter((t) => ts.has(t));
-  const c = normalise(claim);
+  const shared = preparedClaim.sorted.filter((t) => ts.has(t));
+  const c = preparedClaim.normalised;
   const s = prepared.normalised;
-  const base = { claim_tokens: [...tc].sort(), span_tokens: [...prepared.sorted], shared_tokens: shared.sort() };
+  const base = { claim_tokens: [...preparedClaim.sorted], span_tokens: [...prepared.sorted], shared_tokens: shared };
   if (c === "" || s === "" || tc.size === 0 || ts.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
   const substring = s.includes(c);
   const overlap = shared.length / tc.size;
@@ -206,6 +214,18 @@ const isTemporalWord = (word: string) => {
 };
 
 /**
+ * Whether the word at `index` opens a sentence: only whitespace before it, or the text before it
+ * (trailing whitespace aside) ends as `PATTERNS.sentence_end` says. That pattern is anchored at
+ * the end and spans at most two code units, so only those are tested: testing the whole prefix
+ * at every word made long texts quadratic.
+ */
+export function opensSentence(text: string, index: number): boolean {
+  let end = index;
+  while (end > 0 && /\s/.test(text[end - 1])) end--;
+  return end === 0 || PATTERNS.sentence_end.test(text.slice(Math.max(0, end - 2), end));
+}
+
+/**
  * Numbers (thousands separators removed), temporal atoms, and entities: capitalised words,
  * case-folded, including at the start of a sentence unless they are a function word there.
  */
@@ -217,8 +237,7 @@ export function atoms(text: string): Atoms {
     const word = m[0];
     if (!/^\p{Lu}/u.test(word) || isTemporalWord(word)) continue;
     const folded = casefold(word);
-    const before = text.slice(0, m.index).trimEnd();
-    const sentenceStart = before === "" || PATTERNS.sentence_end.test(before);
+    const sentenceStart = opensSentence(text, m.index ?? 0);
     if (sentenceStart && SENTENCE_START_STOPWORDS.includes(folded)) continue;
     entities.add(folded);
   }
@@ -248,17 +267,34 @@ function members(toks: Set<string>, config: SupportConfig): Set<string> {
   return found;
 }
 
-export function guardSupport(claim: string, span: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG): GuardResult {
-  const lexical = lexicalSupport(claim, span, config.threshold);
+/** What the guard reads of a claim, whatever the span: worked out once when one claim meets many spans. */
+export interface PreparedClaim {
+  lexical: PreparedSpan;
+  atoms: Atoms;
+  /** Each entity atom's tokens. */
+  entityTokens: [string, string[]][];
+  /** The pair members the claim mentions. */
+  members: Set<string>;
+}
+
+export function prepareClaim(claim: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG): PreparedClaim {
+  const lexical = prepareSpan(claim);
   const ca = atoms(claim);
+  return { lexical, atoms: ca, entityTokens: ca.entities.map((e) => [e, [...tokens(e)]]), members: members(lexical.tokens, config) };
+}
+
+export function guardSupport(claim: string, span: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG, prepared: PreparedClaim = prepareClaim(claim, config)): GuardResult {
+  const spanPrepared = prepareSpan(span);
+  const lexical = lexicalSupport(claim, span, config.threshold, spanPrepared, prepared.lexical);
+  const ca = prepared.atoms;
   const sa = atoms(span);
-  const spanTokens = tokens(span);
+  const spanTokens = spanPrepared.tokens;
   const missing = [
     ...ca.numbers.filter((n) => !sa.numbers.includes(n)).map((n) => `number:${n}`),
     ...ca.temporal.filter((t) => !sa.temporal.includes(t)).map((t) => `temporal:${t}`),
-    ...ca.entities.filter((e) => [...tokens(e)].some((t) => !spanTokens.has(t))).map((e) => `entity:${e}`),
+    ...prepared.entityTokens.filter(([, toks]) => toks.some((t) => !spanTokens.has(t))).map(([e]) => `entity:${e}`),
   ];
-  const inClaim = members(tokens(claim), config);
+  const inClaim = prepared.members;
   const inSpan = members(spanTokens, config);
   const conflicts = config.pairs.filter(([a, b]) => (inClaim.has(a) && inSpan.has(b)) || (inClaim.has(b) && inSpan.has(a)));
   const reasons: GuardReason[] = [];
@@ -292,8 +328,13 @@ deepFreeze(DEFAULT_SUPPORT_CONFIG);
 deepFreeze(GUARD_MANIFEST);
 
 /** Both predicates over every span; a claim is supported when any one span supports it. */
-export async function evaluateSupport(claim: string, spans: string[], config: SupportConfig = DEFAULT_SUPPORT_CONFIG) {
-  const perSpan = spans.map((span) => guardSupport(claim, span, config));
+export async function evaluateSupport(claim: string, spans: string[], config: SupportConfig = DEFAULT_SUPPORT_CONFIG, limits?: Pick<EcLimits, "claim_code_points" | "support_spans">) {
+  if (limits) {
+    if (spans.length > limits.support_spans) throw new EcLimitError("support_spans", `${spans.length} spans; at most ${limits.support_spans} are judged in one call`);
+    claimWithin(claim, limits);
+  }
+  const prepared = prepareClaim(claim, config);
+  const perSpan = spans.map((span) => guardSupport(claim, span, config, prepared));
   return {
     lexical: { supported: perSpan.some((g) => g.lexical.supported), spans: perSpan.map((g) => g.lexical) },
     guard: { passed: perSpan.some((g) => g.passed), spans: perSpan.map(({ lexical: _l, ...rest }) => rest) },
