@@ -98,8 +98,8 @@ export class UsageLedger extends DurableObject<Env> {
       this.sql.exec("ALTER TABLE usage ADD COLUMN provider_record TEXT");
       this.sql.exec("CREATE INDEX IF NOT EXISTS usage_provider_record ON usage (provider_record) WHERE provider_record IS NOT NULL");
       for (const { invocation_id, reconciliation } of this.sql.exec<{ invocation_id: string; reconciliation: string }>("SELECT invocation_id, reconciliation FROM usage WHERE reconciliation IS NOT NULL").toArray()) {
-        const record = (JSON.parse(reconciliation) as ReconciledCost).provider_record;
-        if (record) this.sql.exec("UPDATE usage SET provider_record = ? WHERE invocation_id = ?", providerRecordKey(record), invocation_id);
+        const { provider_record: record, estimate } = JSON.parse(reconciliation) as ReconciledCost;
+        if (record) this.sql.exec("UPDATE usage SET provider_record = ? WHERE invocation_id = ?", providerRecordKey(record, estimate?.receipt?.provider_request_id), invocation_id);
       }
     }
     this.migrated = true;

@@ -360,6 +360,9 @@ describe("no double counting", () => {
     expect(twice.body.error.detail).toContain(a.invocation_id);
     // Another amount or export citing the same provider request is still the same call.
     expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: record(a, { amount: "1", evidence_ref: { id: "export-2", digest: DIGEST } }) })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
+    // Nor does leaving the request id out of the record: the receipt it reconciles names the call.
+    const { provider_request_id: _dropped, ...unnamed } = shared;
+    expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: unnamed })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
     expect((await get(b.invocation_id)).body.reconciliation).toBeNull();
     // The same invocation again is fine; a new estimate of the first releases the record.
     expect((await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: shared })).status).toBe(200);

@@ -232,7 +232,7 @@ export const usageRoutes = new Hono<AppEnv>()
   if (row.estimate === null) throw new ApiError(404, "NOT_FOUND", `invocation ${id} has no stored estimate; POST /v1/costs/estimate first`);
   const estimate: CostEstimate = createCostEstimate(JSON.parse(row.estimate));
   const reconciliation = evidence(() => reconcileCost(estimate, record, options));
-  const key = reconciliation.provider_record ? providerRecordKey(reconciliation.provider_record) : null;
+  const key = reconciliation.provider_record ? providerRecordKey(reconciliation.provider_record, estimate.receipt.provider_request_id) : null;
   const result = await ledger(c).recordReconciliation(id, row.estimate, jcs(reconciliation), reconciliation.disposition.kind, key, Math.floor(c.get("services").now()));
   if (result.kind === "not-found") throw notStored(id);
   if (result.kind === "conflict") throw changed("the stored estimate");

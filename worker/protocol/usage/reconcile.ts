@@ -69,12 +69,15 @@ export function createProviderCostRecord(input: unknown): ProviderCostRecord {
 
 /**
  * What makes two provider records the same record of the same call, for refusing one record that
- * would reconcile two invocations: the provider and its request id when the record names one (the
- * provider's identity of the call, whatever amount or export cites it), else the whole record in
- * canonical form (a record without a request id identifies its call by nothing else).
+ * would reconcile two invocations: the provider and the call's request id, the record's own or,
+ * when it names none, that of the receipt it reconciles (checkProviderIdentity has made sure the
+ * two never contradict each other), whatever amount or export cites it; with neither, the whole
+ * record in canonical form (it then identifies its call by nothing else). So leaving the request
+ * id out of a record does not make it another record of a call the receipt names.
  */
-export function providerRecordKey(record: ProviderCostRecord): string {
-  return record.provider_request_id !== undefined ? jcs({ provider: record.provider, provider_request_id: record.provider_request_id }) : jcs(record);
+export function providerRecordKey(record: ProviderCostRecord, receiptRequestId?: string): string {
+  const requestId = record.provider_request_id ?? receiptRequestId;
+  return requestId !== undefined ? jcs({ provider: record.provider, provider_request_id: requestId }) : jcs(record);
 }
 
 /** Refuses a provider record that is about another call than the estimate's receipt. */
