@@ -381,6 +381,22 @@ describe("live chains (EvidenceChain)", () => {
     expect(await h.call("/v1/chains/live-owned/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt))))).toMatchObject({ status: 200, body: { nonce_consumed: true } });
   });
 
+  it("a party registered under a deleted party's name gets none of its chains", async () => {
+    const { h, hops } = await signedChainOf("live-reused-name", 2);
+    const token = (n: number) => `reused-chain-owner-token-${n}-0123456789abcdef`;
+    const register = (n: number) => h.admin("POST", "/v1/admin/relying-parties", { name: "reused-chain-owner", audiences: [AUDIENCE], token: token(n) });
+    const as = (n: number) => ({ authorization: `Bearer ${token(n)}` });
+    expect((await register(1)).status).toBe(201);
+    expect((await h.call("/v1/chains/live-reused-name/hops", post(entry(hops[0], 0), as(1)))).status).toBe(200);
+    expect((await h.call("/v1/chains/live-reused-name", { headers: as(1) })).body.owner).toBe("reused-chain-owner");
+    expect((await h.admin("DELETE", "/v1/admin/relying-parties/reused-chain-owner")).status).toBe(200);
+    expect((await register(2)).status).toBe(201);
+    const read = await h.call("/v1/chains/live-reused-name", { headers: as(2) });
+    expect([read.status, read.body.error.code]).toEqual([403, "CHAIN_NOT_OWNED"]);
+    const append = await h.call("/v1/chains/live-reused-name/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt)), as(2)));
+    expect([append.status, append.body.error.code, append.body.nonce_consumed]).toEqual([403, "CHAIN_NOT_OWNED", undefined]);
+  });
+
   it("hop 0 appended again by another party is 403 CHAIN_NOT_OWNED; the same party's fresh chain is its own", async () => {
     const { h, issuer, hops } = await signedChainOf("live-hop0-twice", 1);
     expect((await append(h, "live-hop0-twice", hops))[0].status).toBe(200);
@@ -430,7 +446,8 @@ describe("live chains (EvidenceChain)", () => {
     expect((await append(h, "never-created", hops.slice(0, 1)))[0].status).toBe(200);
     expect(await objects()).toBe(before + 1);
     expect((await h.call("/v1/chains/never-created")).body).toMatchObject({ owner: "test-relying-party", total_hops: 1 });
-    expect(await env.ANCHORS.get("chain:never-created", "json")).toEqual({ owner: "test-relying-party", created_at: TEST_NOW });
+    // Registered under the party's registration, not its name alone.
+    expect(await env.ANCHORS.get("chain:never-created", "json")).toEqual({ owner: expect.stringMatching(/^test-relying-party#[0-9a-f]{16}$/), created_at: TEST_NOW });
     // The count sees an object as soon as anything addresses it by name.
     await env.EVIDENCE_CHAIN.get(env.EVIDENCE_CHAIN.idFromName("addressed-once")).look();
     expect(await objects()).toBe(before + 2);

@@ -1,3 +1,4 @@
+import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
@@ -62,6 +63,13 @@ function chainIdOf(c: Context<AppEnv>): string {
 /** The chain's EvidenceChain; addressed only for a chain in the registry, or once a new chain's hop 0 has verified. */
 const chainStub = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId));
 
+/** A chain's state as its owner is answered it: the owner by the party's name (the seal does not cover it). */
+function shownTo<S extends { owner: string }>(c: Context<AppEnv>, state: S): S;
+function shownTo<S extends { owner: string }>(c: Context<AppEnv>, state: S | null): S | null;
+function shownTo<S extends { owner: string }>(c: Context<AppEnv>, state: S | null): S | null {
+  return state && { ...state, owner: c.get("relyingParty").name };
+}
+
 /** A live chain is its owner's alone; existence is not hidden, since an append by another party would reveal it anyway. */
 const notOwned = (chainId: string) => new ApiError(403, "CHAIN_NOT_OWNED", `chain ${chainId} belongs to another relying party`);
 const unknownChain = (chainId: string) => new ApiError(404, "NOT_FOUND", `chain ${chainId} has no hops`);
@@ -115,7 +123,9 @@ export const chainRoutes = new Hono<AppEnv>()
     const refused = level0Refused("a live chain");
     return c.json({ error: { code: refused.code, detail: refused.detail }, failures: [refused], nonce_consumed: false }, 422);
   }
-  const party = c.get("relyingParty").name;
+  // Owned by the registration, not the name alone (a party registered later under a deleted
+  // party's name gets none of its chains); answers name the owner by its name.
+  const party = partyScope(c.get("relyingParty"));
   const services = c.get("services");
   const registered = await services.chains.get(chainId);
   if (registered && registered.owner !== party) throw notOwned(chainId);
@@ -161,12 +171,12 @@ export const chainRoutes = new Hono<AppEnv>()
   const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: key.fingerprint };
   const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
   if (result.kind === "not-owned") throw notOwned(chainId);
-  if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: result.state, nonce_consumed: decision.nonce_consumed }, 409);
+  if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
   if (entry.hop_count === 0) {
     await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
     countChainStarted(c);
   }
-  return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...result.state });
+  return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...shownTo(c, result.state) });
 })
   /**
    * The caller's live chain with this deployment's seal over it, as it stands now; an id absent
@@ -175,7 +185,7 @@ export const chainRoutes = new Hono<AppEnv>()
    */
   .get("/:chain_id", async (c) => {
   const chainId = chainIdOf(c);
-  const party = c.get("relyingParty").name;
+  const party = partyScope(c.get("relyingParty"));
   const registered = await c.get("services").chains.get(chainId);
   if (!registered) throw unknownChain(chainId);
   if (registered.owner !== party) throw notOwned(chainId);
@@ -184,5 +194,5 @@ export const chainRoutes = new Hono<AppEnv>()
   if (!state) throw unknownChain(chainId);
   if (state.owner !== party) throw notOwned(chainId);
   const seal = state.chain_valid ? signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now())) : null;
-  return c.json({ ...state, seal });
+  return c.json({ ...shownTo(c, state), seal });
 });
