@@ -289,9 +289,12 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const ca = prepared.atoms;
   const sa = atoms(span);
   const spanTokens = spanPrepared.tokens;
+  // Sets, not Array.includes: a claim's atoms against a long span's would otherwise be their product.
+  const spanNumbers = new Set(sa.numbers);
+  const spanTemporal = new Set(sa.temporal);
   const missing = [
-    ...ca.numbers.filter((n) => !sa.numbers.includes(n)).map((n) => `number:${n}`),
-    ...ca.temporal.filter((t) => !sa.temporal.includes(t)).map((t) => `temporal:${t}`),
+    ...ca.numbers.filter((n) => !spanNumbers.has(n)).map((n) => `number:${n}`),
+    ...ca.temporal.filter((t) => !spanTemporal.has(t)).map((t) => `temporal:${t}`),
     ...prepared.entityTokens.filter(([, toks]) => toks.some((t) => !spanTokens.has(t))).map(([e]) => `entity:${e}`),
   ];
   const inClaim = prepared.members;
