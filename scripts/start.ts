@@ -4,6 +4,8 @@
  * party registered with the token in .dev.vars. State persists under .wrangler/state
  * (COUNTERSIGN_STATE_DIR overrides), so replay protection survives a restart.
  */
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { demoAnchor, DEMO_AUDIENCE, DEMO_ISSUER, DEMO_RELYING_PARTY } from "../cli/demo-identity.js";
 import { ensureDevVars, readDevVars } from "./dev-vars.js";
@@ -40,15 +42,19 @@ try {
   const identity = (await own.json()) as { issuer: string };
   await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
   await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()));
-  // Kept when it is already registered as .dev.vars says (its token works, its audiences are the
-  // demo's), so its usage records and journal survive a restart; re-registered otherwise.
+  // Kept when this state already holds it as .dev.vars says (registered by an earlier start with
+  // the token whose digest that start noted beside the state, for the demo's audience), so its
+  // usage records and journal survive a restart; re-registered otherwise.
   const listed = (await (await step("listing relying parties", () => admin("GET", "/v1/admin/relying-parties"))).json()) as { relying_parties: { name: string; audiences: string[] }[] };
   const demo = listed.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
-  const tokenWorks = async () => (await fetch(`${server.url}/v1/usage?invocation_id=startup-check`, { headers: { authorization: `Bearer ${vars.DEMO_RP_TOKEN}` } })).status !== 401;
-  if (!(demo && demo.audiences.join(",") === DEMO_AUDIENCE && (await tokenWorks()))) {
+  const noted = resolve(persistTo, "demo-relying-party.sha256");
+  const tokenDigest = createHash("sha256").update(vars.DEMO_RP_TOKEN ?? "").digest("hex");
+  const sameToken = existsSync(noted) && readFileSync(noted, "utf8").trim() === tokenDigest;
+  if (!(demo && demo.audiences.join(",") === DEMO_AUDIENCE && sameToken)) {
     await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
     await step("registering the demo relying party", () =>
       admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
+    writeFileSync(noted, tokenDigest + "\n");
   }
   console.log(`countersign is listening on ${server.url}`);
   console.log(`  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
