@@ -8,7 +8,7 @@ import { buildBundle, replayBundle, type ExecutionRow } from "../../worker/proto
 import { versionOf, type Corpus } from "../../worker/protocol/ec/corpus.js";
 import { referenceTo } from "../../worker/protocol/ec/evidence.js";
 import type { TraceEvent } from "../../worker/protocol/ec/events.js";
-import { EC_LIMITS, EcLimitError } from "../../worker/protocol/ec/limits.js";
+import { answerWithin, EC_LIMITS, EcLimitError } from "../../worker/protocol/ec/limits.js";
 import { issueEcReceipt, verifyEcReceipt, VerifyMemo } from "../../worker/protocol/ec/receipt.js";
 import { opensSentence as opensSentenceForTest } from "../../worker/protocol/ec/support.js";
 
@@ -143,5 +143,20 @@ describe("the support guard reads a claim once, and opens sentences by their end
     await expect(evaluateSupport("x", Array.from({ length: EC_LIMITS.support_spans + 1 }, () => "y"), undefined, EC_LIMITS)).rejects.toBeInstanceOf(EcLimitError);
     await expect(evaluateSupport("é".repeat(EC_LIMITS.claim_code_points + 1), ["y"], undefined, EC_LIMITS)).rejects.toBeInstanceOf(EcLimitError);
     expect((await evaluateSupport("é".repeat(EC_LIMITS.claim_code_points), ["y"], undefined, EC_LIMITS)).claim_code_points).toBe(EC_LIMITS.claim_code_points);
+  });
+});
+
+describe("an answer's size is capped like its work", () => {
+  it("an answer restating one long span for every reference is refused by its size, before it is serialised; a small one passes", async () => {
+    const w = await world(200_000);
+    const memo = () => new VerifyMemo(w.corpus, EC_LIMITS);
+    const many = await verifyEcReceipt(await w.issue(60), w.corpus, w.events, { memo: memo() });
+    expect(many.support.evaluated).toBe(true);
+    expect(() => answerWithin(many, EC_LIMITS)).toThrow(EcLimitError);
+    const few = await verifyEcReceipt(await w.issue(2), w.corpus, w.events, { memo: memo() });
+    expect(() => answerWithin(few, EC_LIMITS)).not.toThrow();
+    // Counted as serialisation repeats it: the same array shared by 60 answers counts 60 times.
+    expect(JSON.stringify(many).length).toBeGreaterThan(EC_LIMITS.answer_code_units);
+    expect(JSON.stringify(few).length).toBeLessThan(EC_LIMITS.answer_code_units);
   });
 });

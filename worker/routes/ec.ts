@@ -4,17 +4,22 @@ import { BundleCall, EcVerifyCall, SupportCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
 import { replayBundle } from "../protocol/ec/bundle.js";
 import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
-import { EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
+import { answerWithin, EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
 import { verifyEcReceipt, VerifyMemo } from "../protocol/ec/receipt.js";
 import { DEFAULT_SUPPORT_CONFIG, evaluateSupport } from "../protocol/ec/support.js";
 
 /** EC-Agent bodies carry whole source documents and traces: larger than a receipt call. */
 export const MAX_EC_BODY = 2 * 1024 * 1024;
 
-/** A call over one of the EC_LIMITS caps is refused whole, before or while its work is done: 400 EC_LIMIT_EXCEEDED. */
+/**
+ * A call over one of the EC_LIMITS caps is refused whole, before or while its work is done, or
+ * once its answer is known to be too large to send: 400 EC_LIMIT_EXCEEDED.
+ */
 async function capped<T>(work: () => Promise<T>): Promise<T> {
   try {
-    return await work();
+    const answer = await work();
+    answerWithin(answer, EC_LIMITS);
+    return answer;
   } catch (err) {
     if (err instanceof EcLimitError) throw new ApiError(400, "EC_LIMIT_EXCEEDED", `${err.limit}: ${err.message}`);
     throw err;

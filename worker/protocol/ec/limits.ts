@@ -20,6 +20,12 @@ export const EC_LIMITS = {
   claim_code_points: 16_384,
   /** Spans one `/v1/support/evaluate` call judges a claim against. */
   support_spans: 64,
+  /**
+   * Code units of text in one answer, counted as its JSON repeats them: per reference or per span
+   * an answer restates the tokens and atoms it compared, so a short body citing one long span many
+   * times would otherwise be answered many times its size.
+   */
+  answer_code_units: 8 * 1024 * 1024,
 } as const;
 export type EcLimits = { readonly [K in keyof typeof EC_LIMITS]: number };
 
@@ -40,4 +46,29 @@ export function claimWithin(claim: string, limits: Pick<EcLimits, "claim_code_po
   if (claim.length <= limits.claim_code_points) return;
   let n = 0;
   for (const _ of claim) if (++n > limits.claim_code_points) throw new EcLimitError("claim_code_points", `a claim of more than ${limits.claim_code_points} code points; a claim is a sentence or a few`);
+}
+
+/**
+ * Refuses an answer whose JSON would carry more than `limits.answer_code_units` code units of
+ * text: its strings and keys as serialisation would repeat them (a value shared by several
+ * places counts at each). The walk stops as soon as the cap is passed, so it costs at most the
+ * cap, and it runs before anything is serialised.
+ */
+export function answerWithin(answer: unknown, limits: Pick<EcLimits, "answer_code_units">): void {
+  let left = limits.answer_code_units;
+  const stack: unknown[] = [answer];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "string") left -= v.length + 2;
+    else if (Array.isArray(v)) {
+      left -= v.length + 2;
+      for (const item of v) stack.push(item);
+    } else if (v !== null && typeof v === "object") {
+      for (const [k, item] of Object.entries(v)) {
+        left -= k.length + 4;
+        stack.push(item);
+      }
+    } else left -= 8;
+    if (left < 0) throw new EcLimitError("answer_code_units", `the answer would carry more than ${limits.answer_code_units} code units (the same long span or claim restated for every reference or span); cite or send less`);
+  }
 }

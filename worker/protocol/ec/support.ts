@@ -83,7 +83,8 @@ export function lexicalSupport(
   const shared = preparedClaim.sorted.filter((t) => ts.has(t));
   const c = preparedClaim.normalised;
   const s = prepared.normalised;
-  const base = { claim_tokens: [...preparedClaim.sorted], span_tokens: [...prepared.sorted], shared_tokens: shared };
+  // The prepared arrays themselves, not copies: an answer restating them per reference shares them.
+  const base = { claim_tokens: preparedClaim.sorted, span_tokens: prepared.sorted, shared_tokens: shared };
   if (c === "" || s === "" || tc.size === 0 || ts.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
   const substring = s.includes(c);
   const overlap = shared.length / tc.size;
