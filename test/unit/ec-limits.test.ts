@@ -156,7 +156,28 @@ describe("an answer's size is capped like its work", () => {
     const few = await verifyEcReceipt(await w.issue(2), w.corpus, w.events, { memo: memo() });
     expect(() => answerWithin(few, EC_LIMITS)).not.toThrow();
     // Counted as serialisation repeats it: the same array shared by 60 answers counts 60 times.
-    expect(JSON.stringify(many).length).toBeGreaterThan(EC_LIMITS.answer_code_units);
-    expect(JSON.stringify(few).length).toBeLessThan(EC_LIMITS.answer_code_units);
+    const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
+    expect(bytes(many)).toBeGreaterThan(EC_LIMITS.answer_bytes);
+    expect(bytes(few)).toBeLessThan(EC_LIMITS.answer_bytes);
+  });
+
+  it("counts bytes as JSON writes them: escaped control characters and multi-byte UTF-8, not code units", () => {
+    const limits = { answer_bytes: 1000 };
+    for (const [text, fits] of [["a".repeat(950), true], ["\u0001".repeat(200), false], ["é".repeat(400), true], ["€".repeat(400), false], ["😀".repeat(200), true], ["😀".repeat(300), false]] as const) {
+      const answer = { run: text };
+      expect(new TextEncoder().encode(JSON.stringify(answer)).length <= limits.answer_bytes, text.slice(0, 3)).toBe(fits);
+      if (fits) expect(() => answerWithin(answer, limits)).not.toThrow();
+      else expect(() => answerWithin(answer, limits)).toThrow(EcLimitError);
+    }
+  });
+
+  it("judges a claim against a span once per call, and caps what the scans read", async () => {
+    const w = await world(1000);
+    const memo = new VerifyMemo(w.corpus, { ...EC_LIMITS, support_scan_code_units: 2500 });
+    const span = "x".repeat(1000);
+    const first = memo.lexical("claim one", span, () => ({ tokens: new Set(["claim", "one"]), sorted: ["claim", "one"], normalised: "claim one" }));
+    expect(memo.lexical("claim one", span, () => { throw new Error("prepared again"); })).toBe(first);
+    memo.lexical("claim two", span, () => ({ tokens: new Set(["claim", "two"]), sorted: ["claim", "two"], normalised: "claim two" }));
+    expect(() => memo.lexical("claim three", span, () => ({ tokens: new Set(["claim"]), sorted: ["claim"], normalised: "claim three" }))).toThrow(EcLimitError);
   });
 });

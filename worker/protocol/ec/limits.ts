@@ -21,11 +21,17 @@ export const EC_LIMITS = {
   /** Spans one `/v1/support/evaluate` call judges a claim against. */
   support_spans: 64,
   /**
-   * Code units of text in one answer, counted as its JSON repeats them: per reference or per span
-   * an answer restates the tokens and atoms it compared, so a short body citing one long span many
-   * times would otherwise be answered many times its size.
+   * Code units of cited span read by the lexical predicate in one call: each distinct (claim, span)
+   * pair scans the span once (a pair met again costs nothing), so many claims over one long span
+   * would otherwise read it many times.
    */
-  answer_code_units: 8 * 1024 * 1024,
+  support_scan_code_units: 64 * 1024 * 1024,
+  /**
+   * Bytes of one answer as JSON (UTF-8, escapes included): per reference or per span an answer
+   * restates the tokens and atoms it compared, and a bundle's report restates run ids, so a short
+   * body would otherwise be answered many times its size.
+   */
+  answer_bytes: 8 * 1024 * 1024,
 } as const;
 export type EcLimits = { readonly [K in keyof typeof EC_LIMITS]: number };
 
@@ -48,27 +54,38 @@ export function claimWithin(claim: string, limits: Pick<EcLimits, "claim_code_po
   for (const _ of claim) if (++n > limits.claim_code_points) throw new EcLimitError("claim_code_points", `a claim of more than ${limits.claim_code_points} code points; a claim is a sentence or a few`);
 }
 
+/** Bytes of a string in JSON: UTF-8, with its quotes and the escapes of `"`, `\\` and control characters. */
+function jsonStringBytes(text: string, budget: number): number {
+  let n = 2;
+  for (let i = 0; i < text.length && n <= budget; i++) {
+    const c = text.charCodeAt(i);
+    n += c < 0x20 ? 6 : c === 0x22 || c === 0x5c ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 2 : 3;
+  }
+  return n;
+}
+
 /**
- * Refuses an answer whose JSON would carry more than `limits.answer_code_units` code units of
- * text: its strings and keys as serialisation would repeat them (a value shared by several
- * places counts at each). The walk stops as soon as the cap is passed, so it costs at most the
- * cap, and it runs before anything is serialised.
+ * Refuses an answer whose JSON would be more than `limits.answer_bytes` bytes: every string and
+ * key as serialisation writes it (UTF-8, escapes included; a value shared by several places
+ * counts at each), with the punctuation around them. The walk stops as soon as the cap is passed,
+ * so it costs at most the cap, and it runs before anything is serialised.
  */
-export function answerWithin(answer: unknown, limits: Pick<EcLimits, "answer_code_units">): void {
-  let left = limits.answer_code_units;
+export function answerWithin(answer: unknown, limits: Pick<EcLimits, "answer_bytes">): void {
+  let left = limits.answer_bytes;
   const stack: unknown[] = [answer];
   while (stack.length > 0) {
     const v = stack.pop();
-    if (typeof v === "string") left -= v.length + 2;
+    if (typeof v === "string") left -= jsonStringBytes(v, left + 1);
     else if (Array.isArray(v)) {
       left -= v.length + 2;
       for (const item of v) stack.push(item);
     } else if (v !== null && typeof v === "object") {
+      left -= 2;
       for (const [k, item] of Object.entries(v)) {
-        left -= k.length + 4;
+        left -= jsonStringBytes(k, left + 1) + 2;
         stack.push(item);
       }
-    } else left -= 8;
-    if (left < 0) throw new EcLimitError("answer_code_units", `the answer would carry more than ${limits.answer_code_units} code units (the same long span or claim restated for every reference or span); cite or send less`);
+    } else left -= 24;
+    if (left < 0) throw new EcLimitError("answer_bytes", `the answer would be more than ${limits.answer_bytes} bytes of JSON (long text restated for every reference, span or claim); send less`);
   }
 }

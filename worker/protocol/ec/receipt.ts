@@ -167,6 +167,25 @@ export class VerifyMemo {
   span(text: string): PreparedSpan {
     return this.spans.get(text) ?? (this.spans.set(text, prepareSpan(text)), this.spans.get(text)!);
   }
+  /** Lexical results by claim, then span text: a claim judged against a span it met before in this call is not scanned again. */
+  private readonly lexicals = new Map<string, Map<string, LexicalResult>>();
+  private scanned = 0;
+  /**
+   * The lexical predicate of `claim` over `span`, once per distinct pair in a call. Each new pair
+   * scans the span for the claim; what those scans read is counted against `support_scan_code_units`.
+   */
+  lexical(claim: string, span: string, preparedClaim: () => PreparedSpan): LexicalResult {
+    let byClaim = this.lexicals.get(claim);
+    if (!byClaim) this.lexicals.set(claim, (byClaim = new Map()));
+    const known = byClaim.get(span);
+    if (known) return known;
+    if (this.limits && (this.scanned += span.length) > this.limits.support_scan_code_units) {
+      throw new EcLimitError("support_scan_code_units", `judging claims against their cited spans would read more than ${this.limits.support_scan_code_units} code units in one call`);
+    }
+    const result = lexicalSupport(claim, span, undefined, this.span(span), preparedClaim());
+    byClaim.set(span, result);
+    return result;
+  }
 }
 
 const RECEIPT_FIELDS = ["schema_version", "policy_id", "run_id", "corpus_digest", "claim_id", "claim", "emission_anchor", "evidence", "execution_digest", "joint_digest", "integrity"];
@@ -310,8 +329,8 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   findings.sort((a, b) => order(a) - order(b));
   const integrity = [...new Set(findings.map((f) => f.reason))];
   const evaluated = verified.length > 0 && verified.every((v) => v !== null);
-  const claimPrepared = evaluated ? prepareSpan(r.claim) : null;
-  const lexical = evaluated ? verified.map((span) => lexicalSupport(r.claim, span!, undefined, memo.span(span!), claimPrepared!)) : [];
+  let claimPrepared: PreparedSpan | undefined;
+  const lexical = evaluated ? verified.map((span) => memo.lexical(r.claim, span!, () => (claimPrepared ??= prepareSpan(r.claim)))) : [];
   const supported = evaluated ? lexical.some((l) => l.supported) : null;
   const supportReason: SupportReason = !evaluated
     ? SUPPORT_NOT_EVALUATED
