@@ -94,6 +94,12 @@ describe("EC-Agent routes in workerd", () => {
     expect(res.body.guard).toMatchObject({ passed: false, spans: [{ reasons: ["GUARD_CONFLICT"], conflicts: [["opened", "closed"]] }] });
     const other = await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], config: { threshold: 0.75 } }));
     expect(other.body.config_digest).not.toBe(res.body.config_digest);
+    // Pair members named like object properties are words like any other, never a 500.
+    for (const member of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
+      const named = await h().call("/v1/support/evaluate", post({ claim: `the ${member} failed`, spans: ["y"], config: { pairs: [[member, "x"]] } }));
+      expect(named.status).toBe(200);
+      expect(named.body.guard.passed).toBe(false);
+    }
     for (const config of [{ threshold: 0 }, { threshold: 2 }, { pairs: [["a"]] }, { extra: 1 }]) {
       expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], config }))).status).toBe(400);
     }

@@ -263,7 +263,8 @@ export interface GuardResult {
 function members(toks: Set<string>, config: SupportConfig): Set<string> {
   const found = new Set<string>();
   for (const [a, b] of config.pairs) {
-    for (const m of [a, b]) if (toks.has(m) || (config.aliases[m] ?? []).some((x) => toks.has(x))) found.add(m);
+    // An own alias list only: a member named like an object property ("constructor") has none.
+    for (const m of [a, b]) if (toks.has(m) || (Object.hasOwn(config.aliases, m) ? config.aliases[m] : []).some((x) => toks.has(x))) found.add(m);
   }
   return found;
 }
