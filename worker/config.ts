@@ -100,22 +100,20 @@ export const DEFAULT_JOURNAL_SHARDS = 8;
 export const MAX_JOURNAL_SHARDS = 64;
 export const DEFAULT_LEASE_SECONDS = 300;
 
-/** Shards per journal tenant: JOURNAL_SHARDS, an integer 1..64; anything else is a ConfigurationError. */
-export function journalShards(env: Env): number {
-  if (env.JOURNAL_SHARDS === undefined || env.JOURNAL_SHARDS === "") return DEFAULT_JOURNAL_SHARDS;
-  const n = Number(env.JOURNAL_SHARDS);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_JOURNAL_SHARDS) throw new ConfigurationError(`JOURNAL_SHARDS must be an integer from 1 to ${MAX_JOURNAL_SHARDS}`);
+/** An integer variable in `min..max`, `fallback` when unset or empty; anything else is a ConfigurationError. */
+function integerSetting(env: Env, name: "JOURNAL_SHARDS" | "JOURNAL_LEASE_SECONDS", fallback: number, min: number, max: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < min || n > max) throw new ConfigurationError(`${name} must be an integer from ${min} to ${max}`);
   return n;
 }
 
-/** A started record's lease: JOURNAL_LEASE_SECONDS, an integer 1..3600 (default 300); anything else is a ConfigurationError, as for JOURNAL_SHARDS. */
-export const leaseSeconds = (env: Env): number => {
-  const text = env.JOURNAL_LEASE_SECONDS;
-  if (text === undefined || text === "") return DEFAULT_LEASE_SECONDS;
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 3600) throw new ConfigurationError("JOURNAL_LEASE_SECONDS must be an integer from 1 to 3600");
-  return n;
-};
+/** Shards per journal tenant: JOURNAL_SHARDS, an integer 1..64; anything else is a ConfigurationError. */
+export const journalShards = (env: Env): number => integerSetting(env, "JOURNAL_SHARDS", DEFAULT_JOURNAL_SHARDS, 1, MAX_JOURNAL_SHARDS);
+
+/** A started record's lease: JOURNAL_LEASE_SECONDS, an integer 1..3600 (default 300), judged as JOURNAL_SHARDS is. */
+export const leaseSeconds = (env: Env): number => integerSetting(env, "JOURNAL_LEASE_SECONDS", DEFAULT_LEASE_SECONDS, 1, 3600);
 
 const list = (text: string | undefined): string[] => (text ?? "").split(",").map((a) => a.trim()).filter(Boolean);
 
