@@ -330,6 +330,10 @@ describe("cache attribution", () => {
     expect(refused(() => createCacheAttributionRecord(reuse({ kind: "unavailable", reason: "usage-not-reported" })))).toMatch(/does report/);
   });
 
+  it("a receipt without usage can only say usage-not-reported, never no-baseline", () => {
+    expect(refused(() => createCacheAttributionRecord(reuse({ kind: "unavailable", reason: "no-baseline" }, unreported())))).toMatch(/usage-not-reported/);
+  });
+
   it("miss and not-applicable carry nothing else", () => {
     expect(createCacheAttributionRecord({ receipt: attributed(), disposition: { kind: "miss" } }).disposition).toEqual({ kind: "miss" });
     expect(createCacheAttributionRecord({ receipt: attributed(), disposition: { kind: "not-applicable" } }).disposition).toEqual({ kind: "not-applicable" });

@@ -30,6 +30,8 @@ function avoidedUsage(value: JsonValue | undefined, receipt: UsageReceipt, path:
     const a = closed(value, path, ["kind", "reason"]);
     const reason = oneOf(a.reason, ["no-baseline", "usage-not-reported"] as const, [...path, "reason"]);
     if (reason === "usage-not-reported" && receipt.usage) invalid([...path, "reason"], "the receipt does report usage");
+    // Without usage nothing avoided could be measured whatever the baseline: the reason is the missing usage.
+    if (reason === "no-baseline" && !receipt.usage) invalid([...path, "reason"], "usage was not reported, so the reason avoided is unavailable is usage-not-reported");
     return { kind, reason };
   }
   const ref = kind === "prior-observation" ? "prior_invocation_id" : "baseline_id";
