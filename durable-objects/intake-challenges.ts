@@ -81,10 +81,15 @@ export class IntakeChallenges extends DurableObject<Env> {
     return { kind: "open", challenge };
   }
 
-  /** Gives a claimed challenge back (its answer could not be judged), or leaves it open with the evidence still missing. */
-  release(gaps: string | null): void {
+  /**
+   * Gives a claimed challenge back (its answer could not be judged), or leaves it open with the
+   * evidence still missing and the message as last judged: the evidence an answer did bring is kept
+   * in it, so the next answer need only bring what is still missing.
+   */
+  release(gaps: string | null, message?: string): void {
     if (gaps === null) this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')");
-    else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps);
+    else if (message === undefined) this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps);
+    else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ?, message = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps, message);
   }
 
   async alarm(): Promise<void> {

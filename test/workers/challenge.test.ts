@@ -171,6 +171,19 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(ok.body.runtime_context).toEqual({ server_profile: "mutual-tls" });
   });
 
+  it("a challenge naming two pieces of evidence can be answered one at a time: the evidence already given is kept", async () => {
+    const strict = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as Env, ctx());
+    const c = command();
+    const r = await strict.intake(c);
+    expect(r.body.challenge.missing.map((g: { evidence: string }) => g.evidence)).toEqual(["human_approval", "server_profile"]);
+    const first = await answer(strict, c.trace_id, { server_profile: "mutual-tls" });
+    expect(first.body.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
+    expect(first.body.challenge.missing.map((g: { evidence: string }) => g.evidence)).toEqual(["human_approval"]);
+    const second = await answer(strict, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(second.body.receipt.verdict).toBe("allow");
+    expect(second.body.runtime_context).toEqual({ server_profile: "mutual-tls", human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+  });
+
   it("refuses without the intake token, evidence not asked for, a malformed trace_id, and an unknown challenge", async () => {
     const c = command();
     await h.intake(c);

@@ -131,7 +131,8 @@ export const challengeRoutes = new Hono<AppEnv>()
     throw err;
   }
   await recordEvidencedAdmission(c, traceId, admission);
-  if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps)));
+  // Still short: the challenge stays open for what is missing, and keeps what this answer brought.
+  if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps), JSON.stringify(intakeMessage(admission.intake))));
   const next = admission.gaps.length > 0 ? buildChallenge(traceId, admission.gaps, admission.receipt.issued_at, challenge.expires_at) : null;
   return c.json(admissionAnswer(admission, next));
 });
