@@ -248,6 +248,14 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "echo $HOME; ls ~/project" }))).toBe("allow");
   });
 
+  it("SEC-002's escalation is answered by an approval of this request, not of another, and never lifts a deny", async () => {
+    const approval = (request_hash: string) => ({ humanApproval: { approver: "ops@example", request_hash } });
+    const command = 'rm -rf "$BUILD_DIR/out"';
+    expect(await judgeIn("SEC-002", input("shell_exec", { command }, approval(HASH)))).toBe("allow");
+    expect(await judgeIn("SEC-002", input("shell_exec", { command }, approval("sha256:" + "b".repeat(64))))).toBe("escalate");
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: "rm -rf /" }, approval(HASH)))).toBe("deny");
+  });
+
   it("SEC-002 reads sh -c, eval and heredocs fed to a shell as scripts", async () => {
     for (const command of [
       'bash -c "rm -rf /"', 'eval "rm -rf /"', "sh <<EOF\nrm -rf /\nEOF", "bash <<'EOF'\nrm -rf /\nEOF", "cat <<EOF | sh\nrm -rf /\nEOF", "sh -ec 'rm -rf /'",

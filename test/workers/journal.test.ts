@@ -111,6 +111,33 @@ describe("admission, durable before the answer", () => {
     expect(e.body.history.map((x: any) => x.to)).toEqual(["reserved", "awaiting_policy", "awaiting_approval", "ready"]);
     expect((await start(c.trace_id)).status).toBe(200);
   });
+
+  it("an escalation (SEC-002, a removal that depends on a variable) moves on with an approval of its own request; another request's approval signs nothing", async () => {
+    const c = command({ tool: "shell_exec", params: { cmd: 'rm -rf "$BUILD_DIR/out"' } });
+    const first = await h.intake(c);
+    expect(first.body.receipt.verdict).toBe("escalate");
+    expect((await evidence(c.trace_id)).body.record.state).toBe("awaiting_approval");
+    const { prefixedDigest, jcs } = await import("../../worker/protocol/digest.js");
+    const requestHash = await prefixedDigest(jcs(requestOf(c)));
+    expect(first.body.receipt.request_hash).toBe(requestHash);
+    const before = await sequenceNow();
+    // An approval of another request is a retry of the escalation: no new receipt, no new sequence.
+    for (const approver of ["a@example.org", "b@example.org"]) {
+      const stray = await h.intake({ ...c, human_approval: { approver, request_hash: `sha256:${"ab".repeat(32)}` } });
+      expect(stray.body).toMatchObject({ idempotent_replay: true, receipt: { verdict: "escalate", nonce: first.body.receipt.nonce } });
+    }
+    expect(await sequenceNow()).toBe(before);
+    const approved = await h.intake({ ...c, human_approval: { approver: "ops@example.org", request_hash: requestHash } });
+    expect(approved.body.idempotent_replay).not.toBe(true);
+    expect(approved.body.receipt).toMatchObject({ verdict: "allow", request_hash: requestHash });
+    const e = await evidence(c.trace_id);
+    expect(e.body.record.state).toBe("ready");
+    expect(e.body.history.map((x: any) => x.to)).toEqual(["reserved", "awaiting_policy", "awaiting_approval", "ready"]);
+    // Approved once: another approval of the same request is a retry of the allow.
+    const again = await h.intake({ ...c, human_approval: { approver: "other@example.org", request_hash: requestHash } });
+    expect(again.body).toMatchObject({ idempotent_replay: true, receipt: { nonce: approved.body.receipt.nonce } });
+    expect((await start(c.trace_id)).status).toBe(200);
+  });
 });
 
 describe("execution: start, finalise, reconcile", () => {

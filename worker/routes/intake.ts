@@ -155,8 +155,11 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     // Only an escalated record presented with a new approval is judged again; anything else is a
     // retry. A deny that awaits evidence is answered through its challenge alone, which keeps the
     // deadline and the answered-once rule: presenting the evidence here again is a retry of the deny.
+    // An approval of another request (or none, or the one already judged) approves nothing here:
+    // judging again would only sign the same escalation once more.
     const escalated = loaded.record.state === "awaiting_approval" && latest.receipt.verdict === "escalate";
-    if (!escalated || approval === null || approval === latest.approval_jcs) {
+    const approves = intake.humanApproval !== null && intake.humanApproval.request_hash === latest.receipt.request_hash;
+    if (!escalated || !approves || approval === latest.approval_jcs) {
       const { approval_jcs: _approval, ...answer } = retriedAdmission(loaded.history)!;
       return { ...answer, replay: true as const };
     }

@@ -213,9 +213,9 @@ export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
 
 export const SEC_002: InputRule = {
   name: "SEC-002",
-  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2, including a deleting find); below that, a forced recursive rm or a deleting find whose target depends on an unexpanded variable escalates`,
+  trigger: `an argument, parsed as a shell command line, has a chain score of ${COMMAND_INJECTION_THRESHOLD} or more (chained commands 1 each, substitutions 2 each, a root wipe 2, including a deleting find); below that, a forced recursive rm or a deleting find whose target depends on an unexpanded variable escalates, unless a human_approval names this request's request_hash`,
   scope: "string arguments of tools in COMMAND_EXECUTION_TOOL, and their argv-shaped arguments joined into a command line",
-  judge({ command }) {
+  judge({ command, requestHash, humanApproval }) {
     if (!toolIn(COMMAND_EXECUTION_TOOL, command.tool as string)) return allow("not a command-execution tool");
     let unknown = false;
     for (const s of commandLines(command.params)) {
@@ -224,6 +224,9 @@ export const SEC_002: InputRule = {
       if (score >= COMMAND_INJECTION_THRESHOLD) return deny(`SEC-002: command-injection pattern (chain score ${score} >= ${COMMAND_INJECTION_THRESHOLD})`);
       unknown ||= rmDependsOnExpansion(parsed);
     }
-    return unknown ? escalate("SEC-002: recursive removal (forced recursive rm or a deleting find) of a path that depends on an unexpanded variable") : allow();
+    if (!unknown) return allow();
+    // The escalation asks a human: an approval of this exact request is that human's answer (as SEC-005's).
+    if (humanApproval !== null && humanApproval.request_hash === requestHash) return allow(`SEC-002: recursive removal of a path that depends on an unexpanded variable, approved by ${humanApproval.approver}`);
+    return escalate("SEC-002: recursive removal (forced recursive rm or a deleting find) of a path that depends on an unexpanded variable");
   },
 };
