@@ -16,6 +16,7 @@ import {
 } from "./stores.js";
 import type { InputRule } from "./protocol/issuing/rules/index.js";
 import type { ReceiptSigner } from "./protocol/issuing/signer.js";
+import type { StoredChallenge } from "../durable-objects/intake-challenges.js";
 import { requireIntakeOrAdmin, requireIntakeToken, requireRelyingParty } from "./auth.js";
 import { durableJournalStub, journalClient, type JournalClient, type JournalStub } from "./journal-store.js";
 import { evidenceRoutes } from "./routes/evidence.js";
@@ -65,6 +66,8 @@ export interface IntakeOverrides {
   signer?: ReceiptSigner;
   nextSequence?: () => Promise<number>;
   inputRules?: readonly InputRule[];
+  /** Replaces the IntakeChallenges write that opens a challenge (fault injection in tests). */
+  openChallenge?: (record: StoredChallenge) => Promise<void>;
 }
 
 export interface Services {

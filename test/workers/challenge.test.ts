@@ -9,6 +9,7 @@ import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } fro
 import { beforeAll, describe, expect, it } from "vitest";
 import type { IntakeChallenges } from "../../durable-objects/intake-challenges.js";
 import type { Env } from "../../worker/env.js";
+import { durableJournalStub, type JournalStub } from "../../worker/journal-store.js";
 import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
 
@@ -54,6 +55,44 @@ describe("a Command lacking evidence", () => {
     const capped = harness({ ...env, CHALLENGE_MAX_DEADLINE: "120" } as Env, ctx());
     const r = await capped.intake(command());
     expect(r.body.challenge.expires_at).toBe(r.body.receipt.issued_at + 120);
+  });
+
+  it("a delegated Command's challenge ends when its parent stops verifying, if that comes first: its evidence is judged with the parent", async () => {
+    const parent = (await h.intake(command({ tool: "search_web", params: { query: "q" } }))).body.receipt;
+    const child = await h.intake(command({ delegation_chain: parent }));
+    expect(child.body.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
+    // The parent expires 60 s after it was issued and is granted its 30 s of skew: not the policy's 300 s.
+    expect(child.body.challenge.expires_at).toBe(parent.expires_at + 30);
+    expect(child.body.challenge.expires_at).toBeLessThan(child.body.receipt.issued_at + 300);
+    expect((await runInDurableObject(challengeObject(child.body.receipt.trace_id), async (_o: IntakeChallenges, state) => state.storage.getAlarm()))).toBe((parent.expires_at + 30) * 1000);
+  });
+
+  it("a challenge that could not be opened leaves the trace reserved, not awaiting evidence no one can send; the retry opens it", async () => {
+    const c = command();
+    const broken = harness(env, ctx(), { intake: { openChallenge: () => Promise.reject(new Error("challenge store down")) } });
+    const failed = await broken.intake(c);
+    expect([failed.status, failed.body.error.code]).toEqual([500, "INTAKE_FAILED"]);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("reserved");
+    const retried = await h.intake(c);
+    expect(retried.body.challenge.trace_id).toBe(c.trace_id);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    const answered = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(answered.body.receipt.verdict).toBe("allow");
+  });
+
+  it("an answer whose admission the journal could not record gives the challenge back: the next answer is judged", async () => {
+    const c = command();
+    expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
+    const failing = (name: string): JournalStub => {
+      const real = durableJournalStub(env)(name);
+      return { ...real, loadByIdempotency: (k: string) => real.loadByIdempotency(k), appendMany: () => Promise.reject(new Error("journal down")) } as unknown as JournalStub;
+    };
+    const broken = harness(env, ctx(), { journalStub: () => failing });
+    const evidence = { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } };
+    expect((await answer(broken, c.trace_id, evidence)).status).toBe(500);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    const answered = await answer(h, c.trace_id, evidence);
+    expect([answered.status, answered.body.receipt?.verdict]).toEqual([200, "allow"]);
   });
 
   it("a Command denied on other grounds gets no challenge: evidence could not change it", async () => {

@@ -77,9 +77,13 @@ export async function openChallenge(c: Context<AppEnv>, admission: Admission, ex
   if (admission.gaps.length === 0) return null;
   const { receipt } = admission;
   const { manifest } = await issuing(c.env);
-  const deadline = expiresAt ?? challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
+  // A delegated Command's evidence is judged with its parent, which must still verify then: the
+  // deadline is the policy's or the parent's last valid instant, whichever comes first.
+  const policyDeadline = expiresAt ?? challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
+  const deadline = admission.parentValidUntil === undefined ? policyDeadline : Math.min(policyDeadline, Math.round(admission.parentValidUntil * 1000) / 1000);
   const record: StoredChallenge = { message: JSON.stringify(intakeMessage(admission.intake)), audience: receipt.audience, gaps: JSON.stringify(admission.gaps), issued_at: receipt.issued_at, expires_at: deadline };
-  await stored(c, challenges(c, receipt.trace_id).open(record));
+  const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge) => challenges(c, receipt.trace_id).open(r));
+  await stored(c, Promise.resolve(open(record)));
   return buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline);
 }
 
@@ -130,7 +134,14 @@ export const challengeRoutes = new Hono<AppEnv>()
     if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
     throw err;
   }
-  await recordEvidencedAdmission(c, traceId, admission);
+  try {
+    await recordEvidencedAdmission(c, traceId, admission);
+  } catch (err) {
+    // Nothing was recorded: the challenge is given back for another answer before its deadline (a
+    // record that no longer waits refuses that answer again, CHALLENGE_ANSWERED).
+    await stored(c, store.release(null));
+    throw err;
+  }
   // Still short: the challenge stays open for what is missing, and keeps what this answer brought.
   if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps), JSON.stringify(intakeMessage(admission.intake))));
   const next = admission.gaps.length > 0 ? buildChallenge(traceId, admission.gaps, admission.receipt.issued_at, challenge.expires_at) : null;

@@ -28,6 +28,7 @@ import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
 import { admissionAnswer, admissionDeps, openChallenge, ownKeyRevoked } from "./challenges.js";
+import type { Challenge } from "../protocol/issuing/challenge.js";
 
 class IntakeTimeout extends Error {}
 /** This deployment's own signing key is revoked: intake answers INTAKE_FAILED, 503, and issues nothing. */
@@ -112,7 +113,7 @@ export async function signedContexts(c: Context<AppEnv>, traceId: string): Promi
 /** What the journal keeps of an admission: enough to answer a retry with it. */
 type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results">;
 /** A fresh admission (judged now), or the one the journal already held (a retry). */
-type Admitted = (Admission & { replay: false }) | (StoredAdmission & { replay: true });
+type Admitted = (Admission & { replay: false; challenge: Challenge | null }) | (StoredAdmission & { replay: true });
 type JournalPort = ReturnType<AppEnv["Variables"]["services"]["journal"]>["port"];
 
 async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): Promise<Admitted> {
@@ -167,6 +168,10 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     fromApproval = true;
   }
   const admission = await issueAdmission(intake, audience, own.context, admissionDeps(c, own));
+  // The challenge is opened before the record is written to await it: a challenge that could not be
+  // opened leaves the trace reserved (a retry judges it again), never a record awaiting evidence no
+  // one can send. A challenge whose record was not written is answered CHALLENGE_ANSWERED.
+  const challenge = await openChallenge(c, admission);
   const decision = decisionOf(admission, approval, own.identity.fingerprint);
   const appended = await journal.appendMany({
     record_id: reserved.record.record_id,
@@ -174,7 +179,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     at: admission.receipt.issued_at,
     transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
   });
-  if (appended.kind === "appended") return { ...admission, replay: false as const };
+  if (appended.kind === "appended") return { ...admission, replay: false as const, challenge };
   // Another attempt of the same intake got there first: its admission is the one.
   if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
@@ -246,7 +251,7 @@ export const intakeRoutes = new Hono<AppEnv>()
     const admission = await deadline(admit(c, (t) => (traceId = t)), intakeTimeout(c.env));
     // A retry is answered with the admission held; its challenge, if any, was opened the first time.
     if (admission.replay) return c.json({ ...admissionAnswer({ ...admission, gaps: [] } as unknown as Admission, null), idempotent_replay: true });
-    return c.json(admissionAnswer(admission, await openChallenge(c, admission)));
+    return c.json(admissionAnswer(admission, admission.challenge));
   } catch (err) {
     return intakeError(c, err, traceId);
   }

@@ -17,7 +17,8 @@
  * read for the hop. A parent that is not an allow authorised nothing, so it cannot be delegated
  * from either.
  */
-import type { FreshnessPolicy } from "../checks/freshness.js";
+import { grantedSkew, type FreshnessPolicy } from "../checks/freshness.js";
+import type { Receipt } from "../receipt.js";
 import { delegationOf, MAX_CHAIN_HOPS } from "../chain.js";
 import { prefixedDigest } from "../digest.js";
 import { verifyEnvelope } from "../envelope-verify.js";
@@ -31,7 +32,12 @@ export interface DelegationLink {
 }
 
 export type DelegationCheck =
-  | { kind: "linked"; link: DelegationLink }
+  | {
+      kind: "linked";
+      link: DelegationLink;
+      /** The last instant the parent verifies (its `expires_at` plus the skew granted it): no evidence can be judged with it after. */
+      validUntil: number;
+    }
   | { kind: "refused"; codes: string[]; detail: string }
   | { kind: "malformed"; detail: string };
 
@@ -91,5 +97,6 @@ export async function verifyDelegation(value: Record<string, unknown>, call: Del
   if ("code" in read) return { kind: "refused", codes: [read.code], detail: `${read.code}: ${read.detail}` };
   // A chain holds hops 0 … MAX_CHAIN_HOPS − 1: a receipt past it could stand in no chain.
   if (read.hop >= MAX_CHAIN_HOPS) return { kind: "refused", codes: ["HOP_LIMIT_EXCEEDED"], detail: `HOP_LIMIT_EXCEEDED: hop ${read.hop} exceeds ${MAX_CHAIN_HOPS - 1}` };
-  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: read.hop } };
+  const validUntil = (receipt as Receipt).expires_at + grantedSkew(receipt as Receipt, call.policy);
+  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: read.hop }, validUntil };
 }

@@ -55,6 +55,8 @@ export interface Admission {
   gaps: EvidenceGap[];
   /** The Command as judged, to be judged again with the missing evidence. */
   intake: Intake;
+  /** For a delegated Command: when its parent stops verifying, so no evidence can earn it an allow after. */
+  parentValidUntil?: number;
 }
 
 /** Timestamps are kept to the millisecond, so issued_at + ttl prints as expected. */
@@ -82,11 +84,12 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
   results.push(floor);
 
   let link: DelegationLink | null = null;
+  let parentValidUntil: number | undefined;
   if (command.delegation_chain) {
     if (!deps.delegation) throw new Error("a delegated Command needs a delegation verifier");
     const check = await deps.delegation(command.delegation_chain);
     if (check.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", check.detail, command.trace_id);
-    if (check.kind === "linked") link = check.link;
+    if (check.kind === "linked") ({ link, validUntil: parentValidUntil } = check);
     results.push({ name: "delegation", verdict: check.kind === "linked" ? "allow" : "deny", reason: check.kind === "linked" ? `hop ${check.link.hop_count}` : `delegation_invalid: ${check.codes.join(", ")}` });
   }
   const gaps = evidenceGaps(intake, results, requestHash, ctx.config);
@@ -131,7 +134,7 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
     },
     deps.signer,
   );
-  return { receipt, runtime_context: context, results, gaps, intake };
+  return { receipt, runtime_context: context, results, gaps, intake, ...(parentValidUntil === undefined ? {} : { parentValidUntil }) };
 }
 
 export interface FinalisingDeps extends Omit<IssuingDeps, "delegation" | "inputRules"> {
