@@ -105,10 +105,6 @@ export const challengeRoutes = new Hono<AppEnv>()
   if (!HEX16.test(traceId)) throw new ApiError(400, "MALFORMED_REQUEST", "trace_id must be 16 lowercase hex");
   const evidence = validateBody(EvidenceCall, await readStrictJson(c, MAX_ADMIN_BODY));
   const own = await issuing(c.env);
-  // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
-  // start, so no evidence can move it on; the challenge is left as it is.
-  const mark = await c.get("services").journal(INTAKE_TENANT).markOf(recordIdOf(traceId));
-  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this trace was admitted under a key revoked at ${mark.revoked_at}: it is marked for reconciliation, and no evidence can move it on`);
   const store = challenges(c, traceId);
   const taken = (await stored(c, store.take(c.get("services").now()) as Promise<unknown>)) as Take;
   if (taken.kind === "unknown") throw new ApiError(404, "NOT_FOUND", "no challenge is open for this trace_id");
@@ -133,6 +129,10 @@ export const challengeRoutes = new Hono<AppEnv>()
     if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
     const intake = parseIntake({ ...JSON.parse(challenge.message), ...evidence });
     if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+    // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
+    // start, so no evidence can move it on; the challenge is given back as it was.
+    const mark = await c.get("services").journal(INTAKE_TENANT).markOf(recordIdOf(traceId));
+    if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this trace was admitted under a key revoked at ${mark.revoked_at}: it is marked for reconciliation, and no evidence can move it on`);
     admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
   } catch (err) {
     await stored(c, store.release(null));
