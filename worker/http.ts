@@ -187,6 +187,20 @@ export function requireObject(value: unknown, what: string): Record<string, unkn
   return value as Record<string, unknown>;
 }
 
+/**
+ * Whether the request's path, as sent, is valid percent-encoded UTF-8. The router decodes a path
+ * parameter once and leaves what does not decode as it was, so a route that names something by
+ * its percent-encoded form reads `c.req.param` as it is and asks this for the 400.
+ */
+export function percentDecodes(c: Context): boolean {
+  try {
+    decodeURIComponent(new URL(c.req.url).pathname);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Rejects a promise that takes longer than `ms`; the dependency is named in the 503. */
 export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
