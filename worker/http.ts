@@ -187,6 +187,20 @@ export function requireObject(value: unknown, what: string): Record<string, unkn
   return value as Record<string, unknown>;
 }
 
+/**
+ * Whether the request's path, as sent, is valid percent-encoded UTF-8. The router decodes a path
+ * parameter once and leaves what does not decode as it was, so a route that names something by
+ * its percent-encoded form reads `c.req.param` as it is and asks this for the 400.
+ */
+export function percentDecodes(c: Context): boolean {
+  try {
+    decodeURIComponent(new URL(c.req.url).pathname);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Rejects a promise that takes longer than `ms`; the dependency is named in the 503. */
 export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
@@ -199,9 +213,15 @@ export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string)
 /**
  * The token of a `Bearer` authorization header, or null. The scheme is matched without case and
  * may be followed by more than one space (RFC 9110 §11.1, §11.4: `auth-scheme 1*SP token68`).
+ * Spaces and tabs after the token are no part of it (§5.5: a field value excludes trailing
+ * whitespace), though a runtime may pass them on as received; the token itself is matched exactly.
  */
 export function bearerToken(header: string | undefined): string | null {
-  const m = header ? /^bearer +(\S.*)$/i.exec(header) : null;
+  if (!header) return null;
+  // Trailing whitespace dropped by a scan, not a regex, which would backtrack over a long inner run.
+  let end = header.length;
+  while (end > 0 && (header.charCodeAt(end - 1) === 0x20 || header.charCodeAt(end - 1) === 0x09)) end--;
+  const m = /^bearer +(\S.*)$/i.exec(header.slice(0, end));
   return m ? m[1] : null;
 }
 

@@ -241,6 +241,11 @@ const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
  * Relying parties in KV: `rp:<name>` and `rp-token:<sha256>` hold the same record. Found tokens
  * are cached per isolate for RELYING_PARTY_CACHE_TTL_MS; a delete evicts at once in this isolate
  * and reaches others within that time plus KV propagation.
+ *
+ * The name's record is the authority: a token authenticates only while `rp:<name>` still names
+ * it (same token digest, same registration). KV has no compare-and-set, so two registrations
+ * racing for one name can both write their token record while only one keeps the name; the other
+ * token, unlisted and beyond a delete by name, would otherwise authenticate for good.
  */
 export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache): RelyingPartyStore {
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
@@ -253,6 +258,8 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       if (hit) cache.delete(token);
       const party = await get(tokenKey(await sha256Hex(token)));
       if (!party) return null;
+      const named = await get(partyKey(party.name));
+      if (!named || named.token_sha256 !== party.token_sha256 || named.registration !== party.registration) return null;
       if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();
       cache.set(token, { at: Date.now(), party });
       return party;

@@ -128,6 +128,25 @@ describe("revocation and the public anchor", () => {
     expect(again.body.error.code).toBe("ANCHOR_KEY_REVOKED");
   });
 
+  it("an issuer holding a % is read back under its once-encoded name, never as another issuer", async () => {
+    // `%41` inside an issuer is three characters of that issuer; decoding the path twice read it as `A`.
+    const named = async (issuer: string, test: string) => {
+      const other = await issuerFor(test);
+      await h().pin({ ...other.anchor, issuer });
+      return other.id.publicKey;
+    };
+    const escaped = "https://percent-issuer.example/a%41";
+    const plain = "https://percent-issuer.example/aA";
+    const bare = "https://percent-issuer.example/100%";
+    const keys: Record<string, string> = { [escaped]: await named(escaped, "percent-issuer-escaped"), [plain]: await named(plain, "percent-issuer-plain"), [bare]: await named(bare, "percent-issuer-bare") };
+    for (const issuer of [escaped, plain, bare]) {
+      const res = await h().call(`/v1/issuers/${encodeURIComponent(issuer)}`);
+      expect([res.status, res.body.issuer, res.body.keys?.[0]?.public_key], issuer).toEqual([200, issuer, keys[issuer]]);
+      const manifest = await h().call(`/v1/verifiers/${encodeURIComponent(issuer)}/manifest`);
+      expect([manifest.status, manifest.body.error.detail], issuer).toEqual([404, `no manifest is pinned for ${issuer}`]);
+    }
+  });
+
   it("a pin the global revocation record refuses addresses no ledger of the new issuer", async () => {
     const issuer = await issuerFor("revoked-elsewhere");
     await h().pin(issuer.anchor);

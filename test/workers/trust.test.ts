@@ -8,6 +8,7 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
+import { sha256Hex } from "../../worker/protocol/digest.js";
 import type { SignatureVerifier } from "../../worker/protocol/ed25519.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, RP_TOKEN, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 
@@ -319,6 +320,25 @@ describe("keys and tokens belong to one holder", () => {
     expect(res.status).toBe(200);
     const listed = await h().call("/v1/admin/relying-parties", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(listed.body.relying_parties.map((p: { name: string }) => p.name)).not.toContain("second-holder");
+  });
+
+  it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
+    // KV has no compare-and-set: two concurrent registrations of one name both pass the name
+    // check and both write; the name keeps the last, and the first token's record stays behind.
+    const first = await h().call("/v1/admin/relying-parties", admin("POST", { name: "raced-name", audiences: [AUDIENCE] }));
+    expect(first.status).toBe(201);
+    const loser: string = first.body.token;
+    const winner = "raced-name-winner-token-0123456789abcdef";
+    const record = { name: "raced-name", audiences: [AUDIENCE], token_sha256: await sha256Hex(winner), created_at: TEST_NOW, registration: "00000000000000aa" };
+    await env.ANCHORS.put("rp:raced-name", JSON.stringify(record));
+    await env.ANCHORS.put(`rp-token:${record.token_sha256}`, JSON.stringify(record));
+    const issuer = await issuerFor("raced-name");
+    await h().pin(issuer.anchor);
+    const audit = async (token: string) => (await h().call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`))).status;
+    expect(await audit(winner)).toBe(200);
+    expect(await audit(loser)).toBe(401);
+    expect((await h().call("/v1/admin/relying-parties/raced-name", admin("DELETE"))).status).toBe(200);
+    expect([await audit(winner), await audit(loser)]).toEqual([401, 401]);
   });
 
   it("a strict sequence window cannot be split over ledger shards", async () => {

@@ -1,20 +1,21 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { ApiError } from "../http.js";
+import { ApiError, percentDecodes } from "../http.js";
 import { DEFAULT_SEQUENCE_POLICY } from "../protocol/ledger.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { dependencyTimeout } from "../config.js";
 import { readReview } from "../stores.js";
 
-/** The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read. */
-function issuerOf(encoded: string): string {
-  let issuer: string;
-  try {
-    issuer = decodeURIComponent(encoded);
-  } catch {
-    throw new ApiError(400, "MALFORMED_REQUEST", "the issuer in the path is not valid percent-encoded UTF-8");
-  }
+/**
+ * The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read.
+ * Decoded once: the router has already decoded the parameter, so decoding it again would read an
+ * issuer's own `%41` as `A` (another issuer) and refuse one holding `%`. Whether the path was valid
+ * percent-encoded UTF-8 is judged on the request's own path, which the router's decoding hides.
+ */
+function issuerOf(c: Context<AppEnv>): string {
+  if (!percentDecodes(c)) throw new ApiError(400, "MALFORMED_REQUEST", "the issuer in the path is not valid percent-encoded UTF-8");
+  const issuer = c.req.param("issuer") ?? "";
   const problem = issuerProblem(issuer);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
   return issuer;
@@ -27,7 +28,7 @@ export const issuerRoutes = new Hono<AppEnv>()
    * its verifier class and, from the decision counters, whether it is flagged for review (13.7).
    */
   .get("/:issuer{.+}", async (c) => {
-  const issuer = issuerOf(c.req.param("issuer"));
+  const issuer = issuerOf(c);
   const { anchors, ledgers, reviewThreshold } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);

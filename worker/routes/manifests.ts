@@ -3,11 +3,11 @@
  * pinned anchors are) and `POST /v1/profiles/resolve` (relying-party token). Pinning is an admin
  * route (worker/routes/admin.ts).
  */
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_ADMIN_BODY } from "../config.js";
 import { ResolveCall } from "../contract/schemas.js";
-import { ApiError, readStrictJson, validateBody } from "../http.js";
+import { ApiError, percentDecodes, readStrictJson, validateBody } from "../http.js";
 import { issuingIfConfigured } from "../manifest-store.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { manifestCurrent } from "../protocol/manifest/manifest.js";
@@ -17,14 +17,10 @@ import { isHttpsUri } from "../protocol/receipt.js";
 /** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
 export const RESOLVE_VERIFIER_LIMIT = 100;
 
-/** The verifier id a path names, decoded: 400 when it cannot be one, before any read. */
-function verifierOf(encoded: string): string {
-  let id: string;
-  try {
-    id = decodeURIComponent(encoded);
-  } catch {
-    throw new ApiError(400, "MALFORMED_REQUEST", "the verifier id in the path is not valid percent-encoded UTF-8");
-  }
+/** The verifier id a path names, decoded once (as an issuer's, `issuerOf`): 400 when it cannot be one, before any read. */
+function verifierOf(c: Context<AppEnv>): string {
+  if (!percentDecodes(c)) throw new ApiError(400, "MALFORMED_REQUEST", "the verifier id in the path is not valid percent-encoded UTF-8");
+  const id = c.req.param("verifier_id") ?? "";
   const problem = issuerProblem(id);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem.replace("issuer", "verifier id"));
   // Verifier ids are issuers, pinned (and configured) only as https:// URIs: any other is no id at all.
@@ -35,7 +31,7 @@ function verifierOf(encoded: string): string {
 export const manifestRoutes = new Hono<AppEnv>()
   /** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
   .get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
-  const id = verifierOf(c.req.param("verifier_id"));
+  const id = verifierOf(c);
   const { now, anchors } = c.get("services");
   const at = now();
   const own = await issuingIfConfigured(c.env);
