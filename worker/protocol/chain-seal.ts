@@ -6,6 +6,7 @@
  */
 import { keysValidAt, type PinnedIssuer } from "./anchors.js";
 import { failure, type Failure } from "./codes.js";
+import { seconds } from "./checks/freshness.js";
 import { jcs } from "./digest.js";
 import { signWithSeed, type SignatureVerifier } from "./ed25519.js";
 import { fromHex, SHA256_REF, toHex, utf8 } from "./encoding.js";
@@ -111,9 +112,9 @@ export async function checkSeal(seal: ChainSeal, chain: SealedChain, clock: Seal
   const key = pinned ? keysValidAt(pinned.keys, seal.sealed_at).find((k) => k.kid === seal.kid) : undefined;
   if (!pinned) failures.push(failure("UNTRUSTED_ISSUER", `seal issuer ${seal.issuer} is not pinned`));
   else if (!pinned.chainSealer) failures.push(failure("SEALER_NOT_TRUSTED", `seal issuer ${seal.issuer} is pinned for its receipts but not as a chain sealer (chain_sealer: true)`));
-  else if (seal.sealed_at > clock.now + clock.skew) failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${seal.sealed_at - clock.now}s in the future (skew ${clock.skew}s)`));
+  else if (seal.sealed_at > clock.now + clock.skew) failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${seconds(seal.sealed_at - clock.now)}s in the future (skew ${clock.skew}s)`));
   else if (clock.latestIssuedAt !== null && seal.sealed_at < clock.latestIssuedAt - clock.skew) {
-    failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${clock.latestIssuedAt - seal.sealed_at}s before the latest issued_at of the receipts it covers (skew ${clock.skew}s): it cannot vouch for receipts issued after it`));
+    failures.push(failure("FRESHNESS_EXPIRED", `the seal's sealed_at is ${seconds(clock.latestIssuedAt - seal.sealed_at)}s before the latest issued_at of the receipts it covers (skew ${clock.skew}s): it cannot vouch for receipts issued after it`));
   }
   else if (!key) failures.push(failure("UNTRUSTED_ISSUER", `seal key ${seal.kid} is not a pinned key of ${seal.issuer} valid at sealed_at`));
   else if (!(await deps.verifier.verify(key.raw, key.fingerprint, fromHex(seal.signature)!, sealBytes(seal)))) {

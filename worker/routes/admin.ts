@@ -232,7 +232,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const text = c.req.query("minutes");
   // Decimal digits only: Number() would also take "0x10", "1e3" and " 5".
   const minutes = text === undefined ? 60 : /^[0-9]{1,6}$/.test(text) ? Number(text) : NaN;
-  if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer");
+  if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer of at most 6 decimal digits");
   const { anchors, decisions } = c.get("services");
   const stats = await readDecisionStats(c.env, minutes, dependencyTimeout(c.env));
   return c.json({ ...stats, isolate: { anchor_cache: anchors.cacheSize(), uri_memo: uriMemoSize(), decision_labels: decisions.labels() } });

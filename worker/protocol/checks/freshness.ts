@@ -14,7 +14,8 @@ export const DEFAULT_FRESHNESS: FreshnessPolicy = { maxLifetime: 300, skewCap: 3
 export const grantedSkew = (r: Receipt, policy: FreshnessPolicy): number => Math.min(r.max_clock_skew ?? DEFAULT_CLOCK_SKEW, policy.skewCap);
 
 /** A span of seconds for a failure's detail, to the millisecond (the clock's own resolution). */
-const seconds = (s: number): number => Math.round(s * 1000) / 1000;
+/** A span of seconds as failure details print it: to the millisecond. */
+export const seconds = (s: number): number => Math.round(s * 1000) / 1000;
 
 /** Step 1: `issued_at − skew ≤ now ≤ expires_at + skew`, a positive lifetime within policy. */
 export function checkFreshness(r: Receipt, now: number, policy: FreshnessPolicy): Failure[] {

@@ -23,7 +23,7 @@ import { isJsonObject } from "../strict-json.js";
 import { MAX_TOOL_BYTES, parseReceipt, RULE_SUMMARY, type Receipt, type Verdict } from "../receipt.js";
 import { checkAudience } from "../checks/audience.js";
 import { checkBinding, type PresentedRequest } from "../checks/binding.js";
-import { checkFreshness, type FreshnessPolicy } from "../checks/freshness.js";
+import { checkFreshness, seconds, type FreshnessPolicy } from "../checks/freshness.js";
 import type { Enforcement } from "../checks/outcome.js";
 import { legacyPayload, pythonFloat } from "../issuing/legacy-hmac.js";
 import { gateDecision, type Decision, type Mode } from "../verify.js";
@@ -163,7 +163,7 @@ export async function verifyLevel0(value: unknown, opts: Level0Options): Promise
     const r = parsed.receipt as Level0Receipt;
     verdict = r.verdict;
     const skew = opts.policy.skewCap;
-    if (r.timestamp > opts.now + skew) failures.push(failure("FRESHNESS_EXPIRED", `timestamp is ${r.timestamp - opts.now}s in the future (skew ${skew}s)`));
+    if (r.timestamp > opts.now + skew) failures.push(failure("FRESHNESS_EXPIRED", `timestamp is ${seconds(r.timestamp - opts.now)}s in the future (skew ${skew}s)`));
     else if (r.timestamp < opts.now - opts.policy.maxLifetime - skew) failures.push(failure("FRESHNESS_EXPIRED", `timestamp is older than the ${opts.policy.maxLifetime}s lifetime and ${skew}s skew`));
     failures.push(...macFailures(level0Payload(r), r.receipt, opts));
     if (opts.request) failures.push(...(await bindLevel0(r, opts.request)));
