@@ -114,6 +114,16 @@ const number = (value: string | undefined, flag: string, fallback: number): numb
   return n;
 };
 
+/**
+ * A number that goes into a JSON document the service reads (a receipt's max_clock_skew, a call's
+ * `at`): strict JSON refuses an integer outside ±(2^53−1), and every double that large is an integer.
+ */
+const jsonNumber = (value: string | undefined, flag: string, fallback: number): number => {
+  const n = number(value, flag, fallback);
+  if (Math.abs(n) > Number.MAX_SAFE_INTEGER) throw new UsageError(`${flag} must be at most 2^53-1 in magnitude (the service refuses a larger number)`);
+  return n;
+};
+
 /** An issuer, audience or organisation as a receipt or anchor may name it (the service's own test). */
 const httpsUri = (value: string, flag: string): string => {
   if (!isHttpsUri(value)) throw new UsageError(`${flag} must be an https:// URI with a host, of at most ${MAX_URI_BYTES} UTF-8 bytes, without whitespace or control characters`);
@@ -183,7 +193,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
   if (!(lifetime > 0 && lifetime <= maxLifetime && now + lifetime > now)) {
     throw new UsageError(`--lifetime must be above 0 and at most ${maxLifetime} seconds (the service's maximum receipt lifetime)`);
   }
-  const skew = number(values.skew, "--skew", 30);
+  const skew = jsonNumber(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
   let sequence = Date.now();
   if (values.sequence !== undefined) {
@@ -278,7 +288,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   if (values.mode !== undefined && values.mode !== "audit" && values.mode !== "enforce") throw new UsageError("--mode must be audit or enforce");
   if (values.audience !== undefined) httpsUri(values.audience, "--audience");
   if (values["org-id"] !== undefined) httpsUri(values["org-id"], "--org-id");
-  const at = values.at === undefined ? undefined : number(values.at, "--at", 0);
+  const at = values.at === undefined ? undefined : jsonNumber(values.at, "--at", 0);
   const notWith = (flags: readonly (keyof typeof values)[], what: string) => {
     for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} does not apply to ${what}`);
   };

@@ -161,6 +161,9 @@ describe("countersign sign and verify", () => {
       [["--lifetime=100000"], /--lifetime must be above 0 and at most 300/],
       [["--lifetime=1e-300"], /--lifetime must be above 0/],
       [["--skew=-1"], /--skew must be a number of seconds >= 0/],
+      // Serialised as 10000000000000000 or 1e+308: an integer strict JSON refuses, so the service would refuse the receipt.
+      [["--skew", "1e16"], /--skew must be at most 2\^53-1/],
+      [["--skew", "1e308"], /--skew must be at most 2\^53-1/],
       [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
       [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
     ];
@@ -189,6 +192,7 @@ describe("countersign sign and verify", () => {
       [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--mode", "enforce", "--at", "1796000000"], /--at judges only an audit-mode call/],
+      [[at("vflags-call.json"), "--at", "1e20"], /--at must be at most 2\^53-1/],
       [[at("vflags-call.json"), "--seal", at("command.json")], /--seal does not apply to a receipt/],
       [[at("vflags-call.json"), "--no-freshness"], /--no-freshness does not apply to a receipt/],
       [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
