@@ -275,6 +275,17 @@ function routeOf(text: string): string {
   return isJsonObject(doc) && "envelope" in doc ? "/v1/envelopes/verify" : isJsonObject(doc) && "chain" in doc ? "/v1/chains/verify" : "/v1/receipts/verify";
 }
 
+/** The audience a call body speaks for, read leniently like its route; null when there is none to register. */
+function callAudience(text: string): string | null {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return isJsonObject(doc) && typeof doc.audience === "string" && isHttpsUri(doc.audience) ? doc.audience : null;
+}
+
 const outcome = (body: Record<string, unknown>) => {
   const valid = body.valid === true || body.chain_valid === true;
   const codes = ((body.failures as { code: string }[] | undefined) ?? []).map((f) => f.code);
@@ -342,8 +353,10 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
   }
   const calls = text.split("\n").filter((line) => line.trim() !== "");
   const audiences = new Set(values.audience ? [values.audience] : []);
+  // Each call's own audience (read as JSON, not as compact text: a line may have spaces, and its
+  // receipt names an audience too), so a mismatch is judged as it would be alone.
   for (const line of calls) {
-    const audience = /"audience":"(https:\/\/[^"\\]+)"/.exec(line)?.[1];
+    const audience = callAudience(line);
     if (audience) audiences.add(audience);
   }
   const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });

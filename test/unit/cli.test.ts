@@ -144,6 +144,25 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("--lines reads each call's audience as JSON, whatever its spacing: a line with a space after a colon is judged like the same call alone", async () => {
+    const { key, anchors } = await issuerFiles("spaced");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    const body = JSON.parse(call.out);
+    // One line, as JSON.stringify with an indent and the line breaks folded, or Python's json.dumps, writes it.
+    writeFileSync(at("spaced.jsonl"), JSON.stringify(body, null, 1).replace(/\n\s*/g, " ") + "\n");
+    const spaced = await run("verify", "--lines", at("spaced.jsonl"), "--anchors", anchors, "--json");
+    expect(JSON.parse(spaced.out)).toMatchObject({ status: 200, valid: true, decision: "accept" });
+    expect(spaced.code).toBe(0);
+    // A call whose audience is not its receipt's is an audience mismatch, as alone, not a party refused for the call's audience.
+    writeFileSync(at("other.jsonl"), JSON.stringify({ ...body, audience: "https://other-party.example" }) + "\n");
+    writeFileSync(at("other.json"), JSON.stringify({ ...body, audience: "https://other-party.example" }));
+    const alone = await run("verify", at("other.json"), "--anchors", anchors, "--mode", "enforce", "--json");
+    const line = await run("verify", "--lines", at("other.jsonl"), "--anchors", anchors, "--json");
+    expect(JSON.parse(alone.out).failures.map((f: { code: string }) => f.code)).toEqual(["AUDIENCE_MISMATCH"]);
+    const { status, ...answer } = JSON.parse(line.out);
+    expect({ status, codes: answer.failures.map((f: { code: string }) => f.code) }).toEqual({ status: 200, codes: ["AUDIENCE_MISMATCH"] });
+  });
+
   it("sign refuses, exit 2 with a message naming the flag, every flag value that would make a receipt the verifier refuses; the bounds themselves verify", async () => {
     const { key, anchors } = await issuerFiles("flags");
     const base = ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--json"];
