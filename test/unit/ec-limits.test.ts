@@ -171,6 +171,35 @@ describe("an answer's size is capped like its work", () => {
     }
   });
 
+  it("finds a claim in the answer it is anchored to once per call, and caps what those scans read", async () => {
+    // A row of receipts anchored on one long answer, each with its own short claim: each receipt
+    // scanned the whole answer (256 × 1.8 M characters took 2.6 s over HTTP).
+    const text = "Alpha beta gamma.";
+    const corpus: Corpus = { d: { text, spans: { s: { start: 0, end: 16 } } } };
+    const answer = "a".repeat(300_000);
+    const events = [
+      ev({ action_id: "t0", action_type: "retrieval", tool: "search", input: "q", doc_id: "d", doc_version: await versionOf(text), access: "granted", output: "retrieved d" }),
+      ev({ action_id: "a", action_type: "answer", output: answer }),
+    ];
+    const ref = await referenceTo(corpus, "d", "s", { quote: false });
+    const issue = (claim: string) => issueEcReceipt({ policy_id: "p", run_id: "run-1", claim_id: "c1", claim, emission_anchor: 1, evidence: [ref], corpus, events });
+    const claims = Array.from({ length: EC_LIMITS.receipts_per_run }, (_, i) => "a" + String.fromCodePoint(0x4e00 + i));
+    const distinct = await Promise.all(claims.map(issue));
+    expect(distinct[0].integrity.reasons).toEqual(["ANCHOR_MISMATCH"]); // not in the answer: its anchor is refused, after a full scan
+    const row = (receipts: unknown[]) => [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events, receipts: receipts as never[], budget_ledger: ledger }];
+    const many = await buildBundle(corpus, row(distinct));
+    await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ name: "EcLimitError", limit: "answer_scan_code_units" });
+    expect((await replayBundle(many)).decision).toBe("match"); // uncapped (the CLI) it replays
+    // The same claim again costs nothing: a row repeating one receipt stays under the cap.
+    const repeated = await buildBundle(corpus, row(Array.from({ length: EC_LIMITS.receipts_per_run }, () => distinct[0])));
+    expect((await replayBundle(repeated, { limits: EC_LIMITS })).decision).toBe("match");
+    const memo = new VerifyMemo(corpus, { ...EC_LIMITS, answer_scan_code_units: 2 * answer.length });
+    expect(memo.answerContains(answer, "aa")).toBe(true);
+    expect(memo.answerContains(answer, "aa")).toBe(true);
+    expect(memo.answerContains(answer, "ab")).toBe(false);
+    expect(() => memo.answerContains(answer, "ac")).toThrow(EcLimitError);
+  });
+
   it("judges a claim against a span once per call, and caps what the scans read", async () => {
     const w = await world(1000);
     const memo = new VerifyMemo(w.corpus, { ...EC_LIMITS, support_scan_code_units: 2500 });
