@@ -10,6 +10,7 @@ import { checkEvidence, CorpusMemo, type EvidenceProperty, type EvidenceRef, typ
 import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventProblem, type EventReason, type TraceEvent } from "./events.js";
 import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 import { lexicalSupport, prepareSpan, type LexicalReason, type LexicalResult, type PreparedSpan } from "./support.js";
+import { containsText } from "./text.js";
 
 export interface EcReceipt {
   schema_version: string;
@@ -182,7 +183,7 @@ export class VerifyMemo {
     if (this.limits && (this.answerScanned += answer.length) > this.limits.answer_scan_code_units) {
       throw new EcLimitError("answer_scan_code_units", `finding claims in the answers they are anchored to would read more than ${this.limits.answer_scan_code_units} code units in one call`);
     }
-    const found = answer.includes(claim);
+    const found = containsText(answer, claim);
     byAnswer.set(claim, found);
     return found;
   }
