@@ -533,7 +533,8 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
     return await run(io, args);
   } catch (err) {
     if (err instanceof UsageError || err instanceof OutputError) {
-      io.err(`countersign ${command}: ${err.message}\n`);
+      // One line, whatever wrote the message (Node's argument parser writes some in three).
+      io.err(`countersign ${command}: ${err.message.replace(/\s*\n\s*/g, " ")}\n`);
       return 2;
     }
     io.err(`countersign ${command}: unexpected failure: ${(err as Error).message}\n`);

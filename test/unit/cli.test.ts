@@ -282,6 +282,10 @@ describe("countersign sign and verify", () => {
     expect(res.code).toBe(2);
     expect(res.out).toBe("");
     expect(res.err.trim().split("\n")).toHaveLength(1);
+    // Node's own argument parser answers a negative value given as its own argument in three lines.
+    const negative = await run("sign", "--skew", "-1", "--json");
+    expect({ code: negative.code, out: negative.out, lines: negative.err.trim().split("\n").length }).toEqual({ code: 2, out: "", lines: 1 });
+    expect(negative.err).toMatch(/^countersign sign: Option '--skew' argument is ambiguous\. Did you forget/);
   });
 
   it("verify --json writes one JSON document on stdout and nothing else (the service's own log lines stay out of it)", async () => {
