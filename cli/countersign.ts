@@ -146,6 +146,9 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const pubFile = `${prefix}.pub.json`;
   const anchorFile = values.issuer === undefined ? null : `${prefix}.anchor.json`;
   for (const f of [keyFile, pubFile, anchorFile]) if (f && existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  // An anchor of the old key left beside a new one would pin, and verify against, the wrong key.
+  const staleAnchor = `${prefix}.anchor.json`;
+  if (anchorFile === null && existsSync(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };

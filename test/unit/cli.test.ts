@@ -65,6 +65,19 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
   });
 
+  it("keygen --force without --issuer never leaves the old key's anchor beside the new key", async () => {
+    expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER)).code).toBe(0);
+    const [oldKey, oldAnchor] = [readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")];
+    const res = await run("keygen", "--out", at("stale"), "--kid", "k1", "--force", "--json");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/stale\.anchor\.json exists and would no longer match the new key/);
+    expect([readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")]).toEqual([oldKey, oldAnchor]);
+    // With --issuer the anchor is rewritten with the new key.
+    expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER, "--force")).code).toBe(0);
+    const pub = JSON.parse(readFileSync(at("stale.pub.json"), "utf8"));
+    expect(JSON.parse(readFileSync(at("stale.anchor.json"), "utf8")).keys[0].public_key).toBe(pub.public_key);
+  });
+
   it("keygen --force over a file that cannot be replaced keeps the old key (no lone new key beside an old public key)", async () => {
     expect((await run("keygen", "--out", at("half"), "--kid", "k1")).code).toBe(0);
     const oldKey = readFileSync(at("half.key"), "utf8");
