@@ -114,6 +114,16 @@ const number = (value: string | undefined, flag: string, fallback: number): numb
   return n;
 };
 
+/**
+ * A number that goes into a JSON document the service reads (a receipt's max_clock_skew, a call's
+ * `at`): strict JSON refuses an integer outside ±(2^53−1), and every double that large is an integer.
+ */
+const jsonNumber = (value: string | undefined, flag: string, fallback: number): number => {
+  const n = number(value, flag, fallback);
+  if (Math.abs(n) > Number.MAX_SAFE_INTEGER) throw new UsageError(`${flag} must be at most 2^53-1 in magnitude (the service refuses a larger number)`);
+  return n;
+};
+
 /** An issuer, audience or organisation as a receipt or anchor may name it (the service's own test). */
 const httpsUri = (value: string, flag: string): string => {
   if (!isHttpsUri(value)) throw new UsageError(`${flag} must be an https:// URI with a host, of at most ${MAX_URI_BYTES} UTF-8 bytes, without whitespace or control characters`);
@@ -136,6 +146,9 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const pubFile = `${prefix}.pub.json`;
   const anchorFile = values.issuer === undefined ? null : `${prefix}.anchor.json`;
   for (const f of [keyFile, pubFile, anchorFile]) if (f && existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  // An anchor of the old key left beside a new one would pin, and verify against, the wrong key.
+  const staleAnchor = `${prefix}.anchor.json`;
+  if (anchorFile === null && existsSync(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
@@ -183,7 +196,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
   if (!(lifetime > 0 && lifetime <= maxLifetime && now + lifetime > now)) {
     throw new UsageError(`--lifetime must be above 0 and at most ${maxLifetime} seconds (the service's maximum receipt lifetime)`);
   }
-  const skew = number(values.skew, "--skew", 30);
+  const skew = jsonNumber(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
   let sequence = Date.now();
   if (values.sequence !== undefined) {
@@ -265,6 +278,17 @@ function routeOf(text: string): string {
   return isJsonObject(doc) && "envelope" in doc ? "/v1/envelopes/verify" : isJsonObject(doc) && "chain" in doc ? "/v1/chains/verify" : "/v1/receipts/verify";
 }
 
+/** The audience a call body speaks for, read leniently like its route; null when there is none to register. */
+function callAudience(text: string): string | null {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return isJsonObject(doc) && typeof doc.audience === "string" && isHttpsUri(doc.audience) ? doc.audience : null;
+}
+
 const outcome = (body: Record<string, unknown>) => {
   const valid = body.valid === true || body.chain_valid === true;
   const codes = ((body.failures as { code: string }[] | undefined) ?? []).map((f) => f.code);
@@ -278,7 +302,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   if (values.mode !== undefined && values.mode !== "audit" && values.mode !== "enforce") throw new UsageError("--mode must be audit or enforce");
   if (values.audience !== undefined) httpsUri(values.audience, "--audience");
   if (values["org-id"] !== undefined) httpsUri(values["org-id"], "--org-id");
-  const at = values.at === undefined ? undefined : number(values.at, "--at", 0);
+  const at = values.at === undefined ? undefined : jsonNumber(values.at, "--at", 0);
   const notWith = (flags: readonly (keyof typeof values)[], what: string) => {
     for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} does not apply to ${what}`);
   };
@@ -332,8 +356,10 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
   }
   const calls = text.split("\n").filter((line) => line.trim() !== "");
   const audiences = new Set(values.audience ? [values.audience] : []);
+  // Each call's own audience (read as JSON, not as compact text: a line may have spaces, and its
+  // receipt names an audience too), so a mismatch is judged as it would be alone.
   for (const line of calls) {
-    const audience = /"audience":"(https:\/\/[^"\\]+)"/.exec(line)?.[1];
+    const audience = callAudience(line);
     if (audience) audiences.add(audience);
   }
   const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
@@ -510,7 +536,8 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
     return await run(io, args);
   } catch (err) {
     if (err instanceof UsageError || err instanceof OutputError) {
-      io.err(`countersign ${command}: ${err.message}\n`);
+      // One line, whatever wrote the message (Node's argument parser writes some in three).
+      io.err(`countersign ${command}: ${err.message.replace(/\s*\n\s*/g, " ")}\n`);
       return 2;
     }
     io.err(`countersign ${command}: unexpected failure: ${(err as Error).message}\n`);

@@ -65,6 +65,19 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
   });
 
+  it("keygen --force without --issuer never leaves the old key's anchor beside the new key", async () => {
+    expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER)).code).toBe(0);
+    const [oldKey, oldAnchor] = [readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")];
+    const res = await run("keygen", "--out", at("stale"), "--kid", "k1", "--force", "--json");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/stale\.anchor\.json exists and would no longer match the new key/);
+    expect([readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")]).toEqual([oldKey, oldAnchor]);
+    // With --issuer the anchor is rewritten with the new key.
+    expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER, "--force")).code).toBe(0);
+    const pub = JSON.parse(readFileSync(at("stale.pub.json"), "utf8"));
+    expect(JSON.parse(readFileSync(at("stale.anchor.json"), "utf8")).keys[0].public_key).toBe(pub.public_key);
+  });
+
   it("keygen --force over a file that cannot be replaced keeps the old key (no lone new key beside an old public key)", async () => {
     expect((await run("keygen", "--out", at("half"), "--kid", "k1")).code).toBe(0);
     const oldKey = readFileSync(at("half.key"), "utf8");
@@ -144,6 +157,25 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("--lines reads each call's audience as JSON, whatever its spacing: a line with a space after a colon is judged like the same call alone", async () => {
+    const { key, anchors } = await issuerFiles("spaced");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    const body = JSON.parse(call.out);
+    // One line, as JSON.stringify with an indent and the line breaks folded, or Python's json.dumps, writes it.
+    writeFileSync(at("spaced.jsonl"), JSON.stringify(body, null, 1).replace(/\n\s*/g, " ") + "\n");
+    const spaced = await run("verify", "--lines", at("spaced.jsonl"), "--anchors", anchors, "--json");
+    expect(JSON.parse(spaced.out)).toMatchObject({ status: 200, valid: true, decision: "accept" });
+    expect(spaced.code).toBe(0);
+    // A call whose audience is not its receipt's is an audience mismatch, as alone, not a party refused for the call's audience.
+    writeFileSync(at("other.jsonl"), JSON.stringify({ ...body, audience: "https://other-party.example" }) + "\n");
+    writeFileSync(at("other.json"), JSON.stringify({ ...body, audience: "https://other-party.example" }));
+    const alone = await run("verify", at("other.json"), "--anchors", anchors, "--mode", "enforce", "--json");
+    const line = await run("verify", "--lines", at("other.jsonl"), "--anchors", anchors, "--json");
+    expect(JSON.parse(alone.out).failures.map((f: { code: string }) => f.code)).toEqual(["AUDIENCE_MISMATCH"]);
+    const { status, ...answer } = JSON.parse(line.out);
+    expect({ status, codes: answer.failures.map((f: { code: string }) => f.code) }).toEqual({ status: 200, codes: ["AUDIENCE_MISMATCH"] });
+  });
+
   it("sign refuses, exit 2 with a message naming the flag, every flag value that would make a receipt the verifier refuses; the bounds themselves verify", async () => {
     const { key, anchors } = await issuerFiles("flags");
     const base = ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--json"];
@@ -161,6 +193,9 @@ describe("countersign sign and verify", () => {
       [["--lifetime=100000"], /--lifetime must be above 0 and at most 300/],
       [["--lifetime=1e-300"], /--lifetime must be above 0/],
       [["--skew=-1"], /--skew must be a number of seconds >= 0/],
+      // Serialised as 10000000000000000 or 1e+308: an integer strict JSON refuses, so the service would refuse the receipt.
+      [["--skew", "1e16"], /--skew must be at most 2\^53-1/],
+      [["--skew", "1e308"], /--skew must be at most 2\^53-1/],
       [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
       [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
     ];
@@ -189,6 +224,7 @@ describe("countersign sign and verify", () => {
       [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--mode", "enforce", "--at", "1796000000"], /--at judges only an audit-mode call/],
+      [[at("vflags-call.json"), "--at", "1e20"], /--at must be at most 2\^53-1/],
       [[at("vflags-call.json"), "--seal", at("command.json")], /--seal does not apply to a receipt/],
       [[at("vflags-call.json"), "--no-freshness"], /--no-freshness does not apply to a receipt/],
       [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
@@ -259,6 +295,10 @@ describe("countersign sign and verify", () => {
     expect(res.code).toBe(2);
     expect(res.out).toBe("");
     expect(res.err.trim().split("\n")).toHaveLength(1);
+    // Node's own argument parser answers a negative value given as its own argument in three lines.
+    const negative = await run("sign", "--skew", "-1", "--json");
+    expect({ code: negative.code, out: negative.out, lines: negative.err.trim().split("\n").length }).toEqual({ code: 2, out: "", lines: 1 });
+    expect(negative.err).toMatch(/^countersign sign: Option '--skew' argument is ambiguous\. Did you forget/);
   });
 
   it("verify --json writes one JSON document on stdout and nothing else (the service's own log lines stay out of it)", async () => {

@@ -561,6 +561,23 @@ describe("bundle replay", () => {
     expect(await reasons((b) => ((b.rows["run-003"] as ExecutionRow).receipts[0].support_result.config_digest = `sha256:${"3".repeat(64)}`))).toEqual(["ENVIRONMENT_DRIFT"]);
   });
 
+  it("a row whose trace is not of its form is a schema mismatch, also when it holds no receipt to report it (the run that exhausted its budget)", async () => {
+    const fixtureRow = (fixture().rows["run-006"] as ExecutionRow);
+    expect(fixtureRow.receipts).toEqual([]);
+    for (const mutate of [
+      (e: TraceEvent[]) => ((e[1] as unknown as Record<string, unknown>).action_type = 0),
+      (e: TraceEvent[]) => ((e[0] as unknown as Record<string, unknown>).oracle = "the answer is c1"),
+      (e: TraceEvent[]) => (e[1] = "answer" as unknown as TraceEvent),
+    ]) {
+      const report = await edit((b) => mutate((b.rows["run-006"] as ExecutionRow).events));
+      const row = report.rows.find((r) => r.run_id === "run-006")!;
+      expect({ decision: report.decision, row: row.replay_result, trace: row.events.trace_digest }).toEqual({ decision: "mismatch", row: { decision: "mismatch", mismatch_reasons: ["SCHEMA"] }, trace: null });
+    }
+    // A row with receipts already reports it through them, with the same reason.
+    const withReceipts = await edit((b) => (((b.rows["run-003"] as ExecutionRow).events[11] as unknown as Record<string, unknown>).oracle = "x"));
+    expect(withReceipts.rows.find((r) => r.run_id === "run-003")!.replay_result.mismatch_reasons).toEqual(["SCHEMA"]);
+  });
+
   it("an execution rerun is compared by trace digest: a tool that answers differently, a policy that acts differently, a rerun that timed out", async () => {
     const rerun = async (change: ((events: TraceEvent[]) => void) | "timeout") => {
       const report = await edit((b) => {

@@ -10,7 +10,8 @@ import { referenceTo } from "../../worker/protocol/ec/evidence.js";
 import type { TraceEvent } from "../../worker/protocol/ec/events.js";
 import { answerWithin, EC_LIMITS, EcLimitError } from "../../worker/protocol/ec/limits.js";
 import { issueEcReceipt, verifyEcReceipt, VerifyMemo } from "../../worker/protocol/ec/receipt.js";
-import { opensSentence as opensSentenceForTest } from "../../worker/protocol/ec/support.js";
+import { evaluateSupport, opensSentence as opensSentenceForTest } from "../../worker/protocol/ec/support.js";
+import { containsText } from "../../worker/protocol/ec/text.js";
 
 const ev = (fields: Partial<TraceEvent> & Pick<TraceEvent, "action_id" | "action_type">): TraceEvent => ({ tool: null, input: null, output: null, doc_id: null, doc_version: null, access: null, claim_id: null, attempt: null, ...fields });
 const CLAIM = "Alpha beta gamma";
@@ -118,6 +119,40 @@ describe("EC_LIMITS: what is still superlinear is capped", () => {
   });
 });
 
+describe("a claim is looked for in a span or an answer in time linear in their lengths", () => {
+  it("containsText answers as includes does, surrogate pairs and every length included", () => {
+    const texts = ["", "a", "ab", "aaaa", "😀", "a😀b", "x".repeat(40), "ab".repeat(30) + "abc", "a".repeat(20) + "b" + "a".repeat(20)];
+    const needles = ["", "a", "b", "\ude00", "😀", "aab", "a".repeat(17), "a".repeat(20) + "b", "a".repeat(19) + "b" + "a".repeat(19), "ab".repeat(30) + "abc", "ba".repeat(10)];
+    for (const t of texts) for (const n of needles) expect({ t, n, found: containsText(t, n) }).toEqual({ t, n, found: t.includes(n) });
+    for (let i = 0; i < 300; i++) {
+      const random = (len: number) => Array.from({ length: len }, () => "ab😀"[Math.floor(Math.random() * 3)]).join("");
+      const [t, n] = [random(60), random(18 + (i % 6))];
+      expect(containsText(t, n)).toBe(t.includes(n));
+      expect(containsText(t + n + t, n)).toBe(true);
+    }
+  });
+
+  it("a long claim built to make includes quadratic never reaches includes, on the support route, the verifier or the anchor check", async () => {
+    // includes read half this claim at every position of a run of "a": 2 s for a 1 M-character span over HTTP, 6 s for three receipts.
+    const claim = "a".repeat(8000) + "b" + "a".repeat(8000);
+    const span = "a".repeat(20_000);
+    const includes = vi.spyOn(String.prototype, "includes");
+    const longNeedles = () => includes.mock.calls.filter(([needle]) => typeof needle === "string" && needle.length > 16).length;
+    const support = await evaluateSupport(claim, [span]);
+    expect(support.lexical.supported).toBe(false);
+    const corpus: Corpus = { d: { text: span, spans: { s: { start: 0, end: span.length } } } };
+    const events = [
+      ev({ action_id: "t0", action_type: "retrieval", tool: "search", input: "q", doc_id: "d", doc_version: await versionOf(span), access: "granted", output: "retrieved d" }),
+      ev({ action_id: "a", action_type: "answer", output: span }),
+    ];
+    const ref = await referenceTo(corpus, "d", "s", { quote: false });
+    const receipt = await issueEcReceipt({ policy_id: "p", run_id: "run-1", claim_id: "c1", claim, emission_anchor: 1, evidence: [ref], corpus, events });
+    expect(receipt.integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
+    expect((await verifyEcReceipt(receipt, corpus, events, { memo: new VerifyMemo(corpus, EC_LIMITS) })).reasons).toEqual(["ANCHOR_MISMATCH", "SUPPORT_LEXICAL_NONE"]);
+    expect(longNeedles()).toBe(0);
+  });
+});
+
 describe("the support guard reads a claim once, and opens sentences by their end alone", () => {
   /** The entity rule as it was: the whole prefix before each word tested against the anchored pattern (quadratic). */
   const opensByPrefix = (text: string, index: number) => {
@@ -169,6 +204,35 @@ describe("an answer's size is capped like its work", () => {
       if (fits) expect(() => answerWithin(answer, limits)).not.toThrow();
       else expect(() => answerWithin(answer, limits)).toThrow(EcLimitError);
     }
+  });
+
+  it("finds a claim in the answer it is anchored to once per call, and caps what those scans read", async () => {
+    // A row of receipts anchored on one long answer, each with its own short claim: each receipt
+    // scanned the whole answer (256 × 1.8 M characters took 2.6 s over HTTP).
+    const text = "Alpha beta gamma.";
+    const corpus: Corpus = { d: { text, spans: { s: { start: 0, end: 16 } } } };
+    const answer = "a".repeat(300_000);
+    const events = [
+      ev({ action_id: "t0", action_type: "retrieval", tool: "search", input: "q", doc_id: "d", doc_version: await versionOf(text), access: "granted", output: "retrieved d" }),
+      ev({ action_id: "a", action_type: "answer", output: answer }),
+    ];
+    const ref = await referenceTo(corpus, "d", "s", { quote: false });
+    const issue = (claim: string) => issueEcReceipt({ policy_id: "p", run_id: "run-1", claim_id: "c1", claim, emission_anchor: 1, evidence: [ref], corpus, events });
+    const claims = Array.from({ length: EC_LIMITS.receipts_per_run }, (_, i) => "a" + String.fromCodePoint(0x4e00 + i));
+    const distinct = await Promise.all(claims.map(issue));
+    expect(distinct[0].integrity.reasons).toEqual(["ANCHOR_MISMATCH"]); // not in the answer: its anchor is refused, after a full scan
+    const row = (receipts: unknown[]) => [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events, receipts: receipts as never[], budget_ledger: ledger }];
+    const many = await buildBundle(corpus, row(distinct));
+    await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ name: "EcLimitError", limit: "answer_scan_code_units" });
+    expect((await replayBundle(many)).decision).toBe("match"); // uncapped (the CLI) it replays
+    // The same claim again costs nothing: a row repeating one receipt stays under the cap.
+    const repeated = await buildBundle(corpus, row(Array.from({ length: EC_LIMITS.receipts_per_run }, () => distinct[0])));
+    expect((await replayBundle(repeated, { limits: EC_LIMITS })).decision).toBe("match");
+    const memo = new VerifyMemo(corpus, { ...EC_LIMITS, answer_scan_code_units: 2 * answer.length });
+    expect(memo.answerContains(answer, "aa")).toBe(true);
+    expect(memo.answerContains(answer, "aa")).toBe(true);
+    expect(memo.answerContains(answer, "ab")).toBe(false);
+    expect(() => memo.answerContains(answer, "ac")).toThrow(EcLimitError);
   });
 
   it("judges a claim against a span once per call, and caps what the scans read", async () => {

@@ -360,6 +360,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
     const fullTrace = eventsOk ? await traceDigest(row.events) : null;
     const rerun = await compareRerun(row, fullTrace);
     const rowReasons = new Set<MismatchReason>(receipts.flatMap((r) => r.mismatch_reasons));
+    // A trace not of its form is the row's own problem, also when no receipt of the row reports it.
+    if (!eventsOk) rowReasons.add("SCHEMA");
     if (rerun.reason) rowReasons.add(rerun.reason);
     if (drifted) rowReasons.add("VERIFIER_DRIFT");
     if (environmentDrift) rowReasons.add("ENVIRONMENT_DRIFT");

@@ -10,6 +10,7 @@ import { checkEvidence, CorpusMemo, type EvidenceProperty, type EvidenceRef, typ
 import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventProblem, type EventReason, type TraceEvent } from "./events.js";
 import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 import { lexicalSupport, prepareSpan, type LexicalReason, type LexicalResult, type PreparedSpan } from "./support.js";
+import { containsText } from "./text.js";
 
 export interface EcReceipt {
   schema_version: string;
@@ -167,6 +168,25 @@ export class VerifyMemo {
   span(text: string): PreparedSpan {
     return this.spans.get(text) ?? (this.spans.set(text, prepareSpan(text)), this.spans.get(text)!);
   }
+  /** Whether an answer's text contains a claim, by answer, then claim: a pair met again in this call is not scanned again. */
+  private readonly inAnswers = new Map<string, Map<string, boolean>>();
+  private answerScanned = 0;
+  /**
+   * Whether `answer` contains `claim` (a final-only receipt anchored on its answer), once per
+   * distinct pair in a call; what those scans read is counted against `answer_scan_code_units`.
+   */
+  answerContains(answer: string, claim: string): boolean {
+    let byAnswer = this.inAnswers.get(answer);
+    if (!byAnswer) this.inAnswers.set(answer, (byAnswer = new Map()));
+    const known = byAnswer.get(claim);
+    if (known !== undefined) return known;
+    if (this.limits && (this.answerScanned += answer.length) > this.limits.answer_scan_code_units) {
+      throw new EcLimitError("answer_scan_code_units", `finding claims in the answers they are anchored to would read more than ${this.limits.answer_scan_code_units} code units in one call`);
+    }
+    const found = containsText(answer, claim);
+    byAnswer.set(claim, found);
+    return found;
+  }
   /** Lexical results by claim, then span text: a claim judged against a span it met before in this call is not scanned again. */
   private readonly lexicals = new Map<string, Map<string, LexicalResult>>();
   private scanned = 0;
@@ -222,7 +242,7 @@ export async function jointDigest(input: JointInput): Promise<string | null> {
 }
 
 /** Why `event` is not the committed emission of this claim, or null. */
-function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt): string | null {
+function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt, memo: VerifyMemo): string | null {
   const at = trace[r.emission_anchor];
   if (!at) return `there is no event ${r.emission_anchor}`;
   if (answer < 0 || r.emission_anchor > answer) return `event ${r.emission_anchor} is after the answer, outside the committed prefix`;
@@ -232,7 +252,7 @@ function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt): strin
   }
   if (at.action_type === "answer") {
     if (at.claim_id !== null && at.claim_id !== r.claim_id) return `the answer event names claim ${at.claim_id}`;
-    if (r.claim === "" || !(at.output ?? "").includes(r.claim)) return "the claim is not part of the answer it is anchored to";
+    if (r.claim === "" || !memo.answerContains(at.output ?? "", r.claim)) return "the claim is not part of the answer it is anchored to";
     return null;
   }
   return `event ${r.emission_anchor} is a ${at.action_type}, which emits no claim`;
@@ -310,7 +330,7 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
     execution = await prepared.execution();
     if (execution === null) findings.push({ reason: "EVENT_NO_ANSWER", detail: "the trace has no answer event" });
     else if (on("execution_digest") && execution !== r.execution_digest) findings.push({ reason: "EXECUTION_DIGEST_MISMATCH", detail: "the trace through the answer is not the one the receipt was issued for" });
-    const anchor = on("anchor") ? anchorProblem(trace, prepared.answer, r) : null;
+    const anchor = on("anchor") ? anchorProblem(trace, prepared.answer, r, memo) : null;
     if (anchor) findings.push({ reason: "ANCHOR_MISMATCH", detail: anchor, event: r.emission_anchor });
     if (on("observation")) {
       for (const [i, ref] of r.evidence.entries()) {

@@ -4,7 +4,7 @@
  * conflict-aware guard on top of it. Every intermediate field is exposed.
  */
 import { DOMAINS, domainDigest } from "./canonical.js";
-import { casefold, codePoints, collapseWhitespace, NORMALISER, tokens, TOKENISATION } from "./text.js";
+import { casefold, codePoints, collapseWhitespace, containsText, NORMALISER, tokens, TOKENISATION } from "./text.js";
 import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 
 export interface SupportConfig {
@@ -86,7 +86,7 @@ export function lexicalSupport(
   // The prepared arrays themselves, not copies: an answer restating them per reference shares them.
   const base = { claim_tokens: preparedClaim.sorted, span_tokens: prepared.sorted, shared_tokens: shared };
   if (c === "" || s === "" || tc.size === 0 || ts.size === 0) return { supported: false, reason: "SUPPORT_EMPTY", substring: false, ...base, overlap: tc.size ? shared.length / tc.size : null };
-  const substring = s.includes(c);
+  const substring = containsText(s, c);
   const overlap = shared.length / tc.size;
   const supported = substring || overlap >= threshold;
   return { supported, reason: substring ? "SUPPORT_LEXICAL_SUBSTRING" : supported ? "SUPPORT_LEXICAL_OVERLAP" : "SUPPORT_LEXICAL_NONE", substring, ...base, overlap };
