@@ -17,8 +17,14 @@ import { isHttpsUri } from "../protocol/receipt.js";
 /** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
 export const RESOLVE_VERIFIER_LIMIT = 100;
 
-/** The verifier id a path names, decoded: 400 when it cannot be one, before any read. */
-function verifierOf(encoded: string): string {
+/**
+ * The verifier id a path names, decoded once from the path as sent: 400 when it cannot be one,
+ * before any read. The route's param is decoded already, so decoding it again would read an id
+ * holding a percent escape (`https://x.example/a%41b`, sent as `…a%2541b`) as another one (`…aAb`).
+ */
+function verifierOf(url: string): string {
+  const path = new URL(url).pathname;
+  const encoded = path.slice(path.indexOf("/verifiers/") + "/verifiers/".length, path.lastIndexOf("/manifest"));
   let id: string;
   try {
     id = decodeURIComponent(encoded);
@@ -35,7 +41,7 @@ function verifierOf(encoded: string): string {
 export const manifestRoutes = new Hono<AppEnv>()
   /** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
   .get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
-  const id = verifierOf(c.req.param("verifier_id"));
+  const id = verifierOf(c.req.url);
   const { now, anchors } = c.get("services");
   const at = now();
   const own = await publishedIssuing(c.env);
