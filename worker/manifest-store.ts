@@ -8,7 +8,7 @@
  */
 import { validateConfigRecord } from "../kv-schemas/index.js";
 import type { Env } from "./env.js";
-import { ConfigurationError, issuing, type Issuing } from "./config.js";
+import { ConfigurationError, issuing, signingIdentity, type Issuing } from "./config.js";
 import { withTimeout } from "./http.js";
 import type { CanonicalConfig } from "./protocol/issuing/config.js";
 import type { ManifestContent } from "./protocol/manifest/manifest.js";
@@ -83,4 +83,21 @@ export async function issuingIfConfigured(env: Env): Promise<Issuing | null> {
     if (err instanceof ConfigurationError) return null;
     throw err;
   }
+}
+
+/**
+ * This deployment's issuing for the routes that show its manifest, or null when it has no signing
+ * identity (a verification-only deployment publishes none). Any other configuration error
+ * (MANIFEST_TTL, PROFILES, the challenge settings, RULES, POLICY_FLOOR) is thrown, as
+ * `/.well-known/ccs-manifest` throws it: a broken configuration is SERVICE_MISCONFIGURED, never
+ * passed off as having no identity.
+ */
+export async function publishedIssuing(env: Env): Promise<Issuing | null> {
+  try {
+    signingIdentity(env);
+  } catch (err) {
+    if (err instanceof ConfigurationError) return null;
+    throw err;
+  }
+  return issuing(env);
 }

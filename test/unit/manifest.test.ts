@@ -125,6 +125,20 @@ describe("pinning another verifier's manifest", () => {
     const wrong = await buildPinnedManifest({ manifest: first, configurations: [{ config, config_hash: "sha256:" + "0".repeat(64) }] }, record, keys, opts);
     expect(wrong).toMatchObject({ kind: "refused", code: "MALFORMED_REQUEST" });
   });
+
+  it("a configuration may name the manifest pinned before, without its content, when the new pin replaces it", async () => {
+    const { id, record, keys } = await setup("manifest-unit-before");
+    const first = await manifestOf(id, PROFILES, WINDOW);
+    const pinned = await buildPinnedManifest({ manifest: first }, record, keys, opts);
+    if (pinned.kind !== "pinned") throw new Error(pinned.detail);
+    const config = await canonicalConfig({ signingKeyId: "m1", manifestHash: await manifestHash(first) });
+    const hash = await configHash(config);
+    const second = await manifestOf(id, [PROFILES[0]], WINDOW);
+    const again = await buildPinnedManifest({ manifest: second, configurations: [{ config }] }, { ...record, manifest: pinned.pinned }, keys, opts);
+    if (again.kind !== "pinned") throw new Error(again.detail);
+    expect(again.pinned.bindings).toEqual([{ config_hash: hash, manifest_hash: await manifestHash(first), profiles_digest: first.profiles_digest }]);
+    expect(manifestStaleness(pinnedBinding(again.pinned, hash))).toMatchObject({ code: "MANIFEST_STALE" });
+  });
 });
 
 describe("profile routing", () => {

@@ -391,6 +391,27 @@ describe("the /v1/journal port routes", () => {
     const local = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 10_000).port;
     expect((await local.loadByIdempotency("order-42")).kind).toBe("not-found");
   });
+
+  it("a prototype key at the top of attributes, detail, receipt or extensions is refused like one deeper, not silently dropped", async () => {
+    const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
+    const proto = () => JSON.parse('{"__proto__": {"polluted": true}}');
+    const refused = await rp("reserve", { idempotency_key: "order-proto", action_digest: "d", attributes: proto() });
+    expect([refused.status, refused.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect((await rp("load-by-idempotency", { idempotency_key: "order-proto" })).body.kind).toBe("not-found");
+    const id = (await rp("reserve", { idempotency_key: "order-proto-2", action_digest: "d" })).body.record.record_id;
+    const step = { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" };
+    for (const [member, code] of [["detail", "MALFORMED_REQUEST"], ["receipt", "MALFORMED_REQUEST"], ["extensions", "EXTENSION_INVALID"]]) {
+      const r = await rp("append", { ...step, [member]: proto() });
+      expect([member, r.status, r.body.error?.code]).toEqual([member, 400, code]);
+    }
+    expect((await rp("load", { record_id: id })).body.record.revision).toBe(1);
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const f = await finalize(c.trace_id, { fence: 1, response: {}, extensions: proto() });
+    expect([f.status, f.body.error?.code]).toEqual([400, "EXTENSION_INVALID"]);
+    expect((await evidence(c.trace_id)).body.record.state).toBe("started");
+  });
 });
 
 describe("journal configuration", () => {

@@ -135,6 +135,19 @@ describe("PUT /v1/admin/manifests and GET /v1/verifiers/{id}/manifest", () => {
     expect(own.body).toMatchObject({ here: true, manifest: { verifier_id: "https://countersign.test" } });
     expect((await h.call("/v1/verifiers/%E0%A4%A/manifest")).status).toBe(400);
   });
+
+  it("answers an id holding a percent escape by its urlencoded form, decoded once, not as the id it would decode to twice", async () => {
+    const id = await identity("percent-verifier", "https://percent-verifier.example/a%41b", "v1");
+    expect((await h.pin(anchorFor(id))).status).toBe(200);
+    const m = await manifestOf(id, [{ id: "p/percent", comparison_scope: "claim" }], WINDOW);
+    expect((await pinManifest({ manifest: m })).status).toBe(200);
+    const got = await h.call(`/v1/verifiers/${encodeURIComponent(id.issuer)}/manifest`);
+    expect([got.status, got.body.verifier_id]).toEqual([200, id.issuer]);
+    const other = await h.call(`/v1/verifiers/${encodeURIComponent("https://percent-verifier.example/aAb")}/manifest`);
+    expect(other.status).toBe(404);
+    const literal = await h.call(`/v1/verifiers/${encodeURIComponent("https://percent-verifier.example/100%")}/manifest`);
+    expect([literal.status, literal.body.error?.code]).toEqual([404, "NOT_FOUND"]);
+  });
 });
 
 describe("PUT /v1/admin/manifests never goes back in time", () => {

@@ -104,6 +104,18 @@ describe("a decision's log line", () => {
     expect(refused.status).toBe(401);
     expect(refused.headers.get("x-request-id")).toBe("abc-LHR");
   });
+
+  it("an intake that fails on our side is logged once with the request id its answer carries, so the two can be matched", async () => {
+    const h = harness({ ...env, MANIFEST_TTL: "100" } as typeof env, createExecutionContext());
+    const failed = vi.spyOn(console, "error");
+    const command = { intake_version: "1.3", agent_id: "log-agent", tool: "search_web", params: { query: "x" }, timestamp: 1_796_000_000, trace_id: "00000000000c0ffe" };
+    const res = await h.call("/v1/intake", { method: "POST", headers: { "content-type": "application/json", "cf-ray": "8f1e2d3c4b5a6979-AMS" }, body: JSON.stringify(command) });
+    expect([res.status, res.body.error.code]).toEqual([500, "INTAKE_FAILED"]);
+    const lines = failed.mock.calls.map((args) => String(args[0])).filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines.filter((l) => l.event === "intake_failed")).toEqual([
+      { event: "intake_failed", request_id: "8f1e2d3c4b5a6979-AMS", path: "/v1/intake", error: expect.stringContaining("MANIFEST_TTL") },
+    ]);
+  });
 });
 
 describe("DecisionStats books each count under the minute it was counted in", () => {

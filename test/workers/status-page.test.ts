@@ -98,3 +98,27 @@ describe("GET /, the status page", () => {
     expect((await h.call("/")).text).toBe(first.text);
   });
 });
+
+describe("the capability manifest section, when there is none to show", () => {
+  it("a broken manifest configuration is said to be one, not passed off as no signing identity; the routes that show the manifest answer SERVICE_MISCONFIGURED", async () => {
+    const broken = { ...env, MANIFEST_TTL: "100" } as typeof env;
+    const h = harness(broken, createExecutionContext());
+    const page = await h.call("/");
+    expect(page.status).toBe(200);
+    expect(page.text).not.toContain("no signing identity configured");
+    expect(page.text).toContain("The capability manifest could not be built");
+    for (const path of ["/.well-known/ccs-manifest", `/v1/verifiers/${encodeURIComponent(env.ISSUER!)}/manifest`]) {
+      const r = await h.call(path);
+      expect([path, r.status, r.body?.error?.code]).toEqual([path, 500, "SERVICE_MISCONFIGURED"]);
+    }
+    const resolved = await h.call("/v1/profiles/resolve", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ profile: "ccs/1.3/intake" }) });
+    expect([resolved.status, resolved.body?.error?.code]).toEqual([500, "SERVICE_MISCONFIGURED"]);
+  });
+
+  it("a deployment without a signing identity says it publishes none", async () => {
+    const h = harness({ ...env, SIGNING_KEY: "" } as typeof env, createExecutionContext());
+    const page = await h.call("/");
+    expect(page.status).toBe(200);
+    expect(page.text).toContain("this deployment has no signing identity configured, so it publishes none");
+  });
+});

@@ -10,6 +10,7 @@ import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
 import { MAX_URI_BYTES, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
+import { isJsonObject } from "../protocol/strict-json.js";
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -390,7 +391,13 @@ const JournalState = z.enum(JOURNAL_STATES).meta({ id: "JournalState", descripti
 const Effect = z.enum(EFFECT_DISPOSITIONS).meta({ id: "EffectDisposition" });
 const recordId = z.string().regex(/^[0-9a-f]{32}$/).meta({ description: "32 hex: derived from the idempotency key" });
 const lease = z.number().positive().max(MAX_LEASE_SECONDS).meta({ description: `seconds, at most ${MAX_LEASE_SECONDS}` });
-const extensions = z.record(z.string(), z.unknown()).optional().meta({ description: "provider extensions by reverse-DNS namespace (com.example.name); credential-shaped values are stored redacted" });
+/**
+ * A JSON object handed on as parsed, for the journal's strict boundary to judge. `z.record` would
+ * copy it and silently leave out an own `__proto__` member (zod never assigns one), so a prototype
+ * key the boundary refuses at any depth would be accepted, and dropped, at the top level.
+ */
+const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
+const extensions = jsonObject.optional().meta({ description: "provider extensions by reverse-DNS namespace (com.example.name); credential-shaped values are stored redacted" });
 const fence = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const toolOutput = {
   content_type: z.string().max(256).optional(),
@@ -475,8 +482,8 @@ export const EvidencePage = z
   .meta({ id: "EvidencePage" });
 
 const idempotencyKey = z.string().min(1).max(MAX_IDEMPOTENCY_KEY).regex(/^[\x21-\x7e]+$/);
-export const ReserveCall = z.object({ idempotency_key: idempotencyKey, action_digest: z.string().min(1).max(256).meta({ description: "the caller's digest of the action, opaque to the journal (any form, e.g. sha256:<hex>): compared byte for byte to tell a retry (existing) from another action under the key (conflict), never parsed or recomputed" }), attributes: z.record(z.string(), z.unknown()).optional() }).strict().meta({ id: "JournalReserveCall" });
-const transition = { to: JournalState, effect: Effect, receipt: z.record(z.string(), z.unknown()).optional(), detail: z.record(z.string(), z.unknown()).optional(), extensions };
+export const ReserveCall = z.object({ idempotency_key: idempotencyKey, action_digest: z.string().min(1).max(256).meta({ description: "the caller's digest of the action, opaque to the journal (any form, e.g. sha256:<hex>): compared byte for byte to tell a retry (existing) from another action under the key (conflict), never parsed or recomputed" }), attributes: jsonObject.optional() }).strict().meta({ id: "JournalReserveCall" });
+const transition = { to: JournalState, effect: Effect, receipt: jsonObject.optional(), detail: jsonObject.optional(), extensions };
 export const AppendCall = z
   .object({ record_id: recordId, expected_revision: z.number().int().min(1), fence: fence.optional(), ...transition })
   .strict()

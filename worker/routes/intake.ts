@@ -238,7 +238,7 @@ function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): 
     code = "INTAKE_FAILED";
     detail = "intake failed; no receipt was issued";
     status = err instanceof VerifierUnavailable ? 503 : INTAKE_STATUS[code];
-    console.error(JSON.stringify({ event: "intake_failed", error: String(err) }));
+    console.error(JSON.stringify({ event: "intake_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
   }
   const error = { code, retry: INTAKE_RETRY[code], detail, ...(traceId ? { trace_id: traceId } : {}) };
   return c.json({ error }, status as 400);

@@ -8,7 +8,7 @@ import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_ADMIN_BODY } from "../config.js";
 import { ResolveCall } from "../contract/schemas.js";
 import { ApiError, percentDecodes, readStrictJson, validateBody } from "../http.js";
-import { issuingIfConfigured } from "../manifest-store.js";
+import { publishedIssuing } from "../manifest-store.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { manifestCurrent } from "../protocol/manifest/manifest.js";
 import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
@@ -34,7 +34,7 @@ export const manifestRoutes = new Hono<AppEnv>()
   const id = verifierOf(c);
   const { now, anchors } = c.get("services");
   const at = now();
-  const own = await issuingIfConfigured(c.env);
+  const own = await publishedIssuing(c.env);
   if (own && id === own.identity.issuer) {
     const { manifest } = await own.manifest.signed(at);
     return c.json({ verifier_id: id, here: true, current: true, manifest, manifest_hash: own.manifest.hash });
@@ -56,7 +56,7 @@ export const manifestRoutes = new Hono<AppEnv>()
   const body = validateBody(ResolveCall, await readStrictJson(c, MAX_ADMIN_BODY));
   const { now, anchors } = c.get("services");
   const at = now();
-  const own = await issuingIfConfigured(c.env);
+  const own = await publishedIssuing(c.env);
   const self: Candidate = own ? { verifier_id: own.identity.issuer, manifest: (await own.manifest.signed(at)).manifest } : { verifier_id: c.env.ISSUER ?? "", manifest: null };
   const listed = await anchors.listPinned(RESOLVE_VERIFIER_LIMIT);
   const records = await Promise.all(listed.issuers.map((issuer) => anchors.get(issuer)));

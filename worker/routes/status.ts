@@ -16,7 +16,7 @@ import { sha256 } from "../protocol/digest.js";
 import { readStatusFigures } from "../stores.js";
 import { readUsageCounts } from "../usage-store.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
-import { issuingIfConfigured } from "../manifest-store.js";
+import { publishedIssuing } from "../manifest-store.js";
 import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
 export const STATUS_ISSUER_LIMIT = 50;
@@ -73,10 +73,10 @@ async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssue
   return { issuers, complete: listed.complete };
 }
 
-/** This deployment's manifest as signed now, or null when it has no signing identity. */
-async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | null> {
-  const own = await issuingIfConfigured(c.env);
-  if (!own) return null;
+/** This deployment's manifest as signed now, or "none" when it has no signing identity; a broken configuration throws. */
+async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | "none"> {
+  const own = await publishedIssuing(c.env);
+  if (!own) return "none";
   const { manifest } = await own.manifest.signed(c.get("services").now());
   const { verifier_id, profiles, profiles_digest, published_at, expires_at, challenge_policy } = manifest;
   return { verifier_id, profiles, profiles_digest, manifest_hash: own.manifest.hash, published_at, expires_at, challenge_policy };

@@ -62,8 +62,8 @@ export interface StatusView {
   labelLimit: number;
   /** How long an isolate reuses a rendered page, seconds. */
   refreshSeconds: number;
-  /** This deployment's manifest; null when it signs nothing (no signing identity configured). Absent: not shown. */
-  manifest?: StatusManifest | null;
+  /** This deployment's manifest; "none" when it signs nothing (no signing identity configured); null when it could not be built (a broken configuration). */
+  manifest?: StatusManifest | "none" | null;
   /** Usage evidence summed over the relying parties asked (at most `usagePartyLimit`); null when the ledgers did not answer. Absent: not shown. */
   usage?: { receipts: number; attribution: Record<string, number>; estimates: Record<string, number>; reconciliation: Record<string, number>; parties: number; moreParties: boolean } | null;
   usagePartyLimit?: number;
@@ -136,7 +136,8 @@ function decisionsSection(v: StatusView): string {
 
 function manifestSection(v: StatusView): string {
   const m = v.manifest;
-  if (!m) return `<p class="note">No capability manifest: this deployment has no signing identity configured, so it publishes none.</p>`;
+  if (m === null) return `<p class="note">The capability manifest could not be built: <code>GET /.well-known/ccs-manifest</code> answers why (the configuration error, as <code>SERVICE_MISCONFIGURED</code>).</p>`;
+  if (!m || m === "none") return `<p class="note">No capability manifest: this deployment has no signing identity configured, so it publishes none.</p>`;
   const rows = m.profiles.map((p) => `<tr><td><code>${esc(p.id)}</code></td><td>${esc(p.comparison_scope)}</td></tr>`).join("");
   const c = m.challenge_policy;
   return `<p class="meta">Published at <code>GET /.well-known/ccs-manifest</code> for <code>${esc(m.verifier_id)}</code>, signed for ${when(m.published_at)} to ${when(m.expires_at)}.</p>

@@ -65,7 +65,10 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
   if (held && manifest.published_at < held.published_at) {
     return { kind: "refused", code: "MANIFEST_SUPERSEDED", detail: `the pinned manifest of ${anchor.issuer} was published at ${held.published_at}; this one, published at ${manifest.published_at}, is older` };
   }
+  // A configuration may name the manifest being pinned, the one pinned before it (which this pin
+  // replaces), or one a kept binding names; any other must come with its content.
   const known = new Map<string, string>([[check.manifestHash, manifest.profiles_digest]]);
+  if (held) known.set(anchor.manifest!.manifest_hash, held.profiles_digest);
   for (const b of anchor.manifest?.bindings ?? []) known.set(b.manifest_hash, b.profiles_digest);
   const added: ManifestBindingRecord[] = [];
   for (const [i, c] of (pin.configurations ?? []).entries()) {
