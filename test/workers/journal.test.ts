@@ -112,6 +112,27 @@ describe("admission, durable before the answer", () => {
     expect((await start(c.trace_id)).status).toBe(200);
   });
 
+  it("an admission past its window (expires_at + skew) is not started: the record is closed as expired; at the last instant it still starts", async () => {
+    const late = (seconds: number) => {
+      const at = harness(env, ctx(), { now: () => TEST_NOW + seconds });
+      return (traceId: string) => at.call(`/v1/receipts/${traceId}/start`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: "{}" });
+    };
+    const stale = command();
+    const admitted = (await h.intake(stale)).body.receipt;
+    expect([admitted.issued_at, admitted.expires_at]).toEqual([TEST_NOW, TEST_NOW + 60]);
+    const refused = await late(91)(stale.trace_id);
+    expect([refused.status, refused.body.error.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect(refused.body.error.detail).toMatch(/expired at/);
+    const e = await evidence(stale.trace_id);
+    expect(e.body.record.state).toBe("expired");
+    expect(e.body.history.at(-1)).toMatchObject({ from: "ready", to: "expired", detail: { admission_expired_at: TEST_NOW + 60 } });
+    // Closed: a start on time afterwards finds nothing to start either.
+    expect((await start(stale.trace_id)).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+    const edge = command();
+    await h.intake(edge);
+    expect((await late(90)(edge.trace_id)).status).toBe(200);
+  });
+
   it("an escalation (SEC-002, a removal that depends on a variable) moves on with an approval of its own request; another request's approval signs nothing", async () => {
     const c = command({ tool: "shell_exec", params: { cmd: 'rm -rf "$BUILD_DIR/out"' } });
     const first = await h.intake(c);

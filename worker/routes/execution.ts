@@ -9,7 +9,7 @@
  */
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { issuing, leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
+import { freshnessPolicy, issuing, leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
 import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
@@ -19,6 +19,7 @@ import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import type { ToolOutput } from "../protocol/issuing/rules/types.js";
 import { recordIdOf } from "../protocol/journal/core.js";
+import { grantedSkew } from "../protocol/checks/freshness.js";
 import type { EffectDisposition, JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
@@ -55,6 +56,21 @@ async function loadTrace(c: Context<AppEnv>, traceId: string): Promise<LoadedRec
   if (loaded.kind === "not-found") throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
   if (loaded.kind === "corrupt") corrupt(loaded);
   return loaded;
+}
+
+/**
+ * An admission past its window (`expires_at` plus the skew a verifier grants it) is evidence no
+ * relying party accepts any more, so nothing starts on it: the record is closed as `expired` (the
+ * lifecycle's ready → expired edge) and the start refused. The same Command needs a new trace_id.
+ */
+async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history: readonly JournalEntry[], now: number): Promise<void> {
+  const receipt = storedAdmission(history)?.receipt;
+  if (!receipt) return;
+  const until = receipt.expires_at + grantedSkew(receipt, freshnessPolicy(c.env));
+  if (now <= until) return;
+  const appended = await journalOf(c).append({ record_id: record.record_id, expected_revision: record.revision, at: now, to: "expired", effect: "not-started", detail: { admission_expired_at: receipt.expires_at } });
+  if (appended.kind === "corrupt") corrupt(appended);
+  throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${Math.round((now - until) * 1000) / 1000}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
 }
 
 /** The signed admission receipt of an allow, which is what an execution starts from. */
@@ -168,7 +184,9 @@ export const executionRoutes = new Hono<AppEnv>()
   // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
   if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
-  const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: c.get("services").now(), lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
+  const now = c.get("services").now();
+  if (record.state === "ready") await refuseExpired(c, record, history, now);
+  const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: now, lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":
       return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
