@@ -176,7 +176,7 @@ function mergeStats(all: LedgerStats[]): LedgerStats & { shards: number } {
 
 /** A sharded issuer without the deployment's shard key is a configuration error, never an unkeyed shard choice. */
 const shardKeyMissing = () =>
-  new ApiError(500, "SERVICE_MISCONFIGURED", "this issuer is sharded (ledger_shards > 1) but LEDGER_SHARD_KEY is not set (at least 32 characters)");
+  new ApiError(500, "SERVICE_MISCONFIGURED", "this issuer is sharded (ledger_shards > 1) but LEDGER_SHARD_KEY is unset or shorter than 32 characters");
 
 /** Throws SERVICE_MISCONFIGURED when `shards` needs a shard key that the deployment lacks. */
 export function requireShardKey(shards: number, shardKey: Uint8Array | null): void {

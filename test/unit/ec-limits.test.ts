@@ -117,6 +117,22 @@ describe("EC_LIMITS: what is still superlinear is capped", () => {
     (many.rows["run-1"] as ExecutionRow).receipts.length = EC_LIMITS.receipts_per_run;
     expect((await replayBundle(many, { limits: EC_LIMITS })).decision).toBe("manifest_invalid"); // the cap is judged on rows that hold; this one no longer matches its digest
   });
+
+  it("a corpus of more documents than the cap is refused before any is hashed, on verify and on replay; at the cap it is read", async () => {
+    const w = await world(10);
+    const receipt = await w.issue(1, "head");
+    const padded = (n: number): Corpus => ({ ...w.corpus, ...Object.fromEntries(Array.from({ length: n - 1 }, (_, i) => [`e${i}`, { text: "" }])) });
+    const over = padded(EC_LIMITS.corpus_documents + 1);
+    // Through the route's own check (corpusProblem with the caps): nothing is hashed.
+    const { corpusProblem } = await import("../../worker/protocol/ec/corpus.js");
+    expect(await hashedBytes(() => expect(corpusProblem(over, EC_LIMITS)).rejects.toMatchObject({ limit: "corpus_documents" }))).toBe(0);
+    expect(await corpusProblem(padded(EC_LIMITS.corpus_documents), EC_LIMITS)).toBeNull();
+    const row = { run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: w.events, receipts: [receipt], budget_ledger: ledger };
+    await expect(replayBundle(await buildBundle(over, [row]), { limits: EC_LIMITS })).rejects.toMatchObject({ limit: "corpus_documents" });
+    const full = padded(EC_LIMITS.corpus_documents);
+    const fitting = await issueEcReceipt({ policy_id: "p", run_id: "run-1", claim_id: "c1", claim: CLAIM, emission_anchor: receipt.emission_anchor, evidence: receipt.evidence, corpus: full, events: w.events });
+    expect((await replayBundle(await buildBundle(full, [{ ...row, receipts: [fitting] }]), { limits: EC_LIMITS })).decision).toBe("match");
+  });
 });
 
 describe("a claim is looked for in a span or an answer in time linear in their lengths", () => {

@@ -31,10 +31,14 @@ export const ecRoutes = new Hono<AppEnv>()
   .post("/ec/receipts/verify", jsonBody(EcVerifyCall), async (c) => {
     const body = validateBody(EcVerifyCall, await readStrictJson(c, MAX_EC_BODY));
     for (const key of ["receipt", "corpus", "events"] as const) if (!Object.hasOwn(body, key)) throw new ApiError(400, "MALFORMED_REQUEST", `${key} is required`);
-    const problem = await corpusProblem(body.corpus);
-    if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
-    const corpus = body.corpus as Corpus;
-    return c.json(await capped(() => verifyEcReceipt(body.receipt, corpus, body.events, { memo: new VerifyMemo(corpus, EC_LIMITS) })));
+    return c.json(
+      await capped(async () => {
+        const problem = await corpusProblem(body.corpus, EC_LIMITS);
+        if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
+        const corpus = body.corpus as Corpus;
+        return verifyEcReceipt(body.receipt, corpus, body.events, { memo: new VerifyMemo(corpus, EC_LIMITS) });
+      }),
+    );
   })
   /**
    * Bundle replay: always 200 with the report; its `decision` says match, mismatch or

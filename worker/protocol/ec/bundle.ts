@@ -186,7 +186,7 @@ function executionProblem(id: string, v: unknown): string | null {
 }
 
 /** Validates the whole bundle before any row is trusted. */
-async function manifestProblems(bundle: unknown, expected: string | null): Promise<{ problems: ManifestProblem[]; rows: Record<string, string>; outer: string | null }> {
+async function manifestProblems(bundle: unknown, expected: string | null, limits: EcLimits | null): Promise<{ problems: ManifestProblem[]; rows: Record<string, string>; outer: string | null }> {
   const rows: Record<string, string> = {};
   const problems: ManifestProblem[] = [];
   const add = (code: ManifestCode, detail: string) => problems.push({ code, detail });
@@ -246,7 +246,7 @@ async function manifestProblems(bundle: unknown, expected: string | null): Promi
   for (const id of Object.keys(data)) if (!listed.has(id)) add("ROW_UNLISTED", `row ${id} is present but not in the manifest`);
   if (corpusId === null) add("MANIFEST_MALFORMED", "the manifest must list exactly one corpus row");
   else if (Object.hasOwn(data, corpusId)) {
-    const problem = await corpusProblem(data[corpusId]);
+    const problem = await corpusProblem(data[corpusId], limits);
     if (problem) add("CORPUS_MALFORMED", problem);
     else if (typeof m.corpus_digest === "string" && (await corpusDigest(data[corpusId] as Corpus)) !== m.corpus_digest) add("CORPUS_IDENTITY_MISMATCH", "manifest.corpus_digest is not the corpus row's digest");
   }
@@ -294,7 +294,7 @@ function rerunDivergence(events: TraceEvent[], rerun: TraceEvent[]): { index: nu
  */
 export async function replayBundle(bundle: unknown, options: { expectedBundleDigest?: string | null; limits?: EcLimits | null } = {}): Promise<ReplayReport> {
   const expected = options.expectedBundleDigest ?? null;
-  const { problems, rows, outer } = await manifestProblems(bundle, expected);
+  const { problems, rows, outer } = await manifestProblems(bundle, expected, options.limits ?? null);
   const configDigest = await supportConfigDigest(DEFAULT_SUPPORT_CONFIG);
   const report = (decision: ReplayReport["decision"], replayed: RowReplay[], coverage: Coverage | null): ReplayReport => ({
     report_version: REPORT_VERSION,

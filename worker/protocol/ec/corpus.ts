@@ -5,6 +5,7 @@
  * content hash, never a free-form label.
  */
 import { sha256Hex } from "../digest.js";
+import { EcLimitError, type EcLimits } from "./limits.js";
 import { SHA256_REF } from "../encoding.js";
 import { compareCodePoints, DOMAINS, domainDigest } from "./canonical.js";
 import { codePoints } from "./text.js";
@@ -34,9 +35,16 @@ export const versionOf = async (text: string): Promise<string> => "sha256:" + (a
 
 const DOC_FIELDS = ["text", "spans", "version", "access"];
 
-/** Why a value is not a corpus, or null. Checks the declared spans against their texts. */
-export async function corpusProblem(value: unknown): Promise<string | null> {
+/**
+ * Why a value is not a corpus, or null. Checks the declared spans against their texts. With
+ * `limits`, a corpus of more documents than the cap is refused (EcLimitError) before any is hashed.
+ */
+export async function corpusProblem(value: unknown, limits?: Pick<EcLimits, "corpus_documents"> | null): Promise<string | null> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) return "corpus must be an object of documents by doc_id";
+  if (limits) {
+    const count = Object.keys(value).length;
+    if (count > limits.corpus_documents) throw new EcLimitError("corpus_documents", `the corpus has ${count} documents; at most ${limits.corpus_documents} are read in one call`);
+  }
   for (const [id, doc] of Object.entries(value)) {
     const at = `corpus[${JSON.stringify(id)}]`;
     if (id === "") return "a doc_id must be a non-empty string";

@@ -10,6 +10,8 @@
 export const EC_LIMITS = {
   /** Evidence references in one receipt. */
   evidence_per_receipt: 64,
+  /** Documents in one corpus: each is hashed on its own (its version, the corpus digest), ~25 µs apiece here however short. */
+  corpus_documents: 4096,
   /** Code points of distinct cited spans selected in one call (the 2 MiB body cap's worth). */
   cited_code_points: 2 * 1024 * 1024,
   /** Receipts in one execution row of a bundle. */
