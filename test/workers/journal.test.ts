@@ -289,7 +289,11 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await finalize(c.trace_id, { fence: 1, response: 1, error: 2 })).body.error.code).toBe("MALFORMED_REQUEST");
     expect((await finalize(c.trace_id, { fence: 1, response: {}, effect: "sideways" })).body.error.code).toBe("MALFORMED_REQUEST");
     expect((await finalize("NOT-HEX", { fence: 1, response: {} })).status).toBe(400);
+    // Refused before a sequence number and a signature are spent on it.
+    const before = await sequenceNow();
     expect((await finalize(c.trace_id, { fence: 1, response: {}, effect: "compensated" })).body.error.code).toBe("ILLEGAL_TRANSITION");
+    expect((await finalize(c.trace_id, { fence: 1, error: { message: "x" }, effect: "applied" })).body.error.code).toBe("ILLEGAL_TRANSITION");
+    expect(await sequenceNow()).toBe(before);
     expect((await start("00000000000000ff")).status).toBe(404);
     expect((await evidence("00000000000000ff")).status).toBe(404);
   });
@@ -496,7 +500,7 @@ describe("the evidence store's query", () => {
     const window = await h.call(`/v1/evidence?from=${base + 10}&to=${base + 12}&limit=200`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
     expect(window.body.records).toHaveLength(12);
     expect(window.body.next_cursor).toBeNull();
-    for (const bad of ["limit=0", "limit=500", "verdict=maybe", "state=nowhere", "cursor=%21%21", "from=yesterday", "colour=red"]) {
+    for (const bad of ["limit=0", "limit=500", "limit=1e2", "limit=0x10", "limit=%201", "verdict=maybe", "state=nowhere", "cursor=%21%21", "from=yesterday", "colour=red"]) {
       const r = await h.call(`/v1/evidence?${bad}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
       expect(r.status, bad).toBe(400);
       expect(r.body.error.code).toBe("MALFORMED_REQUEST");

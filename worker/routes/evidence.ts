@@ -50,7 +50,8 @@ export const evidenceRoutes = new Hono<AppEnv>()
   for (const [name, max] of [["agent_id", 512], ["tool", 256]] as const) if (q[name] !== undefined && (q[name] === "" || q[name].length > max)) bad(`${name} must be 1-${max} characters`);
   if (q.verdict !== undefined && !["allow", "deny", "escalate"].includes(q.verdict)) bad("verdict must be allow, deny or escalate");
   if (q.state !== undefined && !isJournalState(q.state)) bad("state must be a journal state");
-  const limit = q.limit === undefined ? DEFAULT_PAGE : Number(q.limit);
+  // Decimal digits only: Number() would also take "1e2", "0x10" and " 1".
+  const limit = q.limit === undefined ? DEFAULT_PAGE : /^[0-9]{1,4}$/.test(q.limit) ? Number(q.limit) : NaN;
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE) bad(`limit must be an integer from 1 to ${MAX_PAGE}`);
   const page = await c.get("services").journal(INTAKE_TENANT).query({
     agent_id: q.agent_id,

@@ -20,7 +20,7 @@ import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import type { ToolOutput } from "../protocol/issuing/rules/types.js";
 import { recordIdOf } from "../protocol/journal/core.js";
 import { grantedSkew } from "../protocol/checks/freshness.js";
-import type { EffectDisposition, JournalState } from "../protocol/journal/lifecycle.js";
+import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
 import { storedAdmission } from "./intake.js";
@@ -114,6 +114,8 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     const kind = "response" in outcome ? "response" : "error";
     to = kind === "response" ? "succeeded" : "failed_after_start";
     effect = call.effect ?? DEFAULT_EFFECT[kind];
+    // Nor are they spent on an outcome the journal would refuse to record (the append judges it again).
+    if (!isConsistentEffect(to, effect)) throw new ApiError(409, "ILLEGAL_TRANSITION", `${to} cannot carry the effect ${effect}`);
     // The fence must still hold the lease before a sequence number and a signature are spent on it.
     if (fence !== null) {
       const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence });
