@@ -75,6 +75,9 @@ describe("verifier classes (CCS §9)", () => {
     const token = "class-floor-party-token-0123456789abcdef";
     const bad = await h.admin("POST", "/v1/admin/relying-parties", { name: "floor-bad", audiences: [AUDIENCE], min_verifier_class: { "https://not-mine.example": "A" } });
     expect(bad.status).toBe(400);
+    // A prototype key names no audience: refused, not dropped into a registration with no floor at all.
+    const proto = await h.admin("POST", "/v1/admin/relying-parties", { name: "floor-proto", audiences: [AUDIENCE], min_verifier_class: JSON.parse('{"__proto__":"A"}') });
+    expect([proto.status, proto.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
     const registered = await h.admin("POST", "/v1/admin/relying-parties", { name: "floor-a", audiences: [AUDIENCE], token, min_verifier_class: "A" });
     expect(registered.status).toBe(201);
     expect(registered.body.min_verifier_class).toEqual({ [AUDIENCE]: "A" });

@@ -14,6 +14,12 @@ import { isJsonObject } from "../protocol/strict-json.js";
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
+/**
+ * A JSON object handed on as parsed, for the strict boundary behind the schema (the journal's, a registration's) to judge. `z.record` would
+ * copy it and silently leave out an own `__proto__` member (zod never assigns one), so a prototype
+ * key the boundary refuses at any depth would be accepted, and dropped, at the top level.
+ */
+const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
 export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} bytes` });
 const seconds = z.number().meta({ description: "Unix seconds" });
 const kid = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
@@ -278,7 +284,7 @@ export const IssuerView = z
 
 const MinVerifierClass = z.record(z.string(), VerifierClass).meta({ description: "the lowest verifier class accepted, per audience; a receipt of a lower class is refused (VERIFIER_CLASS_INSUFFICIENT)" });
 export const Registration = z
-  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, z.record(z.string(), z.unknown())]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
+  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
 export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
@@ -391,12 +397,6 @@ const JournalState = z.enum(JOURNAL_STATES).meta({ id: "JournalState", descripti
 const Effect = z.enum(EFFECT_DISPOSITIONS).meta({ id: "EffectDisposition" });
 const recordId = z.string().regex(/^[0-9a-f]{32}$/).meta({ description: "32 hex: derived from the idempotency key" });
 const lease = z.number().positive().max(MAX_LEASE_SECONDS).meta({ description: `seconds, at most ${MAX_LEASE_SECONDS}` });
-/**
- * A JSON object handed on as parsed, for the journal's strict boundary to judge. `z.record` would
- * copy it and silently leave out an own `__proto__` member (zod never assigns one), so a prototype
- * key the boundary refuses at any depth would be accepted, and dropped, at the top level.
- */
-const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
 const extensions = jsonObject.optional().meta({ description: "provider extensions by reverse-DNS namespace (com.example.name); credential-shaped values are stored redacted" });
 const fence = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const toolOutput = {
