@@ -45,6 +45,11 @@ export interface RevokedKeyRecord {
 
 export interface AnchorStore {
   get(issuer: string): Promise<AnchorRecord | null>;
+  /**
+   * The record as KV holds it now, past this isolate's cache: what an admin change reads before it
+   * writes, so a change made through another isolate in the cache's lifetime is not written over.
+   */
+  fresh(issuer: string): Promise<AnchorRecord | null>;
   pinned(issuer: string): Promise<PinnedIssuer | null>;
   /** Whether this isolate's cache holds `issuer` as pinned; reads nothing. */
   cachedPinned(issuer: string): boolean;
@@ -70,14 +75,15 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     cache.set(record.issuer, entry);
     return entry;
   };
-  const load = async (issuer: string) => {
-    const hit = cache.get(issuer);
+  const load = async (issuer: string, cached = true) => {
+    const hit = cached ? cache.get(issuer) : undefined;
     if (hit && Date.now() - hit.at < ANCHOR_CACHE_TTL_MS) return hit;
     const raw = await withTimeout(env.ANCHORS.get(anchorKvKey(issuer), "json"), timeoutMs, "anchor store");
     return raw === null ? null : remember(readAnchorRecord(raw));
   };
   return {
     get: async (issuer) => (await load(issuer))?.record ?? null,
+    fresh: async (issuer) => (await load(issuer, false))?.record ?? null,
     pinned: async (issuer) => (await load(issuer))?.pinned ?? null,
     cachedPinned: (issuer) => cache.has(issuer),
     cacheSize: () => cache.size,

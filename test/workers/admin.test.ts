@@ -109,6 +109,16 @@ describe("pinning anchors", () => {
 });
 
 describe("revocation and the public anchor", () => {
+  it("an admin change reads the anchor as KV holds it, not as this isolate cached it: a key pinned through another isolate can be revoked at once", async () => {
+    const issuer = await issuerFor("fresh-anchor");
+    const here = h();
+    expect((await here.pin(issuer.anchor)).status).toBe(200); // this isolate now caches the record with k1 alone
+    const k2 = { kid: "k2", alg: "Ed25519", public_key: (await issuerFor("fresh-anchor-k2")).id.publicKey };
+    expect((await h().pin({ ...issuer.anchor, keys: [...issuer.anchor.keys, k2] })).status).toBe(200); // another isolate adds k2
+    const revoked = await here.revoke(issuer.id.issuer, "k2");
+    expect([revoked.status, revoked.body.kid]).toEqual([200, "k2"]);
+  });
+
   it("shows the pinned anchor, then the revoked key; a revoked key cannot be pinned again", async () => {
     const issuer = await issuerFor("public-anchor");
     const k2 = { kid: "k2", alg: "Ed25519", public_key: (await issuerFor("public-anchor-k2")).id.publicKey, not_before: TEST_NOW - 100, not_after: TEST_NOW + 100 };

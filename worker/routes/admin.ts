@@ -36,7 +36,7 @@ async function keyCall<T extends typeof KeyCall | typeof ResetCall>(c: Context<A
   if (fingerprint !== undefined && !HEX64.test(fingerprint)) {
     throw new ApiError(400, "MALFORMED_REQUEST", "fingerprint must be 64 lowercase hex (SHA-256 of the raw key)");
   }
-  const record = await c.get("services").anchors.get(issuer as string);
+  const record = await c.get("services").anchors.fresh(issuer as string);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   return { body, record, kid, fingerprint };
 }
@@ -138,7 +138,7 @@ export const adminRoutes = new Hono<AppEnv>()
       throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, which this deployment does not hold as a Level 0 key (a secret of at least 32 bytes as lowercase hex)`);
     }
   }
-  const existing = await anchors.get(built.record.issuer);
+  const existing = await anchors.fresh(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
     throw new ApiError(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
   }
@@ -201,7 +201,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { anchors, journal } = c.get("services");
   const revocation = await anchors.revokedKey(fingerprint);
   if (!revocation) throw new ApiError(404, "NOT_FOUND", `no key with fingerprint ${fingerprint} has been revoked`);
-  const shards = (await anchors.get(revocation.issuer))?.ledger_shards ?? 1;
+  const shards = (await anchors.fresh(revocation.issuer))?.ledger_shards ?? 1;
   const timeout = dependencyTimeout(c.env);
   const ids = await chainsSignedBy(c, revocation.issuer, shards, fingerprint);
   const broken = await Promise.all(ids.map((id) => withTimeout(chainObject(c, id).brokenBy(fingerprint), timeout, "evidence chain")));
@@ -250,7 +250,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const problem = id === null ? "manifest.verifier_id is required" : issuerProblem(id);
   if (problem) throw new ApiError(400, "MANIFEST_INVALID", problem);
   const { now, anchors, ledgers, verifier } = c.get("services");
-  const record = await anchors.get(id!);
+  const record = await anchors.fresh(id!);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${id} is not pinned; pin its anchor first`);
   const revoked = new Set((await ledgers.revocations(record.issuer, record.ledger_shards ?? 1)).map((r) => r.fingerprint));
   const keys = pinnedIssuer(record).keys.filter((k) => !revoked.has(k.fingerprint));
