@@ -77,6 +77,35 @@ describe("EC-Agent work is done once per call", () => {
   });
 });
 
+describe("a trace's own findings are worked out once per trace", () => {
+  it("a trace with 200,000 problems is verified and reported whole (a spread of its findings overflowed the stack: 500 on the unauthenticated route)", async () => {
+    const w = await world(10);
+    const receipt = await w.issue(1, "head");
+    const junk = Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, 0]));
+    const events = [...w.events, { ...w.events[0], action_id: "junk", ...junk }];
+    const v = await verifyEcReceipt(receipt, w.corpus, events, { memo: new VerifyMemo(w.corpus, EC_LIMITS) });
+    expect(v.reasons).toEqual(["EVENT_SCHEMA_INVALID", "SUPPORT_LEXICAL_SUBSTRING"]);
+    expect(v.findings).toHaveLength(200_000);
+    expect(v.findings[0]).toEqual({ reason: "EVENT_SCHEMA_INVALID", detail: 'undeclared field "k0"', event: events.length - 1 });
+  });
+
+  it("the receipts of one row share their trace's findings instead of each mapping and sorting them (256 receipts × 49,000 problems of 4,096 empty events took 5.6 s a 320 kB body)", async () => {
+    const w = await world(10);
+    const events = [...w.events, ...Array.from({ length: 100 }, () => ({}))] as TraceEvent[];
+    const memo = new VerifyMemo(w.corpus, EC_LIMITS);
+    const one = await w.issue(1, "head");
+    const two = { ...(await w.issue(2, "head")), joint_digest: `sha256:${"0".repeat(64)}` };
+    const [a, b] = [await verifyEcReceipt(one, w.corpus, events, { memo }), await verifyEcReceipt(two, w.corpus, events, { memo })];
+    expect(a.reasons).toEqual(["EVENT_SCHEMA_INVALID", "EVENT_ACTION_TYPE_INVALID", "SUPPORT_LEXICAL_SUBSTRING"]);
+    expect(b.reasons).toEqual(["EVENT_SCHEMA_INVALID", "EVENT_ACTION_TYPE_INVALID", "JOINT_DIGEST_MISMATCH", "SUPPORT_LEXICAL_SUBSTRING"]);
+    // In reason order: each empty event's missing fields, then each one's action type, then the receipt's own joint digest.
+    const trace = [...Array(1100).fill("EVENT_SCHEMA_INVALID"), ...Array(100).fill("EVENT_ACTION_TYPE_INVALID")];
+    expect(a.findings.map((f) => f.reason)).toEqual(trace);
+    expect(b.findings.map((f) => f.reason)).toEqual([...trace, "JOINT_DIGEST_MISMATCH"]);
+    expect(a.findings.every((f, i) => f === b.findings[i])).toBe(true);
+  });
+});
+
 describe("EC_LIMITS: what is still superlinear is capped", () => {
   it("more evidence references in one receipt than the cap is refused, at the cap it verifies", async () => {
     const w = await world(100);

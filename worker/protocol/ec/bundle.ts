@@ -329,7 +329,7 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
     if (options.limits && row.rerun?.events && row.rerun.events.length > options.limits.events_per_trace) {
       throw new EcLimitError("events_per_trace", `row ${row.run_id}'s rerun has ${row.rerun.events.length} events; at most ${options.limits.events_per_trace} are compared in one call`);
     }
-    const eventsOk = memo.trace(row.events).problems.length === 0;
+    const eventsOk = memo.trace(row.events).findings.length === 0;
     const receipts: ReceiptReplay[] = [];
     for (const rec of row.receipts) {
       const stored = rec.receipt as Partial<EcReceipt> | null;
@@ -341,7 +341,8 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
       const integrityDiffers = !same(storedIntegrity, integrity) || !same(rec.verifier_result, integrity);
       if (integrityDiffers) {
         // The persisted objects fail a check now: name it. They pass, yet another verdict was stored: the verifier drifted.
-        const first = check.findings[0]?.reason;
+        // (The first integrity reason is the first finding's; findings themselves are not read, see verifyEcReceipt.)
+        const first = integrity.reasons.find((x): x is IntegrityReason => x !== "OK");
         reasons.add(first ? reasonFor(first) : "VERIFIER_DRIFT");
         if (drifted) reasons.add("VERIFIER_DRIFT");
       }

@@ -7,7 +7,7 @@ import { SHA256_REF } from "../encoding.js";
 import { asciiCanonical, DOMAINS, domainDigest } from "./canonical.js";
 import { corpusDigest, type Corpus } from "./corpus.js";
 import { checkEvidence, CorpusMemo, type EvidenceProperty, type EvidenceRef, type EvidenceReason } from "./evidence.js";
-import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventProblem, type EventReason, type TraceEvent } from "./events.js";
+import { EC_SCHEMA_VERSION, executionDigest, OBSERVING_TYPES, traceProblems, type EventReason, type TraceEvent } from "./events.js";
 import { claimWithin, EcLimitError, type EcLimits } from "./limits.js";
 import { lexicalSupport, prepareSpan, type LexicalReason, type LexicalResult, type PreparedSpan } from "./support.js";
 import { containsText } from "./text.js";
@@ -117,14 +117,21 @@ export interface VerifyOptions {
  * the events that observed it.
  */
 export interface PreparedTrace {
-  problems: EventProblem[];
+  /**
+   * The trace's schema problems as findings, in reason order (stably), with their distinct
+   * reasons: every receipt verified over the trace reports them, and a row of receipts shares
+   * them instead of mapping and sorting them again for each receipt.
+   */
+  findings: Finding[];
+  reasons: ReadonlySet<IntegrityReason>;
   answer: number;
   execution(): Promise<string | null>;
   observations: Map<string, number[]>;
 }
 
 export function prepareTrace(events: unknown): PreparedTrace {
-  const problems = traceProblems(events);
+  const findings: Finding[] = traceProblems(events).map((p) => ({ reason: p.reason as EventReason, detail: p.detail, event: p.index }));
+  findings.sort(byReason);
   const list = Array.isArray(events) ? (events as TraceEvent[]) : [];
   const isEvent = (e: unknown): e is TraceEvent => e !== null && typeof e === "object";
   const observations = new Map<string, number[]>();
@@ -136,7 +143,8 @@ export function prepareTrace(events: unknown): PreparedTrace {
   });
   let execution: Promise<string | null> | null = null;
   return {
-    problems,
+    findings,
+    reasons: new Set(findings.map((f) => f.reason)),
     answer: list.findIndex((e) => isEvent(e) && e.action_type === "answer"),
     execution: () => (execution ??= executionDigestOrNull(list)),
     observations,
@@ -317,15 +325,18 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   const stopped: boolean[] = [];
   for (const [i, ref] of r.evidence.entries()) {
     const check = await checkEvidence(ref, i, corpus, memo.corpusMemo, disabled as ReadonlySet<EvidenceProperty>);
-    findings.push(...check.findings.map((f) => ({ reason: f.reason as EvidenceReason, detail: f.detail, evidence: f.evidence })));
+    for (const f of check.findings) findings.push({ reason: f.reason as EvidenceReason, detail: f.detail, evidence: f.evidence });
     verified.push(check.verified);
     stopped.push(check.stopped === true);
   }
 
   let execution: string | null = null;
-  const eventProblems = Array.isArray(events) && !on("event_schema") ? [] : prepared.problems;
-  findings.push(...eventProblems.map((p) => ({ reason: p.reason as EventReason, detail: p.detail, event: p.index })));
-  if (eventProblems.length === 0) {
+  // The trace's own findings are worked out once per trace (prepareTrace) and merged in below: a
+  // row's receipts each mapping, spreading and sorting them cost receipts × problems, and a spread
+  // of some 10^5 of them overflowed the stack.
+  const traceChecked = !(Array.isArray(events) && !on("event_schema"));
+  const eventFindings = traceChecked ? prepared.findings : [];
+  if (eventFindings.length === 0) {
     const trace = events as TraceEvent[];
     execution = await prepared.execution();
     if (execution === null) findings.push({ reason: "EVENT_NO_ANSWER", detail: "the trace has no answer event" });
@@ -345,9 +356,9 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   const joint = await jointDigest({ ...pickJoint(r), trace_digest: execution ?? r.execution_digest });
   if (on("joint_digest") && joint !== r.joint_digest) findings.push({ reason: "JOINT_DIGEST_MISMATCH", detail: "the joint digest does not bind this claim, anchor, evidence, run, policy, corpus and trace" });
 
-  const order = (f: Finding) => INTEGRITY_REASONS.indexOf(f.reason);
-  findings.sort((a, b) => order(a) - order(b));
-  const integrity = [...new Set(findings.map((f) => f.reason))];
+  findings.sort(byReason);
+  const own = new Set(findings.map((f) => f.reason));
+  const integrity = INTEGRITY_REASONS.filter((reason) => own.has(reason) || (traceChecked && prepared.reasons.has(reason)));
   const evaluated = verified.length > 0 && verified.every((v) => v !== null);
   let claimPrepared: PreparedSpan | undefined;
   const lexical = evaluated ? verified.map((span) => memo.lexical(r.claim, span!, () => (claimPrepared ??= prepareSpan(r.claim)))) : [];
@@ -355,13 +366,43 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
   const supportReason: SupportReason = !evaluated
     ? SUPPORT_NOT_EVALUATED
     : (lexical.find((l) => l.supported)?.reason ?? lexical.find((l) => l.reason === "SUPPORT_LEXICAL_NONE")?.reason ?? "SUPPORT_EMPTY");
+  let all: Finding[] | undefined;
   return {
     valid: integrity.length === 0,
     reasons: [...(integrity.length ? integrity : (["OK"] as const)), supportReason],
-    findings,
+    // The trace's findings are merged in when first read: a bundle's replay reads the reasons only.
+    get findings() {
+      return (all ??= eventFindings.length > 0 ? mergeByReason(findings, eventFindings) : findings);
+    },
     recomputed: { corpus_digest: recomputedCorpus, execution_digest: execution, joint_digest: joint },
     support: { evaluated, lexical, supported },
   };
+}
+
+const reasonOrder = (f: Finding) => INTEGRITY_REASONS.indexOf(f.reason);
+const byReason = (a: Finding, b: Finding) => reasonOrder(a) - reasonOrder(b);
+
+/**
+ * A receipt's own findings and its trace's, both in reason order, as one list in reason order,
+ * stably (on a tie the receipt's own finding first, as it was found first). The trace's are
+ * copied in runs, not one by one: a receipt holds a few findings, its trace can hold 10^5.
+ */
+function mergeByReason(own: Finding[], trace: Finding[]): Finding[] {
+  const runs: Finding[][] = [];
+  let from = 0;
+  for (const f of own) {
+    // The first trace finding not before f, by binary search.
+    let [lo, hi] = [from, trace.length];
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (byReason(trace[mid], f) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    runs.push(trace.slice(from, lo), [f]);
+    from = lo;
+  }
+  runs.push(trace.slice(from));
+  return ([] as Finding[]).concat(...runs);
 }
 
 /** The execution digest, or null when there is no answer or (schema check off) no canonical form. */
