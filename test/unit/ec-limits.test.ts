@@ -147,6 +147,24 @@ describe("EC_LIMITS: what is still superlinear is capped", () => {
     expect((await replayBundle(many, { limits: EC_LIMITS })).decision).toBe("manifest_invalid"); // the cap is judged on rows that hold; this one no longer matches its digest
   });
 
+  it("more events in a bundle's rows and reruns together than the cap is refused before any row is replayed; at the cap it replays", async () => {
+    // Each trace was capped, the rows were not: 150 rows of 4,096 empty events, a dozen schema problems each, took 3 s in 2 MiB.
+    const w = await world(100, 4_000);
+    const receipt = await w.issue(1, "head");
+    const rows = (n: number, rerun = false) =>
+      Array.from({ length: n }, (_, i) => ({ run_id: `run-${i + 1}`, record_id: "r", policy: "p", seed: 1, required_claims: [], events: w.events, receipts: i === 0 ? [receipt] : [], budget_ledger: ledger, ...(rerun ? { rerun: { digest: null, events: [{} as TraceEvent], timed_out: false } } : {}) }));
+    const per = w.events.length;
+    expect(4 * per).toBeLessThanOrEqual(EC_LIMITS.events_per_call);
+    expect(5 * per).toBeGreaterThan(EC_LIMITS.events_per_call);
+    const over = await buildBundle(w.corpus, rows(5));
+    await expect(replayBundle(over, { limits: EC_LIMITS })).rejects.toMatchObject({ name: "EcLimitError", limit: "events_per_call" });
+    expect((await replayBundle(over)).rows).toHaveLength(5); // uncapped (the CLI) it replays
+    expect((await replayBundle(await buildBundle(w.corpus, rows(4)), { limits: EC_LIMITS })).decision).toBe("match");
+    // A rerun's events count too.
+    const limits = { ...EC_LIMITS, events_per_call: 4 * per };
+    await expect(replayBundle(await buildBundle(w.corpus, rows(4, true)), { limits })).rejects.toMatchObject({ limit: "events_per_call" });
+  });
+
   it("a corpus of more documents than the cap is refused before any is hashed, on verify and on replay; at the cap it is read", async () => {
     const w = await world(10);
     const receipt = await w.issue(1, "head");

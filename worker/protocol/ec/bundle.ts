@@ -321,7 +321,18 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
   const environmentDrift = b.manifest.support_config_digest !== configDigest;
   const replayed: RowReplay[] = [];
   const coverageRuns = [];
-  for (const mr of b.manifest.rows.filter((r) => r.kind === "execution")) {
+  const executions = b.manifest.rows.filter((r) => r.kind === "execution");
+  if (options.limits) {
+    let events = 0;
+    for (const mr of executions) {
+      const row = b.rows[mr.id] as ExecutionRow;
+      events += row.events.length + (row.rerun?.events?.length ?? 0);
+    }
+    if (events > options.limits.events_per_call) {
+      throw new EcLimitError("events_per_call", `the bundle's rows and reruns hold ${events} events; at most ${options.limits.events_per_call} are replayed in one call`);
+    }
+  }
+  for (const mr of executions) {
     const row = b.rows[mr.id] as ExecutionRow;
     if (options.limits && row.receipts.length > options.limits.receipts_per_run) {
       throw new EcLimitError("receipts_per_run", `row ${row.run_id} has ${row.receipts.length} receipts; at most ${options.limits.receipts_per_run} are replayed per execution`);

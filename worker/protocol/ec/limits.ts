@@ -18,6 +18,12 @@ export const EC_LIMITS = {
   receipts_per_run: 256,
   /** Events in one trace (a verify call's events, a row's events or its rerun's). */
   events_per_trace: 4096,
+  /**
+   * Events in all the traces of one call (a bundle's rows and their reruns). A well-formed event is
+   * at least 155 bytes of JSON, so a 2 MiB body holds fewer than this; an ill-formed one (`{}`, 3
+   * bytes) is a dozen schema problems, and rows of them cost 20 ms and 6 MB each.
+   */
+  events_per_call: 16_384,
   /** Code points of one claim: a claim is a sentence or a few, and each span it meets reads its atoms (and answers them). */
   claim_code_points: 16_384,
   /** Spans one `/v1/support/evaluate` call judges a claim against. */
