@@ -261,7 +261,7 @@ describe("an answer's size is capped like its work", () => {
 
   it("counts bytes as JSON writes them: escaped control characters and multi-byte UTF-8, not code units", () => {
     const limits = { answer_bytes: 1000 };
-    for (const [text, fits] of [["a".repeat(950), true], ["\u0001".repeat(200), false], ["é".repeat(400), true], ["€".repeat(400), false], ["😀".repeat(200), true], ["😀".repeat(300), false]] as const) {
+    for (const [text, fits] of [["a".repeat(950), true], ["\u0001".repeat(200), false], ["é".repeat(400), true], ["€".repeat(400), false], ["😀".repeat(200), true], ["😀".repeat(300), false], ["\ud800".repeat(200), false], ["\ude00".repeat(200), false], ["a\ud800".repeat(100), true], ["\ude00\ud800".repeat(100), true]] as const) {
       const answer = { run: text };
       expect(new TextEncoder().encode(JSON.stringify(answer)).length <= limits.answer_bytes, text.slice(0, 3)).toBe(fits);
       if (fits) expect(() => answerWithin(answer, limits)).not.toThrow();

@@ -68,12 +68,18 @@ export function claimWithin(claim: string, limits: Pick<EcLimits, "claim_code_po
   for (const _ of claim) if (++n > limits.claim_code_points) throw new EcLimitError("claim_code_points", `a claim of more than ${limits.claim_code_points} code points; a claim is a sentence or a few`);
 }
 
-/** Bytes of a string in JSON: UTF-8, with its quotes and the escapes of `"`, `\\` and control characters. */
+/**
+ * Bytes of a string in JSON: UTF-8, with its quotes and the escapes of `"`, `\\` and control
+ * characters; a lone surrogate is written as a `\uXXXX` escape (6 bytes), a pair as 4 bytes.
+ */
 function jsonStringBytes(text: string, budget: number): number {
   let n = 2;
   for (let i = 0; i < text.length && n <= budget; i++) {
     const c = text.charCodeAt(i);
-    n += c < 0x20 ? 6 : c === 0x22 || c === 0x5c ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 2 : 3;
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += c < 0x20 ? 6 : c === 0x22 || c === 0x5c ? 2 : c < 0x80 ? 1 : c < 0x800 ? 2 : c >= 0xd800 && c <= 0xdfff ? 6 : 3;
   }
   return n;
 }
