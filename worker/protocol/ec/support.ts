@@ -96,6 +96,10 @@ export function lexicalSupport(
 
 const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 const WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];
+/** A case-folded word → the month or weekday it names: the full name, or its first three letters ("sept" too). */
+const byNameOrPrefix = (names: readonly string[]) => new Map(names.flatMap((full) => [[full, full], [full.slice(0, 3), full]] as [string, string][]));
+const MONTH_OF = new Map([...byNameOrPrefix(MONTHS), ["sept", "september"]]);
+const WEEKDAY_OF = byNameOrPrefix(WEEKDAYS);
 /** Capitalised month names and abbreviations, as they open a date. */
 const MONTH_NAME = "(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\\.?";
 const monthNumber = (name: string) => {
@@ -193,9 +197,9 @@ export function temporalAtoms(text: string): string[] {
   for (const m of text.matchAll(PATTERNS.word)) {
     if (!/^\p{Lu}/u.test(m[0])) continue;
     const w = casefold(m[0]);
-    const month = MONTHS.find((full) => full === w || (w.length >= 3 && full.slice(0, 3) === w) || (w === "sept" && full === "september"));
+    const month = MONTH_OF.get(w);
     if (month) out.add(`month:${month}`);
-    const day = WEEKDAYS.find((full) => full === w || (w.length >= 3 && full.slice(0, 3) === w));
+    const day = WEEKDAY_OF.get(w);
     if (day) out.add(`weekday:${day}`);
   }
   for (const [, before, count, unit, after] of text.matchAll(PATTERNS.duration)) {
@@ -209,10 +213,8 @@ export function temporalAtoms(text: string): string[] {
   return [...out].sort();
 }
 
-const isTemporalWord = (word: string) => {
-  const w = casefold(word);
-  return MONTHS.some((m) => m === w || (w.length >= 3 && m.slice(0, 3) === w)) || w === "sept" || WEEKDAYS.some((d) => d === w || (w.length >= 3 && d.slice(0, 3) === w));
-};
+/** Whether a case-folded word names a month or a weekday. */
+const isTemporalWord = (folded: string) => MONTH_OF.has(folded) || WEEKDAY_OF.has(folded);
 
 /**
  * Whether the word at `index` opens a sentence: only whitespace before it, or the text before it
@@ -236,8 +238,9 @@ export function atoms(text: string): Atoms {
   for (const m of text.matchAll(PATTERNS.number)) numbers.add(m[0].replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, ""));
   for (const m of text.matchAll(PATTERNS.word)) {
     const word = m[0];
-    if (!/^\p{Lu}/u.test(word) || isTemporalWord(word)) continue;
+    if (!/^\p{Lu}/u.test(word)) continue;
     const folded = casefold(word);
+    if (isTemporalWord(folded)) continue;
     const sentenceStart = opensSentence(text, m.index ?? 0);
     if (sentenceStart && SENTENCE_START_STOPWORDS.includes(folded)) continue;
     entities.add(folded);

@@ -11,8 +11,12 @@ const FOLD = new Map<number, string>(
   }),
 );
 
+const ASCII_ONLY = /^[\x00-\x7f]*$/;
+
 /** Python's `str.casefold()`: full Unicode case folding, so `ß` → `ss`, `ς` → `σ`. */
 export function casefold(text: string): string {
+  // ASCII folds as it lowercases (A–Z only), and most text is ASCII: no walk through the table.
+  if (ASCII_ONLY.test(text)) return text.toLowerCase();
   let out = "";
   for (const ch of text) out += FOLD.get(ch.codePointAt(0)!) ?? ch;
   return out;
