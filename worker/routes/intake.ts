@@ -160,7 +160,11 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     // judging again would only sign the same escalation once more.
     const escalated = loaded.record.state === "awaiting_approval" && latest.receipt.verdict === "escalate";
     const approves = intake.humanApproval !== null && intake.humanApproval.request_hash === latest.receipt.request_hash;
-    if (!escalated || !approves || approval === latest.approval_jcs) {
+    // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
+    // start, so an approval cannot move it on either: judging it again would sign an allow (under the
+    // new key) that nothing can act on.
+    const marked = escalated && approves && approval !== latest.approval_jcs && (await services.journal(INTAKE_TENANT).markOf(reserved.record.record_id)) !== null;
+    if (!escalated || !approves || approval === latest.approval_jcs || marked) {
       const { approval_jcs: _approval, ...answer } = retriedAdmission(loaded.history)!;
       return { ...answer, replay: true as const };
     }
