@@ -1,7 +1,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, listDurableObjectIds, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ledgerName } from "../../worker/protocol/ledger.js";
+import { ledgerName, ledgerNames } from "../../worker/protocol/ledger.js";
 import { harness, issuerFor } from "../support/app-harness.js";
 
 const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
@@ -29,6 +29,19 @@ describe("a sharded issuer (ledger_shards: 4)", () => {
     expect(answers.every((a) => codes(a).join() === "ANCHOR_REVOKED")).toBe(true);
     const shown = await h.call(`/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`);
     expect(shown.body).toMatchObject({ ledger_shards: 4, revoked: [{ kid: issuer.id.kid, fingerprint: shown.body.keys[0].fingerprint }] });
+  });
+
+  it("refuses to pin an issuer named like one of another issuer's shards (a # in the issuer): it would share that shard's ledger", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("sharded-namesake");
+    expect((await h.pin({ ...issuer.anchor, ledger_shards: 2 })).status).toBe(200);
+    for (const k of [0, 1]) {
+      const namesake = await issuerFor(`sharded-namesake-${k}`);
+      // Unsharded, its ledger would be named by the issuer alone: one of the sharded issuer's.
+      expect(ledgerNames(issuer.id.issuer, 2)).toContain(ledgerName(`${issuer.id.issuer}#${k}`, "0".repeat(32), 1, new Uint8Array()));
+      const res = await h.pin({ ...namesake.anchor, issuer: `${issuer.id.issuer}#${k}` });
+      expect([res.status, res.body.error?.code]).toEqual([400, "ANCHOR_INVALID"]);
+    }
   });
 
   it("refuses to change an issuer's shard count with 409 ANCHOR_SHARDS_IMMUTABLE", async () => {

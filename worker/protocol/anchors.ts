@@ -113,6 +113,9 @@ export async function buildAnchorRecord(body: unknown, now: number): Promise<Anc
   if (tooLong) errors.push(tooLong);
   // Pinned only as receipts can name it: an issuer no receipt could carry would hold its keys for nothing.
   else if (!isHttpsUri(pin.issuer)) errors.push("issuer must be an https:// URI with a host, as receipts name their issuer");
+  // A sharded issuer's ledgers are named <issuer>#k: an issuer holding # could be one of them and
+  // share its ledger (its nonces, revocations and key uses) with another issuer.
+  else if (pin.issuer.includes("#")) errors.push("issuer must not hold # (a fragment): an issuer's ledger shards are named <issuer>#k");
   if (pin.org_id != null && !isHttpsUri(pin.org_id)) errors.push("org_id must be an https:// URI with a host");
   const kids = new Set<string>();
   const keys: AnchorKey[] = [];
