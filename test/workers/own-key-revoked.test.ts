@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
 
 let traces = 0;
 const trace = () => (0xb000 + ++traces).toString(16).padStart(16, "0");
@@ -17,12 +17,20 @@ const command = (extra: Record<string, unknown> = {}) => ({
 let h: Harness;
 const post = (path: string, body: unknown) => h.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify(body) });
 let issuer: { issuer: string; kid: string };
+const LIVE_CHAIN = "own-key-revoked-live";
 
 beforeAll(async () => {
   h = harness(env, createExecutionContext());
   const doc = await h.call("/.well-known/ccs-issuer");
   expect((await h.pin(doc.body)).status).toBe(200);
   issuer = { issuer: doc.body.issuer, kid: doc.body.keys[0].kid };
+  // A live chain whose hop another issuer signed: the revocation below does not break it.
+  const other = await issuerFor("own-key-revoked-hop");
+  expect((await h.pin(other.anchor)).status).toBe(200);
+  const { receipt } = await other.receipt();
+  const appended = await h.call(`/v1/chains/${LIVE_CHAIN}/hops`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entry: { hop_count: 0, receipt } }) });
+  expect(appended.status, appended.text).toBe(200);
+  expect((await h.call(`/v1/chains/${LIVE_CHAIN}`)).body.seal).toMatchObject({ issuer: issuer.issuer, kid: issuer.kid });
 });
 
 describe("issuing after this deployment's own signing key was revoked", () => {
@@ -53,5 +61,12 @@ describe("issuing after this deployment's own signing key was revoked", () => {
     const answered = await post(`/v1/intake/${challenged.trace_id}/evidence`, { human_approval: approval });
     expect(answered.status).toBe(503);
     expect(answered.body.error.code).toBe("SIGNING_KEY_REVOKED");
+  });
+
+  it("a live chain's read signs no seal under the revoked key: 503 SIGNING_KEY_REVOKED (it answered a fresh seal no verifier here accepts)", async () => {
+    const read = await h.call(`/v1/chains/${LIVE_CHAIN}`);
+    expect(read.status, read.text).toBe(503);
+    expect(read.body.error.code).toBe("SIGNING_KEY_REVOKED");
+    expect(read.text).not.toMatch(/"signature"/);
   });
 });

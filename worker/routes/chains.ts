@@ -14,6 +14,7 @@ import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
+import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
 
 /**
  * Anchors, verifier, the issuers' ledgers, key revocations (each issuer's asked once per call) for
@@ -193,6 +194,9 @@ export const chainRoutes = new Hono<AppEnv>()
   const state = await withTimeout(reading, dependencyTimeout(c.env), "evidence chain");
   if (!state) throw unknownChain(chainId);
   if (state.owner !== party) throw notOwned(chainId);
-  const seal = state.chain_valid ? signSeal(state, signingIdentity(c.env), Math.floor(c.get("services").now())) : null;
+  // A seal is issued like a receipt: never under this deployment's own key once it is revoked.
+  const identity = signingIdentity(c.env);
+  if (state.chain_valid && (await ownKeyRevoked(c, { identity }))) throw signingKeyRevoked();
+  const seal = state.chain_valid ? signSeal(state, identity, Math.floor(c.get("services").now())) : null;
   return c.json({ ...shownTo(c, state), seal });
 });

@@ -32,7 +32,7 @@ import { recordEvidencedAdmission, signedContexts } from "./intake.js";
  * propagation elsewhere) nothing is issued that would only fail ANCHOR_REVOKED; a receipt signed
  * in that interval is still refused at verification, where the ledger is authoritative.
  */
-export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Issuing): Promise<boolean> {
+export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Pick<Issuing, "identity">): Promise<boolean> {
   const known = ownKeyChecks.get(identity.fingerprint);
   if (known && (known.revoked || Date.now() - known.at < OWN_KEY_CHECK_TTL_MS)) return known.revoked;
   const revoked = (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
