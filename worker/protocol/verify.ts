@@ -65,6 +65,8 @@ export interface VerifyOptions extends Presented {
   reportedOutcome?: ReportedOutcome;
   /** Further stateless checks of the context the receipt arrived in (an envelope's, say); their failures also keep the nonce unconsumed. */
   contextChecks?: (r: Receipt, receiptHash: string) => Failure[];
+  /** Told the fingerprint of the pinned key the signature verified under (what a caller records the receipt by). */
+  onSigned?: (fingerprint: string) => void;
 }
 
 /**
@@ -153,6 +155,7 @@ export async function verifyReceipt(value: unknown, opts: VerifyOptions, deps: V
   const stateless: Failure[] = [...checkFreshness(r, opts.now, opts.policy), ...(opts.audience === null ? [] : checkAudience(r, opts.audience))];
   const pinned = await dependency("anchor store", () => deps.anchors(r.issuer));
   const signature = await checkSignature(r, signedBytes, pinned?.keys ?? null, deps.verifier, opts.now);
+  if (signature.fingerprint !== null && opts.onSigned) opts.onSigned(signature.fingerprint);
   stateless.push(...signature.failures, ...(await binding));
   if (pinned && !configHashPinned(r.config_hash, pinned.configHashes)) stateless.push(failure("CONFIG_NOT_PINNED", `config_hash ${r.config_hash} is not pinned for ${r.issuer} (SEC-008)`));
   if (opts.contextChecks) stateless.push(...opts.contextChecks(r, await receiptHash));

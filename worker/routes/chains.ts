@@ -141,6 +141,7 @@ export const chainRoutes = new Hono<AppEnv>()
   const previous = entry.previous_receipt_hash ?? null;
   // The relying party's verifier-class floor (CCS §9) holds here as on the receipt route.
   const classes = verifierClasses(c, audience ?? "", verifyDeps(services));
+  let signedBy: string | null = null;
   const decision = await verifyReceipt(
     entry.receipt,
     {
@@ -153,6 +154,7 @@ export const chainRoutes = new Hono<AppEnv>()
         ...classes.check(r.issuer),
         ...judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
       ],
+      onSigned: (fingerprint) => (signedBy = fingerprint),
     },
     classes.deps,
   );
@@ -161,15 +163,19 @@ export const chainRoutes = new Hono<AppEnv>()
     const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
     return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
   }
-  // CCS §14: the hop's signing key is noted on its issuer's ledger before the hop lands, so a
-  // revocation of that key finds this chain; a key revoked meanwhile is refused here.
+  // CCS §14: the hop's signing key (the one the signature verified under, by fingerprint: a kid may
+  // have named other keys, and the anchor may be re-pinned meanwhile) is noted on its issuer's
+  // ledger before the hop lands, so a revocation of that key finds this chain; a key revoked
+  // meanwhile is refused here.
   const issuer = decision.issuer!;
+  if (signedBy === null) throw new Error("a verified receipt names no signing key");
+  const fingerprint: string = signedBy;
+  // The shard count of an issuer never changes, so reading the anchor again is safe for it.
   const pinned = await services.anchors.pinned(issuer);
-  const key = pinned?.keys.find((k) => k.kid === decision.kid);
-  if (!pinned || !key) throw new Error("a verified receipt's key is not among its issuer's pinned keys");
-  const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, key.fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
-  if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${key.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
-  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: key.fingerprint };
+  if (!pinned) return c.json({ error: { code: "UNTRUSTED_ISSUER", detail: `issuer ${issuer} was unpinned while the hop was judged` }, nonce_consumed: decision.nonce_consumed }, 422);
+  const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
+  if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${decision.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
+  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: fingerprint };
   const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
   if (result.kind === "not-owned") throw notOwned(chainId);
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
