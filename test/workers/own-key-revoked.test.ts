@@ -69,4 +69,12 @@ describe("issuing after this deployment's own signing key was revoked", () => {
     expect(read.body.error.code).toBe("SIGNING_KEY_REVOKED");
     expect(read.text).not.toMatch(/"signature"/);
   });
+
+  it("the manifest is not signed under the revoked key either: /.well-known/ccs-manifest and the own verifier's manifest are 503 SIGNING_KEY_REVOKED", async () => {
+    const wellKnown = await h.call("/.well-known/ccs-manifest");
+    expect([wellKnown.status, wellKnown.body?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
+    const own = await h.call(`/v1/verifiers/${encodeURIComponent(issuer.issuer)}/manifest`);
+    expect([own.status, own.body?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
+    expect(own.text).not.toMatch(/"signature"/);
+  });
 });

@@ -3,6 +3,7 @@ import type { AppEnv } from "../app.js";
 import { issuing, signingIdentity } from "../config.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { issuerDocument } from "../protocol/issuing/identity.js";
+import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
 
 /** How long a client may reuse the manifest before revalidating with If-None-Match. */
 export const MANIFEST_MAX_AGE = 300;
@@ -26,7 +27,10 @@ export const wellKnownRoutes = new Hono<AppEnv>()
    * window (the signature is deterministic), so a poller's If-None-Match is answered 304 without a body.
    */
   .get("/ccs-manifest", async (c) => {
-  const { manifest } = await issuing(c.env);
+  const own = await issuing(c.env);
+  // A manifest signed under a revoked key vouches for nothing: nothing is signed with it.
+  if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+  const { manifest } = own;
   const { text } = await manifest.signed(c.get("services").now());
   const etag = `"${await sha256Hex(text)}"`;
   c.header("ETag", etag);
