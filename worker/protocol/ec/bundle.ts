@@ -269,7 +269,10 @@ const canonicalOrNull = (v: unknown): string | null => {
     return null;
   }
 };
-const same = (a: unknown, b: unknown) => canonicalOrNull(a) !== null && canonicalOrNull(a) === canonicalOrNull(b);
+const same = (a: unknown, b: unknown) => {
+  const ca = canonicalOrNull(a);
+  return ca !== null && ca === canonicalOrNull(b);
+};
 
 /** The support result as a bundle records it. */
 export const supportRecord = (v: EcVerification, configDigest: string): SupportRecord => ({ evaluated: v.support.evaluated, supported: v.support.supported, reason: v.reasons.at(-1)!, config_digest: configDigest });
