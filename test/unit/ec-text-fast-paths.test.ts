@@ -5,7 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { CASEFOLD_TABLE } from "../../worker/protocol/ec/casefold-table.js";
-import { atoms, temporalAtoms } from "../../worker/protocol/ec/support.js";
+import { atoms, GUARD_MANIFEST, temporalAtoms } from "../../worker/protocol/ec/support.js";
+
+const atomsWordPattern = GUARD_MANIFEST.extractors.entity.word;
 import { casefold } from "../../worker/protocol/ec/text.js";
 
 const FOLD = new Map(CASEFOLD_TABLE.split(";").map((e) => e.split("=")).map(([cp, f]) => [parseInt(cp, 16), String.fromCodePoint(...f.split(",").map((h) => parseInt(h, 16)))]));
@@ -34,4 +36,29 @@ describe("EC text fast paths", () => {
       expect(found.filter((a) => a.startsWith("month:") || a.startsWith("weekday:")), w).toEqual([...(month ? [`month:${month}`] : []), ...(day ? [`weekday:${day}`] : [])]);
     }
   });
+
+  it("takes a word for capitalised exactly when /^\\p{Lu}/u does, for every first character (ASCII is judged without the expression)", () => {
+    const firsts = Array.from({ length: 0x10000 }, (_, c) => c).filter((c) => c < 0xd800 || c > 0xdfff).map((c) => String.fromCharCode(c));
+    firsts.push("\u{10400}", "\u{1D400}", "\u{1F600}", "\u{10428}");
+    for (const ch of firsts) {
+      const word = `${ch}b`;
+      const whole = new RegExp(`^${atomsWordPattern}$`, "u").test(word);
+      const expected = whole && /^\p{Lu}/u.test(word) ? [casefold(word)] : [];
+      expect(atoms(`x ${word} y`).entities, JSON.stringify(ch)).toEqual(expected);
+    }
+  });
+
+  it("removes thousands separators as before, the replace skipped only for numbers without a comma", () => {
+    const text = "1,234 and 12,34 and 5.000,000 and 1,234,567.5 and 7 and 1,2345 and ١,٢٣٤";
+    const before = [...new Set([...text.matchAll(/\p{Nd}+(?:[.,]\p{Nd}+)*/gu)].map((m) => m[0].replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "")))].sort();
+    expect(atoms(text).numbers).toEqual(before);
+  });
+
+  it("gives every duration its atom, a duration met again included", () => {
+    const text = "two days later, then after two days, Two Days ago, 3 hours, 3 hours, in 4 weeks, within a decade, three centuries before, 2 days 2 days";
+    expect(temporalAtoms(text).filter((a) => a.startsWith("duration:") || a.startsWith("relative:"))).toEqual(
+      ["duration:P10Y", "duration:P2D", "duration:P4W", "duration:PT3H", "relative:+P2D", "relative:-P2D", "relative:-P300Y"].sort(),
+    );
+  });
 });
+

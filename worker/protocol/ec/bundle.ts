@@ -143,6 +143,15 @@ export interface ReplayReport {
 export const rowDigest = (data: unknown): Promise<string> => domainDigest(DOMAINS.row, data);
 export const outerDigest = (manifest: unknown): Promise<string> => domainDigest(DOMAINS.bundle, manifest);
 
+/**
+ * Sets an own, enumerable property whatever its name: a plain assignment to `__proto__` sets the
+ * object's prototype instead (or, for a string, does nothing), so a row named `__proto__` was
+ * left out of the report's row digests, and of a bundle built with it.
+ */
+const setOwn = <T>(target: Record<string, T>, key: string, value: T): void => {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+};
+
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 const exactKeys = (v: Record<string, unknown>, keys: string[]) => Object.keys(v).length === keys.length && keys.every((k) => Object.hasOwn(v, k));
 const isInt = (v: unknown) => Number.isSafeInteger(v) && (v as number) >= 0;
@@ -235,7 +244,7 @@ async function manifestProblems(bundle: unknown, expected: string | null, limits
       add("ROW_MALFORMED", `row ${row.id} has no canonical form (a non-finite number?)`);
       continue;
     }
-    rows[row.id] = digest;
+    setOwn(rows, row.id, digest);
     if (digest !== row.sha256) add("ROW_DIGEST_MISMATCH", `row ${row.id}: digest ${digest} is not the manifest's ${row.sha256}`);
     if (row.kind === "execution") {
       if (!formed.has(row.id)) formed.set(row.id, executionProblem(row.id, data[row.id]));
@@ -269,7 +278,10 @@ const canonicalOrNull = (v: unknown): string | null => {
     return null;
   }
 };
-const same = (a: unknown, b: unknown) => canonicalOrNull(a) !== null && canonicalOrNull(a) === canonicalOrNull(b);
+const same = (a: unknown, b: unknown) => {
+  const ca = canonicalOrNull(a);
+  return ca !== null && ca === canonicalOrNull(b);
+};
 
 /** The support result as a bundle records it. */
 export const supportRecord = (v: EcVerification, configDigest: string): SupportRecord => ({ evaluated: v.support.evaluated, supported: v.support.supported, reason: v.reasons.at(-1)!, config_digest: configDigest });
@@ -443,7 +455,7 @@ export async function buildBundle(corpusIn: Corpus, executions: ExecutionInput[]
       receipts.push({ receipt, verifier_result: { valid: check.valid, reasons: integrityReasons(check) }, support_result: supportRecord(check, configDigest) });
     }
     const row: ExecutionRow = { run_id: run.run_id, record_id: run.record_id, policy: run.policy, seed: run.seed, required_claims: run.required_claims, events: run.events, receipts, budget_ledger: run.budget_ledger, rerun: run.rerun ?? null };
-    rows[run.run_id] = row;
+    setOwn(rows, run.run_id, row);
     manifestRows.push({ id: run.run_id, kind: "execution", sha256: await rowDigest(row) });
   }
   const manifest: Manifest = { schema_version: EC_SCHEMA_VERSION, verifier_version: VERIFIER_VERSION, support_config_digest: configDigest, corpus_digest: cd, rows: manifestRows };

@@ -241,12 +241,18 @@ export type JointInput = Pick<EcReceipt, "schema_version" | "policy_id" | "run_i
 
 /** SHA-256 over the joint domain separator and the canonical joint input; null when the evidence has no canonical form. */
 export async function jointDigest(input: JointInput): Promise<string | null> {
+  // One canonical pass: testing the evidence before the digest canonicalised it twice. Only when
+  // the digest fails is the evidence tried alone, to tell its failure (null) from another's.
   try {
-    asciiCanonical(input.evidence);
-  } catch {
-    return null;
+    return await domainDigest(DOMAINS.joint, input);
+  } catch (err) {
+    try {
+      asciiCanonical(input.evidence);
+    } catch {
+      return null;
+    }
+    throw err;
   }
-  return domainDigest(DOMAINS.joint, input);
 }
 
 /** Why `event` is not the committed emission of this claim, or null. */

@@ -180,6 +180,16 @@ function isoDuration(count: string, unit: string): string | null {
   return `P${u[2] ? "T" : ""}${n * u[1]}${u[0]}`;
 }
 
+/** A duration match's atom: `relative:±P…` with a direction, else `duration:P…`; null when it is no duration. */
+function durationAtom(before: string | undefined, count: string, unit: string, after: string | undefined): string | null {
+  const iso = isoDuration(count, unit);
+  if (!iso) return null;
+  const dir = (w: string | undefined) => (!w ? null : FORWARD.includes(casefold(w)) ? "+" : BACKWARD.includes(casefold(w)) ? "-" : null);
+  // "four days later", "two years ago"; else "after four days", "before two weeks"; else a plain duration.
+  const direction = dir(after) ?? dir(before);
+  return direction ? `relative:${direction}${iso}` : `duration:${iso}`;
+}
+
 /** The temporal atoms of a text: absolute dates, years, months, weekdays, decades, durations and relative expressions with their direction. */
 export function temporalAtoms(text: string): string[] {
   const out = new Set<string>();
@@ -195,23 +205,32 @@ export function temporalAtoms(text: string): string[] {
   for (const [, y] of text.matchAll(PATTERNS.year)) out.add(`year:${y}`);
   for (const [, d] of text.matchAll(PATTERNS.decade)) out.add(`decade:${d}s`);
   for (const m of text.matchAll(PATTERNS.word)) {
-    if (!/^\p{Lu}/u.test(m[0])) continue;
+    if (!capitalised(m[0])) continue;
     const w = casefold(m[0]);
     const month = MONTH_OF.get(w);
     if (month) out.add(`month:${month}`);
     const day = WEEKDAY_OF.get(w);
     if (day) out.add(`weekday:${day}`);
   }
+  // A duration's atom depends on its four groups alone: one worked out is not worked out again.
+  const durations = new Map<string, string | null>();
   for (const [, before, count, unit, after] of text.matchAll(PATTERNS.duration)) {
-    const iso = isoDuration(count, unit);
-    if (!iso) continue;
-    const dir = (w: string | undefined) => (!w ? null : FORWARD.includes(casefold(w)) ? "+" : BACKWARD.includes(casefold(w)) ? "-" : null);
-    // "four days later", "two years ago"; else "after four days", "before two weeks"; else a plain duration.
-    const direction = dir(after) ?? dir(before);
-    out.add(direction ? `relative:${direction}${iso}` : `duration:${iso}`);
+    const key = `${before ?? ""}\u0000${count}\u0000${unit}\u0000${after ?? ""}`;
+    let atom = durations.get(key);
+    if (atom === undefined) durations.set(key, (atom = durationAtom(before, count, unit, after)));
+    if (atom) out.add(atom);
   }
   return [...out].sort();
 }
+
+/** Whether a word opens with an uppercase letter (\p{Lu}): an ASCII first character without the regular expression. */
+const UPPER_START = /^\p{Lu}/u;
+function capitalised(word: string): boolean {
+  const c = word.charCodeAt(0);
+  return c < 0x80 ? c >= 0x41 && c <= 0x5a : UPPER_START.test(word);
+}
+
+const STOPWORD_SET: ReadonlySet<string> = new Set(SENTENCE_START_STOPWORDS);
 
 /** Whether a case-folded word names a month or a weekday. */
 const isTemporalWord = (folded: string) => MONTH_OF.has(folded) || WEEKDAY_OF.has(folded);
@@ -235,14 +254,15 @@ export function opensSentence(text: string, index: number): boolean {
 export function atoms(text: string): Atoms {
   const numbers = new Set<string>();
   const entities = new Set<string>();
-  for (const m of text.matchAll(PATTERNS.number)) numbers.add(m[0].replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, ""));
+  // A number without a comma has no thousands separator to remove: no replace per number.
+  for (const [n] of text.matchAll(PATTERNS.number)) numbers.add(n.includes(",") ? n.replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "") : n);
   for (const m of text.matchAll(PATTERNS.word)) {
     const word = m[0];
-    if (!/^\p{Lu}/u.test(word)) continue;
+    if (!capitalised(word)) continue;
     const folded = casefold(word);
     if (isTemporalWord(folded)) continue;
-    const sentenceStart = opensSentence(text, m.index ?? 0);
-    if (sentenceStart && SENTENCE_START_STOPWORDS.includes(folded)) continue;
+    // Only a function word is left out at a sentence start, so only then is the start looked for.
+    if (STOPWORD_SET.has(folded) && opensSentence(text, m.index ?? 0)) continue;
     entities.add(folded);
   }
   return { numbers: [...numbers].sort(), entities: [...entities].sort(), temporal: temporalAtoms(text) };
