@@ -4,7 +4,9 @@
  */
 import { env } from "cloudflare:workers";
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { journalShards } from "../../worker/config.js";
+import { journalObjectName, partyTenant } from "../../worker/journal-store.js";
 import type { UsageLedger } from "../../durable-objects/usage-ledger.js";
 import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
@@ -54,6 +56,29 @@ describe("POST /v1/usage/receipts", () => {
     const other = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-not-journaled" }), journal_record: id });
     expect(other.status).toBe(400);
     expect(other.body.error.code).toBe("EVIDENCE_IDENTITY_MISMATCH");
+  });
+
+  it("a journal_record whose stored history does not add up is 500 JOURNAL_HISTORY_INVALID, logged as every refused history is", async () => {
+    const { post } = setup();
+    const reserved = await post("/v1/journal/reserve", { idempotency_key: "usage-journal-corrupt", action_digest: "sha256:u", attributes: { invocation_id: "inv-corrupt" } });
+    const id = reserved.body.record.record_id as string;
+    expect((await post("/v1/journal/append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
+    const registered = (await env.ANCHORS.get<RelyingParty>(`rp:${RP_NAME}`, "json"))!;
+    const stub = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(journalObjectName(partyTenant(partyScope(registered)), id, journalShards(env))));
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const entry = JSON.parse(sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = 2", id).one().entry);
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 2", JSON.stringify({ ...entry, to: "ready" }), id);
+    });
+    const failed = vi.spyOn(console, "error");
+    try {
+      const refused = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-corrupt" }), journal_record: id });
+      expect([refused.status, refused.body.error.code]).toEqual([500, "JOURNAL_HISTORY_INVALID"]);
+      const lines = failed.mock.calls.map(([line]) => JSON.parse(String(line)));
+      expect(lines).toContainEqual(expect.objectContaining({ event: "journal_history_invalid", record_id: id }));
+    } finally {
+      failed.mockRestore();
+    }
   });
 
   it("validates and stores a receipt once, with what rides on it; a retry is the stored answer; GET reads it back", async () => {

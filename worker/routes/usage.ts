@@ -110,7 +110,10 @@ async function storedReceipt(c: Context<AppEnv>, id: string): Promise<{ row: Sto
 async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocationId: string): Promise<void> {
   const loaded = await c.get("services").journal(partyTenant(partyScope(c.get("relyingParty")))).port.load(recordId);
   if (loaded.kind === "not-found") throw new ApiError(400, "USAGE_EVIDENCE_INVALID", "journal_record names no record of this relying party's journal");
-  if (loaded.kind === "corrupt") throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
+  if (loaded.kind === "corrupt") {
+    console.error(JSON.stringify({ event: "journal_history_invalid", record_id: loaded.record_id, reason: loaded.reason }));
+    throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
+  }
   const named = loaded.record.attributes.invocation_id;
   if (typeof named === "string" && named !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
 }
