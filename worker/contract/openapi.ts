@@ -215,7 +215,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "get", path: "/v1/admin/stats", summary: "decision counts by pinned issuer and code", tag: "admin", auth: "admin",
-    parameters: [{ name: "minutes", in: "query", description: "how far back, 1-1440 (default 60)" }],
+    parameters: [{ name: "minutes", in: "query", description: "how far back in minutes, a positive integer of at most 6 digits (default 60); more than 1440 reads the 24 h retained" }],
     responses: { 200: { description: "counts", schema: S.Stats }, ...errors(400, 401, 500, 503) },
   },
   {
