@@ -9,8 +9,8 @@ import { withTimeout } from "./http.js";
 export const usageLedger = (env: Env, party: string) => env.USAGE_LEDGER.get(env.USAGE_LEDGER.idFromName(`party:${party}`));
 
 /**
- * Usage evidence counts summed over `parties` (relying-party names, e.g. from
- * `services.relyingParties.list()`): receipts by attribution (`attributed`, `partial`,
+ * Usage evidence counts summed over `parties` (relying parties as `partyScope` names them, e.g.
+ * `services.relyingParties.list()` mapped by `partyScope`): receipts by attribution (`attributed`, `partial`,
  * `unavailable`), latest estimates by kind and reconciliations by disposition (`none` where a
  * receipt has no estimate or no reconciliation yet). A party that never stored anything adds
  * zeros and writes nothing.
