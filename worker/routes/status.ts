@@ -82,7 +82,9 @@ async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssue
 async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | "none" | "revoked"> {
   const own = await publishedIssuing(c.env);
   if (!own) return "none";
-  if (await ownKeyRevoked(c, own)) return "revoked";
+  // A failed read of the revocation record is not a broken configuration (which a null section
+  // says): the page then shows the manifest, as it did before it asked.
+  if (await ownKeyRevoked(c, own).catch((err) => (partial("own key revocation")(err), false))) return "revoked";
   const { manifest } = await own.manifest.signed(c.get("services").now());
   const { verifier_id, profiles, profiles_digest, published_at, expires_at, challenge_policy } = manifest;
   return { verifier_id, profiles, profiles_digest, manifest_hash: own.manifest.hash, published_at, expires_at, challenge_policy };
