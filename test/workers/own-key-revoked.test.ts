@@ -77,4 +77,12 @@ describe("issuing after this deployment's own signing key was revoked", () => {
     expect([own.status, own.body?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
     expect(own.text).not.toMatch(/"signature"/);
   });
+
+  it("the status page shows no manifest as published either: it says the key was revoked (it showed the manifest's window and hashes as GET /.well-known/ccs-manifest serves them)", async () => {
+    const page = await h.call("/");
+    expect(page.status).toBe(200);
+    expect(page.text).not.toContain("Published at <code>GET /.well-known/ccs-manifest</code>");
+    expect(page.text).not.toContain("profiles_digest");
+    expect(page.text).toContain("this deployment's signing key has been revoked, so it publishes none");
+  });
 });

@@ -17,6 +17,7 @@ import { readStatusFigures } from "../stores.js";
 import { readUsageCounts } from "../usage-store.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { publishedIssuing } from "../manifest-store.js";
+import { ownKeyRevoked } from "./challenges.js";
 import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
 export const STATUS_ISSUER_LIMIT = 50;
@@ -73,10 +74,17 @@ async function pinnedIssuers(c: Context<AppEnv>): Promise<{ issuers: StatusIssue
   return { issuers, complete: listed.complete };
 }
 
-/** This deployment's manifest as signed now, or "none" when it has no signing identity; a broken configuration throws. */
-async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | "none"> {
+/**
+ * This deployment's manifest as signed now, "none" when it has no signing identity, or "revoked"
+ * when its own signing key was revoked (`/.well-known/ccs-manifest` then answers 503
+ * SIGNING_KEY_REVOKED, so the page shows none either); a broken configuration throws.
+ */
+async function ownManifest(c: Context<AppEnv>): Promise<StatusManifest | "none" | "revoked"> {
   const own = await publishedIssuing(c.env);
   if (!own) return "none";
+  // A failed read of the revocation record is not a broken configuration (which a null section
+  // says): the page then shows the manifest, as it did before it asked.
+  if (await ownKeyRevoked(c, own).catch((err) => (partial("own key revocation")(err), false))) return "revoked";
   const { manifest } = await own.manifest.signed(c.get("services").now());
   const { verifier_id, profiles, profiles_digest, published_at, expires_at, challenge_policy } = manifest;
   return { verifier_id, profiles, profiles_digest, manifest_hash: own.manifest.hash, published_at, expires_at, challenge_policy };

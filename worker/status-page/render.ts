@@ -62,8 +62,8 @@ export interface StatusView {
   labelLimit: number;
   /** How long an isolate reuses a rendered page, seconds. */
   refreshSeconds: number;
-  /** This deployment's manifest; "none" when it signs nothing (no signing identity configured); null when it could not be built (a broken configuration). */
-  manifest?: StatusManifest | "none" | null;
+  /** This deployment's manifest; "none" when it signs nothing (no signing identity configured); "revoked" when its own signing key was revoked; null when it could not be built (a broken configuration). */
+  manifest?: StatusManifest | "none" | "revoked" | null;
   /** Usage evidence summed over the relying parties asked (at most `usagePartyLimit`); null when the ledgers did not answer. Absent: not shown. */
   usage?: { receipts: number; attribution: Record<string, number>; estimates: Record<string, number>; reconciliation: Record<string, number>; parties: number; moreParties: boolean } | null;
   usagePartyLimit?: number;
@@ -137,6 +137,7 @@ function decisionsSection(v: StatusView): string {
 function manifestSection(v: StatusView): string {
   const m = v.manifest;
   if (m === null) return `<p class="note">The capability manifest could not be built: <code>GET /.well-known/ccs-manifest</code> answers why (the configuration error, as <code>SERVICE_MISCONFIGURED</code>).</p>`;
+  if (m === "revoked") return `<p class="note">No capability manifest: this deployment's signing key has been revoked, so it publishes none (<code>GET /.well-known/ccs-manifest</code> answers 503 <code>SIGNING_KEY_REVOKED</code>) until it is re-keyed.</p>`;
   if (!m || m === "none") return `<p class="note">No capability manifest: this deployment has no signing identity configured, so it publishes none.</p>`;
   const rows = m.profiles.map((p) => `<tr><td><code>${esc(p.id)}</code></td><td>${esc(p.comparison_scope)}</td></tr>`).join("");
   const c = m.challenge_policy;
