@@ -76,6 +76,10 @@ describe("issuing after this deployment's own signing key was revoked", () => {
     const own = await h.call(`/v1/verifiers/${encodeURIComponent(issuer.issuer)}/manifest`);
     expect([own.status, own.body?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
     expect(own.text).not.toMatch(/"signature"/);
+    // Nor does it hold a profile any more: routing finds no manifest of its own.
+    const resolved = await h.call("/v1/profiles/resolve", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ profile: "ccs/1.3/intake" }) });
+    expect(resolved.status, resolved.text).toBe(200);
+    expect(resolved.text).not.toMatch(/"HELD"/);
   });
 
   it("the status page shows no manifest as published either: it says the key was revoked (it showed the manifest's window and hashes as GET /.well-known/ccs-manifest serves them)", async () => {

@@ -59,7 +59,9 @@ export const manifestRoutes = new Hono<AppEnv>()
   const { now, anchors } = c.get("services");
   const at = now();
   const own = await publishedIssuing(c.env);
-  const self: Candidate = own ? { verifier_id: own.identity.issuer, manifest: (await own.manifest.signed(at)).manifest } : { verifier_id: c.env.ISSUER ?? "", manifest: null };
+  // A deployment whose own key is revoked publishes no manifest, so it holds no profile until re-keyed.
+  const published = own && !(await ownKeyRevoked(c, own)) ? own : null;
+  const self: Candidate = published ? { verifier_id: published.identity.issuer, manifest: (await published.manifest.signed(at)).manifest } : { verifier_id: own?.identity.issuer ?? c.env.ISSUER ?? "", manifest: null };
   const listed = await anchors.listPinned(RESOLVE_VERIFIER_LIMIT);
   const records = await Promise.all(listed.issuers.map((issuer) => anchors.get(issuer)));
   const pinned: Candidate[] = records.flatMap((r) => (r?.manifest ? [{ verifier_id: r.issuer, manifest: r.manifest.document }] : []));
