@@ -401,7 +401,11 @@ describe("no double counting", () => {
     const { provider_request_id: _none, ...anonymous } = record(a, { evidence_ref: { id: "export-anon", digest: DIGEST } });
     expect((await post("/v1/costs/reconcile", { invocation_id: c.invocation_id, provider_record: anonymous })).status).toBe(200);
     expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: anonymous })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
-    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount: "0.0049" } })).status).toBe(200);
+    // Its amount is a decimal, so trailing zeros do not make it another record ("1.50" is "1.5"): it was reconciled twice.
+    for (const amount of [`${anonymous.amount}0`, `${anonymous.amount}000`]) {
+      expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount } })).body.error?.code).toBe("PROVIDER_RECORD_IN_USE");
+    }
+    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount: "0.005" } })).status).toBe(200);
   });
 
   it("a ledger created before the provider_record column learns the records its reconciliations already carry", async () => {
