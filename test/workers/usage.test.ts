@@ -429,6 +429,12 @@ describe("no double counting", () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: "USAGE_EVIDENCE_INVALID", detail: expect.stringContaining("budget_decisions[2] repeats budget_decisions[0]") });
     expect((await get(r.invocation_id)).status).toBe(404);
+    // A cost threshold is a decimal: "1.5" and "1.50" are one limit, so the decision is the same one (it was stored twice).
+    const cost = { ...decision, limit: { name: "daily-spend", metric: "cost", threshold: "1.5", currency: "USD" } };
+    const again = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [cost, { ...cost, limit: { ...cost.limit, threshold: "1.50" } }] });
+    expect([again.status, again.body.error?.code]).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+    expect(again.body.error.detail).toContain("budget_decisions[1] repeats budget_decisions[0]");
+    expect((await get(r.invocation_id)).status).toBe(404);
   });
 
   it("flags budget evidence that sits oddly beside the receipt, on the store and on every read, without refusing it", async () => {

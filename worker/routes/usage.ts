@@ -19,6 +19,7 @@ import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEst
 import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
 import { createProviderCostRecord, providerRecordKey, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
+import { normalizeDecimal } from "../protocol/usage/decimal.js";
 import { usageLedger } from "../usage-store.js";
 import { partyTenant } from "../journal-store.js";
 import { RECORD_ID } from "../protocol/journal/core.js";
@@ -151,7 +152,8 @@ export const usageRoutes = new Hono<AppEnv>()
   // One decision is one entry: the same decision twice would count it twice.
   const seen = new Map<string, number>();
   budget.forEach((d, i) => {
-    const key = jcs(d);
+    // A threshold is a decimal ("1.5" and "1.50" are one limit), so it is compared in its canonical form.
+    const key = jcs({ ...d, limit: { ...d.limit, threshold: normalizeDecimal(d.limit.threshold) } });
     const first = seen.get(key);
     if (first !== undefined) throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `budget_decisions[${i}] repeats budget_decisions[${first}]: a decision is recorded once`);
     seen.set(key, i);
