@@ -56,6 +56,12 @@ describe("POST /v1/usage/receipts", () => {
     const other = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-not-journaled" }), journal_record: id });
     expect(other.status).toBe(400);
     expect(other.body.error.code).toBe("EVIDENCE_IDENTITY_MISMATCH");
+    // A reservation naming an invocation_id that is not a string (12, {}) names no receipt's invocation: it was taken unchecked.
+    for (const [n, named] of [[2, 12], [3, { id: "inv-any" }], [4, ["inv-any"]]] as const) {
+      const odd = (await post("/v1/journal/reserve", { idempotency_key: `usage-journal-${n}`, action_digest: "sha256:u", attributes: { invocation_id: named } })).body.record.record_id;
+      const refused = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-any" }), journal_record: odd });
+      expect([refused.status, refused.body.error?.code]).toEqual([400, "EVIDENCE_IDENTITY_MISMATCH"]);
+    }
   });
 
   it("a journal_record whose stored history does not add up is 500 JOURNAL_HISTORY_INVALID, logged as every refused history is", async () => {

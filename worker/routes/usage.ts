@@ -115,8 +115,9 @@ async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocati
     console.error(JSON.stringify({ event: "journal_history_invalid", record_id: loaded.record_id, reason: loaded.reason }));
     throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
   }
-  const named = loaded.record.attributes.invocation_id;
-  if (typeof named === "string" && named !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
+  // A reservation that names an invocation_id names this receipt's only with that very string (12 or {} names none).
+  const { attributes } = loaded.record;
+  if (Object.hasOwn(attributes, "invocation_id") && attributes.invocation_id !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
 }
 
 export const usageRoutes = new Hono<AppEnv>()
