@@ -437,6 +437,19 @@ describe("the /v1/journal port routes", () => {
     expect([f.status, f.body.error?.code]).toEqual([400, "EXTENSION_INVALID"]);
     expect((await evidence(c.trace_id)).body.record.state).toBe("started");
   });
+  it("a reservation is bounded like every other step: idempotency_key, action_digest and attributes at most 32 KiB together", async () => {
+    const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
+    // 250 KB of attributes fits the 256 KiB body; it was stored as the reservation's step (and agent_id in the index row).
+    for (const attributes of [{ note: "x".repeat(250 * 1024) }, { agent_id: "x".repeat(40 * 1024) }]) {
+      const refused = await rp("reserve", { idempotency_key: "order-big", action_digest: "d", attributes });
+      expect([refused.status, refused.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      expect(refused.body.error.detail).toContain("32768 bytes");
+    }
+    expect((await rp("load-by-idempotency", { idempotency_key: "order-big" })).body.kind).toBe("not-found");
+    // Just under the bound is taken.
+    const fits = await rp("reserve", { idempotency_key: "order-big", action_digest: "d", attributes: { note: "x".repeat(32 * 1024 - 100) } });
+    expect(fits.body.kind).toBe("created");
+  });
 });
 
 describe("journal configuration", () => {

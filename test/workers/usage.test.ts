@@ -56,6 +56,12 @@ describe("POST /v1/usage/receipts", () => {
     const other = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-not-journaled" }), journal_record: id });
     expect(other.status).toBe(400);
     expect(other.body.error.code).toBe("EVIDENCE_IDENTITY_MISMATCH");
+    // A reservation naming an invocation_id that is not a string (12, {}) names no receipt's invocation: it was taken unchecked.
+    for (const [n, named] of [[2, 12], [3, { id: "inv-any" }], [4, ["inv-any"]]] as const) {
+      const odd = (await post("/v1/journal/reserve", { idempotency_key: `usage-journal-${n}`, action_digest: "sha256:u", attributes: { invocation_id: named } })).body.record.record_id;
+      const refused = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-any" }), journal_record: odd });
+      expect([refused.status, refused.body.error?.code]).toEqual([400, "EVIDENCE_IDENTITY_MISMATCH"]);
+    }
   });
 
   it("a journal_record whose stored history does not add up is 500 JOURNAL_HISTORY_INVALID, logged as every refused history is", async () => {
@@ -401,7 +407,11 @@ describe("no double counting", () => {
     const { provider_request_id: _none, ...anonymous } = record(a, { evidence_ref: { id: "export-anon", digest: DIGEST } });
     expect((await post("/v1/costs/reconcile", { invocation_id: c.invocation_id, provider_record: anonymous })).status).toBe(200);
     expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: anonymous })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
-    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount: "0.0049" } })).status).toBe(200);
+    // Its amount is a decimal, so trailing zeros do not make it another record ("1.50" is "1.5"): it was reconciled twice.
+    for (const amount of [`${anonymous.amount}0`, `${anonymous.amount}000`]) {
+      expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount } })).body.error?.code).toBe("PROVIDER_RECORD_IN_USE");
+    }
+    expect((await post("/v1/costs/reconcile", { invocation_id: d.invocation_id, provider_record: { ...anonymous, amount: "0.005" } })).status).toBe(200);
   });
 
   it("a ledger created before the provider_record column learns the records its reconciliations already carry", async () => {
@@ -424,6 +434,12 @@ describe("no double counting", () => {
     const res = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision, { ...decision, decided_at: 1_800_000_002 }, decision] });
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({ code: "USAGE_EVIDENCE_INVALID", detail: expect.stringContaining("budget_decisions[2] repeats budget_decisions[0]") });
+    expect((await get(r.invocation_id)).status).toBe(404);
+    // A cost threshold is a decimal: "1.5" and "1.50" are one limit, so the decision is the same one (it was stored twice).
+    const cost = { ...decision, limit: { name: "daily-spend", metric: "cost", threshold: "1.5", currency: "USD" } };
+    const again = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [cost, { ...cost, limit: { ...cost.limit, threshold: "1.50" } }] });
+    expect([again.status, again.body.error?.code]).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+    expect(again.body.error.detail).toContain("budget_decisions[1] repeats budget_decisions[0]");
     expect((await get(r.invocation_id)).status).toBe(404);
   });
 

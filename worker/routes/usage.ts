@@ -19,6 +19,7 @@ import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEst
 import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
 import { createProviderCostRecord, providerRecordKey, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
+import { normalizeDecimal } from "../protocol/usage/decimal.js";
 import { usageLedger } from "../usage-store.js";
 import { partyTenant } from "../journal-store.js";
 import { RECORD_ID } from "../protocol/journal/core.js";
@@ -114,8 +115,9 @@ async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocati
     console.error(JSON.stringify({ event: "journal_history_invalid", record_id: loaded.record_id, reason: loaded.reason }));
     throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of the referenced record does not add up and was refused");
   }
-  const named = loaded.record.attributes.invocation_id;
-  if (typeof named === "string" && named !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
+  // A reservation that names an invocation_id names this receipt's only with that very string (12 or {} names none).
+  const { attributes } = loaded.record;
+  if (Object.hasOwn(attributes, "invocation_id") && attributes.invocation_id !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
 }
 
 export const usageRoutes = new Hono<AppEnv>()
@@ -151,7 +153,8 @@ export const usageRoutes = new Hono<AppEnv>()
   // One decision is one entry: the same decision twice would count it twice.
   const seen = new Map<string, number>();
   budget.forEach((d, i) => {
-    const key = jcs(d);
+    // A threshold is a decimal ("1.5" and "1.50" are one limit), so it is compared in its canonical form.
+    const key = jcs({ ...d, limit: { ...d.limit, threshold: normalizeDecimal(d.limit.threshold) } });
     const first = seen.get(key);
     if (first !== undefined) throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `budget_decisions[${i}] repeats budget_decisions[${first}]: a decision is recorded once`);
     seen.set(key, i);

@@ -308,6 +308,10 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       const at = checkAt(input.at);
       if (typeof input.action_digest !== "string" || input.action_digest.length === 0 || input.action_digest.length > 256) throw new JournalInputError("MALFORMED_REQUEST", "action_digest must be a string of 1-256 characters");
       const attributes = jsonObjectOrNull(input.attributes ?? {}, "attributes")!;
+      // A reservation is a step like any other: what it stores is bounded as an append's receipt, detail and extensions are.
+      if (utf8(jcs({ idempotency_key: key, action_digest: input.action_digest, attributes })).byteLength > MAX_TRANSITION_BYTES) {
+        throw new JournalInputError("MALFORMED_REQUEST", `idempotency_key, action_digest and attributes exceed ${MAX_TRANSITION_BYTES} bytes`);
+      }
       const recordId = recordIdOf(key);
       const loaded = read(recordId);
       if (loaded.kind === "corrupt") return loaded;

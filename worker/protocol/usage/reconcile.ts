@@ -10,7 +10,7 @@ import type { JsonValue } from "../boundary.js";
 import { SHA256_REF } from "../encoding.js";
 import { jcs } from "../digest.js";
 import { costEstimateAt, type CostEstimate } from "./cost.js";
-import { decimalEquals, isDecimal, MAX_DECIMAL_LENGTH } from "./decimal.js";
+import { decimalEquals, isDecimal, MAX_DECIMAL_LENGTH, normalizeDecimal } from "./decimal.js";
 import { closed, compact, currency, EvidenceError, freeze, identifier, instant, invalid, label, oneOf, snapshot } from "./shape.js";
 
 /** Identifies evidence held behind authorised storage by integrity, never by locator. */
@@ -72,12 +72,13 @@ export function createProviderCostRecord(input: unknown): ProviderCostRecord {
  * would reconcile two invocations: the provider and the call's request id, the record's own or,
  * when it names none, that of the receipt it reconciles (checkProviderIdentity has made sure the
  * two never contradict each other), whatever amount or export cites it; with neither, the whole
- * record in canonical form (it then identifies its call by nothing else). So leaving the request
+ * record in canonical form, its amount normalised (it then identifies its call by nothing else). So leaving the request
  * id out of a record does not make it another record of a call the receipt names.
  */
 export function providerRecordKey(record: ProviderCostRecord, receiptRequestId?: string): string {
   const requestId = record.provider_request_id ?? receiptRequestId;
-  return requestId !== undefined ? jcs({ provider: record.provider, provider_request_id: requestId }) : jcs(record);
+  // The amount is a decimal ("0.0049" and "0.00490" are one amount, as reconciliation compares them), so it is keyed in its canonical form.
+  return requestId !== undefined ? jcs({ provider: record.provider, provider_request_id: requestId }) : jcs({ ...record, amount: normalizeDecimal(record.amount) });
 }
 
 /** Refuses a provider record that is about another call than the estimate's receipt. */
