@@ -142,13 +142,15 @@ export class UsageLedger extends DurableObject<Env> {
   /**
    * Records the latest estimate of a stored receipt; `receipt` is the canonical receipt the
    * estimate was derived from, which must still be the stored one. A new estimate clears the
-   * reconciliation of the previous one.
+   * reconciliation of the previous one (and releases its provider record); the same estimate
+   * again is a retry and keeps it, so a late retry cannot free a record for a second invocation.
    */
   recordEstimate(invocationId: string, receipt: string, estimate: string, kind: string, at: number): DeriveResult {
     return this.ctx.storage.transactionSync(() => {
       const held = this.row(invocationId);
       if (!held) return { kind: "not-found" as const };
       if (held.receipt !== receipt) return { kind: "conflict" as const };
+      if (held.estimate === estimate) return { kind: "stored" as const };
       this.migrate();
       this.sql.exec(
         "UPDATE usage SET estimate = ?, estimate_kind = ?, reconciliation = NULL, reconciliation_kind = NULL, provider_record = NULL, updated_at = ? WHERE invocation_id = ?",

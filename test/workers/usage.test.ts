@@ -395,9 +395,14 @@ describe("no double counting", () => {
     const { provider_request_id: _dropped, ...unnamed } = shared;
     expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: unnamed })).body.error.code).toBe("PROVIDER_RECORD_IN_USE");
     expect((await get(b.invocation_id)).body.reconciliation).toBeNull();
-    // The same invocation again is fine; a new estimate of the first releases the record.
+    // The same invocation again is fine; the same estimate of the first again is a retry and keeps
+    // the record held (a late retry must not free it); a new estimate of the first releases it.
     expect((await post("/v1/costs/reconcile", { invocation_id: a.invocation_id, provider_record: shared })).status).toBe(200);
     expect((await post("/v1/costs/estimate", { invocation_id: a.invocation_id, price_source: SOURCE })).status).toBe(200);
+    expect((await get(a.invocation_id)).body.reconciliation).not.toBeNull();
+    expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: shared })).body.error?.code).toBe("PROVIDER_RECORD_IN_USE");
+    expect((await post("/v1/costs/estimate", { invocation_id: a.invocation_id, price_source: { ...SOURCE, version: "2025-07" } })).status).toBe(200);
+    expect((await get(a.invocation_id)).body.reconciliation).toBeNull();
     expect((await post("/v1/costs/reconcile", { invocation_id: b.invocation_id, provider_record: shared })).status).toBe(200);
     // A record without a request id is identified by all of it.
     const c = receipt({ provider_request_id: undefined });
