@@ -51,30 +51,91 @@ const BRACE_EXPANSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
 /** An unquoted `$IFS` or `${IFS}`, at the start of the text tested. */
 const IFS = /^\$(?:\{IFS\}|IFS(?![A-Za-z0-9_]))/;
 
-const HEREDOC = /(?<!<)<<(?!<)(-?)\s*(['"]?)([A-Za-z0-9_]+)\2/g;
+/**
+ * A here-document operator at the position tested: `<<WORD`, `<<-WORD`, `<<'WORD'`, `<<"WORD"`,
+ * the delimiter word ending there (a longer word, `<<E-O-F` or `<<"E"OF`, is not read as one:
+ * its body is then read as commands, never the reverse).
+ */
+const HEREDOC = /<<(?!<)(-?)[ \t]*(['"]?)([A-Za-z0-9_]+)\2(?=$|[\s;&|<>()])/y;
 /** Stands in for a here-document operator once its body is set aside: `<<`, NUL, the body's index, NUL. */
 const HEREDOC_MARK = /^<<\u0000(\d+)\u0000$/;
 
-/** Sets aside the bodies of here-documents, leaving a marker where each operator was. */
+/**
+ * Sets aside the bodies of here-documents, leaving a marker where each operator was. Only an
+ * operator the shell would read is one: not inside quotes (`echo "<<X"`), nor in a comment
+ * (`# <<X`), whose following lines are commands, not a body.
+ */
 export function extractHeredocs(text: string): { text: string; bodies: string[] } {
   const lines = text.split("\n");
   const out: string[] = [];
   const bodies: string[] = [];
+  /**
+   * The quotes and substitutions open at the point read (they may span lines): `'`, `"`, `$'`,
+   * or `(`/`` ` `` for a command substitution or subshell, inside which a quote opens anew
+   * (`"$(cat <<EOF`… is a here-document).
+   */
+  const open: string[] = [];
   for (let i = 0; i < lines.length; i++) {
     const ends: { tabs: boolean; word: string; index: number }[] = [];
-    out.push(
-      lines[i].replace(HEREDOC, (_m, tabs: string, _q: string, word: string) => {
-        ends.push({ tabs: tabs === "-", word, index: bodies.length + ends.length });
-        return ` <<\u0000${bodies.length + ends.length - 1}\u0000 `;
-      }),
-    );
+    const line = lines[i];
+    let rewritten = "";
+    for (let k = 0; k < line.length; k++) {
+      const c = line[k];
+      const top = open[open.length - 1];
+      if (top === "'") {
+        if (c === "'") open.pop();
+      } else if (top === "$'") {
+        if (c === "\\") {
+          rewritten += c + (line[k + 1] ?? "");
+          k++;
+          continue;
+        }
+        if (c === "'") open.pop();
+      } else if (c === "\\") {
+        rewritten += c + (line[k + 1] ?? "");
+        k++;
+        continue;
+      } else if (c === "$" && line[k + 1] === "(") {
+        open.push("(");
+        rewritten += "$(";
+        k++;
+        continue;
+      } else if (c === "`") {
+        if (top === "`") open.pop();
+        else open.push("`");
+      } else if (top === '"') {
+        if (c === '"') open.pop();
+      } else if (c === "$" && line[k + 1] === "'") {
+        open.push("$'");
+        rewritten += "$'";
+        k++;
+        continue;
+      } else if (c === "'" || c === '"' || c === "(") open.push(c);
+      else if (c === ")") {
+        if (top === "(") open.pop();
+      } else if (c === "#" && (k === 0 || /[\s;&|()<>]/.test(line[k - 1]))) {
+        rewritten += line.slice(k);
+        break;
+      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<") {
+        HEREDOC.lastIndex = k;
+        const m = HEREDOC.exec(line);
+        if (m) {
+          ends.push({ tabs: m[1] === "-", word: m[3], index: bodies.length + ends.length });
+          rewritten += ` <<\u0000${bodies.length + ends.length - 1}\u0000 `;
+          k += m[0].length - 1;
+          continue;
+        }
+      }
+      rewritten += c;
+    }
+    out.push(rewritten);
     for (const end of ends) {
       const body: string[] = [];
       while (i + 1 < lines.length) {
         i++;
-        const line = end.tabs ? lines[i].replace(/^\t+/, "") : lines[i];
-        if (line === end.word) break;
-        body.push(line);
+        const bodyLine = end.tabs ? lines[i].replace(/^\t+/, "") : lines[i];
+        if (bodyLine === end.word) break;
+        body.push(bodyLine);
       }
       bodies[end.index] = body.join("\n");
     }
