@@ -325,9 +325,11 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       endWord();
       i += s[i + 1] === "{" ? 5 : 3;
     } else if (c === "(" && word !== null && word.endsWith("=")) {
-      // An array assignment, `name=(a b c)`, is one word.
+      // An array assignment, `name=(a b c)`, is one word; the substitutions among its elements
+      // run (`x=($(…))`), so they are this command's.
       const end = closingParen(s, i + 1);
       const stop = end < 0 ? s.length : end;
+      if (depth < MAX_SHELL_DEPTH) for (const element of parseCommands(s.slice(i + 1, stop), bodies, depth + 1).commands) subs.push(...element.substitutions);
       add(s.slice(i, stop + 1), true);
       i = stop;
     } else if (c === "(" || c === ")") {
