@@ -298,6 +298,11 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     for (const command of ["x=(a b c)", "arr=(rm -rf /)"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
   });
 
+  it("locale quoting, $\"…\", is a quoted string, not an expansion", async () => {
+    for (const command of ['$"rm" -rf /', 'rm -rf $"/"']) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: 'echo $"hello"' }))).toBe("allow");
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

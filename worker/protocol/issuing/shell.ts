@@ -310,6 +310,11 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       else add(c, true);
       continue;
     }
+    if (c === "$" && s[i + 1] === '"') {
+      // Locale quoting, `$"…"`: a double-quoted string (translated, when a catalog has it).
+      word = word ?? "";
+      continue;
+    }
     if (c === "$" && s[i + 1] === "'") {
       // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
       const { text, end } = ansiC(s, i + 2);
