@@ -65,10 +65,12 @@ const HEREDOC_MARK = /^<<\u0000(\d+)\u0000$/;
  * operator the shell would read is one: not inside quotes (`echo "<<X"`), nor in a comment
  * (`# <<X`), whose following lines are commands, not a body.
  */
-export function extractHeredocs(text: string): { text: string; bodies: string[] } {
+export function extractHeredocs(text: string): { text: string; bodies: string[]; expanding: boolean[] } {
   const lines = text.split("\n");
   const out: string[] = [];
   const bodies: string[] = [];
+  /** Whether each body is expanded by the shell (its delimiter unquoted: `$(…)` and backticks in it run). */
+  const expanding: boolean[] = [];
   /**
    * The quotes and substitutions open at the point read (they may span lines): `'`, `"`, `$'`,
    * or `(`/`` ` `` for a command substitution or subshell, inside which a quote opens anew
@@ -120,6 +122,7 @@ export function extractHeredocs(text: string): { text: string; bodies: string[] 
         HEREDOC.lastIndex = k;
         const m = HEREDOC.exec(line);
         if (m) {
+          expanding[bodies.length + ends.length] = m[2] === "";
           ends.push({ tabs: m[1] === "-", word: m[3], index: bodies.length + ends.length });
           rewritten += ` <<\u0000${bodies.length + ends.length - 1}\u0000 `;
           k += m[0].length - 1;
@@ -140,7 +143,7 @@ export function extractHeredocs(text: string): { text: string; bodies: string[] 
       bodies[end.index] = body.join("\n");
     }
   }
-  return { text: out.join("\n"), bodies };
+  return { text: out.join("\n"), bodies, expanding };
 }
 
 /** Removes the bodies of here-documents, keeping the lines that start them. */
@@ -205,11 +208,35 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
 
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
-  const { text, bodies } = extractHeredocs(input);
-  return parseCommands(text, bodies, depth);
+  const { text, bodies, expanding } = extractHeredocs(input);
+  return parseCommands(text, bodies, depth, expanding);
 }
 
-function parseCommands(s: string, bodies: readonly string[], depth: number): ParsedShell {
+/**
+ * The command substitutions (`$(…)`, backticks) in the body of a here-document whose delimiter is
+ * unquoted: the shell expands them, so they run (`cat <<EOF` … `$(rm -rf /)` … `EOF`).
+ */
+function bodySubstitutions(body: string, depth: number): ParsedShell[] {
+  const out: ParsedShell[] = [];
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === "\\") i++;
+    else if (c === "$" && body[i + 1] === "(" && body[i + 2] !== "(") {
+      const end = closingParen(body, i + 2);
+      const stop = end < 0 ? body.length : end;
+      out.push(parseShell(body.slice(i + 2, stop), depth));
+      i = stop;
+    } else if (c === "`") {
+      const end = body.indexOf("`", i + 1);
+      const stop = end < 0 ? body.length : end;
+      out.push(parseShell(body.slice(i + 1, stop), depth));
+      i = stop;
+    }
+  }
+  return out;
+}
+
+function parseCommands(s: string, bodies: readonly string[], depth: number, expanding: readonly boolean[] = []): ParsedShell {
   const commands: SimpleCommand[] = [];
   let words: string[] = [];
   let subs: ParsedShell[] = [];
@@ -254,7 +281,11 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     if (herestringNext) {
       herestrings.push(w);
       herestringNext = false;
-    } else if (mark) heredocs.push(bodies[Number(mark[1])] ?? "");
+    } else if (mark) {
+      const body = bodies[Number(mark[1])] ?? "";
+      heredocs.push(body);
+      if (expanding[Number(mark[1])] && depth < MAX_SHELL_DEPTH) subs.push(...bodySubstitutions(body, depth + 1));
+    }
     else if (w === "<<<") herestringNext = true;
     else if (w.startsWith("<<<")) herestrings.push(w.slice(3));
     else words.push(w);
@@ -274,7 +305,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     herestrings = [];
   };
   const substitution = (inner: string, literal: string) => {
-    if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1));
+    if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1, expanding));
     add(literal, true);
   };
   for (let i = 0; i < s.length; i++) {
@@ -334,7 +365,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       // run (`x=($(…))`), so they are this command's.
       const end = closingParen(s, i + 1);
       const stop = end < 0 ? s.length : end;
-      if (depth < MAX_SHELL_DEPTH) for (const element of parseCommands(s.slice(i + 1, stop), bodies, depth + 1).commands) subs.push(...element.substitutions);
+      if (depth < MAX_SHELL_DEPTH) for (const element of parseCommands(s.slice(i + 1, stop), bodies, depth + 1, expanding).commands) subs.push(...element.substitutions);
       add(s.slice(i, stop + 1), true);
       i = stop;
     } else if (c === "(" || c === ")") {
