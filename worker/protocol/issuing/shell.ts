@@ -423,9 +423,36 @@ function literalOutput(command: SimpleCommand): string[] {
   const name = program?.name.toLowerCase() ?? "";
   const args = program ? command.words.slice(program.at + 1) : [];
   if (name === "cat" && args.every((a) => a === "-")) return [...command.heredocs, ...command.herestrings];
-  if (name === "echo") return [args.filter((a) => !/^-[neE]+$/.test(a)).join(" ")];
-  if (name === "printf") return args.length > 0 ? [args.join(" ")] : [];
+  if (name === "echo") {
+    // `echo -e`, and the `echo` of dash and POSIX sh, decode backslash escapes.
+    const text = args.filter((a) => !/^-[neE]+$/.test(a)).join(" ");
+    return [text, printfEscapes(text)];
+  }
+  if (name === "printf") return args.length > 0 ? [args.join(" "), printfOutput(args[0] === "--" ? args.slice(1) : args)] : [];
   return [];
+}
+
+/** `text` with the backslash escapes `printf` (and `echo -e`) decode, decoded: `\n`, `\t`, `\xHH`, `\NNN`, … */
+const printfEscapes = (text: string): string => ansiC(text.replace(/'/g, "\\x27"), 0).text;
+
+/** What `printf FORMAT ARGS…` prints: the format's escapes decoded, each directive (`%s`, `%b`, `%d`, …) given the next argument, the format reused while arguments remain. */
+function printfOutput(args: string[]): string {
+  if (args.length === 0) return "";
+  const format = printfEscapes(args[0]);
+  const rest = args.slice(1);
+  let out = "";
+  let k = 0;
+  for (let round = 0; round < 64; round++) {
+    let used = false;
+    out += format.replace(/%(%|[-+ #0]*\d*(?:\.\d*)?([a-zA-Z]))/g, (_m, spec: string, conversion: string | undefined) => {
+      if (spec === "%") return "%";
+      used = true;
+      const arg = rest[k++] ?? "";
+      return conversion === "b" ? printfEscapes(arg) : arg;
+    });
+    if (!used || k >= rest.length) break;
+  }
+  return out;
 }
 
 /** The script texts `command` hands to a shell to run; `previous` is the command before it (it may pipe into this one). */
