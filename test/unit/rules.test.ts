@@ -320,6 +320,11 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     for (const command of ["printf 'hello\\n' | sh", "echo hi | sh", "printf '%s' done"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
   });
 
+  it("a trailing glob that matches every name, not only `*`, is taken as its directory", async () => {
+    for (const command of ["rm -rf /etc/**", "rm -rf /etc/?*", "rm -rf /usr/*?", "rm -rf **", "rm -rf ?*"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("deny");
+    for (const command of ["rm -rf /etc/x*", "rm -rf /tmp/build/**", "rm -rf *.o"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

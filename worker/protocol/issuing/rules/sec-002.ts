@@ -8,7 +8,10 @@ const UNRESOLVED_PROGRAM = /^(?:\$|`)/;
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
 
-/** `path` resolved lexically (repeated `/`, `.` and `..` folded; `..` at the root stays there), with a trailing `*` glob taken as its directory. */
+/** A glob that matches every name of a directory (but perhaps the shortest): `*`, `.*`, `**`, `?*`. */
+const EVERYTHING_GLOB = /^\.?[*?]*\*[*?]*$/;
+
+/** `path` resolved lexically (repeated `/`, `.` and `..` folded; `..` at the root stays there), with a trailing glob that matches every name (`*`, `**`, `?*`) taken as its directory. */
 export function resolveRmPath(path: string): string {
   const stack: string[] = [];
   for (const seg of path.split("/")) {
@@ -16,7 +19,7 @@ export function resolveRmPath(path: string): string {
     if (seg === "..") stack.pop();
     else stack.push(seg);
   }
-  if (stack.length > 0 && /^\.?\*$/.test(stack[stack.length - 1])) stack.pop();
+  if (stack.length > 0 && EVERYTHING_GLOB.test(stack[stack.length - 1])) stack.pop();
   return "/" + stack.join("/");
 }
 
@@ -68,7 +71,7 @@ const isProtected = (absolute: string): boolean => {
  * cannot see. Null otherwise.
  */
 export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
-  if (target === "*" || target === ".*") return "wipe";
+  if (EVERYTHING_GLOB.test(target)) return "wipe";
   const lead = LEADING_EXPANSION.exec(target);
   if (lead) {
     const rest = target.slice(lead[0].length);
