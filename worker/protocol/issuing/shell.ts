@@ -511,7 +511,7 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
 );
 
 /** Reserved words that may open a command without naming its program. */
-const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"]);
+const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until", "coproc"]);
 
 /** A redirection operator word as the parser emits it (`<`, `2>`, `>>`, `>&`, `&>`, `<<<`). */
 export const isRedirection = (w: string): boolean => /^(?:\d*[<>][<>]*[&|]?|&>>?)$/.test(w);
