@@ -40,6 +40,12 @@ export interface SimpleCommand {
   scripts: ParsedShell[];
   /** Scripts this command hands to a shell that lie deeper than MAX_SHELL_DEPTH and were not read. */
   unread: number;
+  /**
+   * The commands of the process substitutions among this command's arguments (`bash <(curl …)`),
+   * parsed. Their commands are also read on their own, after this one (a group boundary apart,
+   * not chained); this says whose argument they are (SEC-006).
+   */
+  processSubstitutions?: ParsedShell[];
 }
 
 export interface ParsedShell {
@@ -240,6 +246,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
   const commands: SimpleCommand[] = [];
   let words: string[] = [];
   let subs: ParsedShell[] = [];
+  let processSubs: ParsedShell[] = [];
   let heredocs: string[] = [];
   let herestrings: string[] = [];
   let herestringNext = false;
@@ -295,12 +302,13 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     endWord();
     herestringNext = false;
     if (words.length > 0 || heredocs.length > 0 || herestrings.length > 0) {
-      commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, chained: chained && commands.length > 0, scripts: [], unread: 0 });
+      commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, chained: chained && commands.length > 0, scripts: [], unread: 0, processSubstitutions: processSubs });
       chained = false;
     }
     if (operator) chained = true;
     words = [];
     subs = [];
+    processSubs = [];
     heredocs = [];
     herestrings = [];
   };
@@ -374,6 +382,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       endCommand(false, false);
     } else if ((c === "<" || c === ">") && s[i + 1] === "(") {
       endWord();
+      if (depth < MAX_SHELL_DEPTH) {
+        const end = closingParen(s, i + 2);
+        processSubs.push(parseCommands(s.slice(i + 2, end < 0 ? s.length : end), bodies, depth + 1, expanding));
+      }
     } else if (c === "<" && s.startsWith("<<\u0000", i)) {
       // A here-document marker left by extractHeredocs: one word.
       endWord();
