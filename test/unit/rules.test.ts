@@ -339,6 +339,15 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "diff <(sort a) <(sort b)" }))).toBe("allow");
   });
 
+  it("a glob bracket a regular expression cannot hold does not make SEC-002 or SEC-004 throw; a POSIX class is read", async () => {
+    for (const [name, tool, command] of [["SEC-002", "shell_exec", "rm -rf /[z-a]"], ["SEC-002", "shell_exec", "rm -rf /x[\\d-a]"], ["SEC-004", "read_file", "cat /tmp/../[z-a]/x"]]) {
+      expect(["allow", "deny"], command).toContain(await judgeIn(name, input(tool, { command })));
+    }
+    expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/../e[z-a]c/shadow" }))).toBe("deny");
+    for (const command of ["rm -rf /[[:alpha:]]tc", "rm -rf /[[:lower:]]*", "rm -rf /[z-a]*"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: "rm -rf /[]]tc" }))).toBe("allow");
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

@@ -29,19 +29,26 @@ const GLOB = /[*?[]/;
 /** A regular expression matching what one path segment, a glob pattern, matches. */
 export function globSegment(pattern: string): RegExp {
   let re = "";
+  let bracket: RegExpExecArray | null;
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
     if (c === "*") re += ".*";
     else if (c === "?") re += ".";
-    else if (c === "[" && pattern.indexOf("]", i + 2) > 0) {
-      const end = pattern.indexOf("]", i + 2);
-      let body = pattern.slice(i + 1, end);
+    else if (c === "[" && (bracket = /^\[[!^]?\]?(?:\[:[a-z]+:\]|[^\]])*\]/.exec(pattern.slice(i)))) {
+      let body = bracket[0].slice(1, -1);
       if (body.startsWith("!")) body = "^" + body.slice(1);
-      re += "[" + body.replace(/\\/g, "\\\\") + "]";
-      i = end;
+      // A POSIX class (`[[:alpha:]]`), an escape or a nested `[`: taken as any one character,
+      // which the bracket may match. (A range out of order, `[z-a]`, is handled below.)
+      re += /\[|\\/.test(body) ? "." : "[" + body + "]";
+      i += bracket[0].length - 1;
     } else re += c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   }
-  return new RegExp("^" + re + "$");
+  try {
+    return new RegExp("^" + re + "$");
+  } catch {
+    // A range out of order (`[z-a]`) and the like: judged as if it could match any one character.
+    return new RegExp("^" + re.replace(/\[[^\]]*\]/g, ".") + "$");
+  }
 }
 
 /**
