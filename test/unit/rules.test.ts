@@ -55,6 +55,11 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     }
   });
 
+  it("SEC-001 reads a host followed by more than one colon as a client splitting at the first colon does", async () => {
+    for (const url of ["http://127.0.0.1:80:80/", "http://a:b@10.0.0.1:1:2/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("deny");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: "http://example.com:80:80/" }))).toBe("allow");
+  });
+
   it("SEC-001's host reader sees through userinfo, ports and brackets", () => {
     expect(urlHost("http://evil.com@127.0.0.1:80/x")).toBe("127.0.0.1");
     expect(classifyHost("::1")).toBe("loopback");
