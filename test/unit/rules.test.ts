@@ -353,6 +353,13 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "rm -rf /[]]tc" }))).toBe("allow");
   });
 
+  it("a shift in arithmetic, $((1<<2)) or ((x=1<<2)), is not a here-document operator", async () => {
+    for (const command of ["echo $((1<<2))\nrm -rf /", "((x=1<<2))\nrm -rf /", "x=$(( (1+2) << 3 ))\nrm -rf /", 'echo "$((1<<2))"\nrm -rf /']) {
+      expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("deny");
+    }
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: "((i++)); cat <<EOF > f\nrm -rf /\nEOF" }))).toBe("allow");
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

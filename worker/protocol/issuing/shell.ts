@@ -103,6 +103,17 @@ export function extractHeredocs(text: string): { text: string; bodies: string[];
         rewritten += c + (line[k + 1] ?? "");
         k++;
         continue;
+      } else if ((c === "$" && line[k + 1] === "(" && line[k + 2] === "(") || (c === "(" && line[k + 1] === "(" && top !== '"')) {
+        // Arithmetic, `$((…))` or `((…))`: its `<<` is a shift, not a here-document.
+        open.push("((");
+        rewritten += line.slice(k, k + (c === "$" ? 3 : 2));
+        k += c === "$" ? 2 : 1;
+        continue;
+      } else if (c === ")" && top === "((" && line[k + 1] === ")") {
+        open.pop();
+        rewritten += "))";
+        k++;
+        continue;
       } else if (c === "$" && line[k + 1] === "(") {
         open.push("(");
         rewritten += "$(";
@@ -124,7 +135,7 @@ export function extractHeredocs(text: string): { text: string; bodies: string[];
       } else if (c === "#" && (k === 0 || /[\s;&|()<>]/.test(line[k - 1]))) {
         rewritten += line.slice(k);
         break;
-      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<") {
+      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<" && top !== "((") {
         HEREDOC.lastIndex = k;
         const m = HEREDOC.exec(line);
         if (m) {
