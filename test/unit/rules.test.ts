@@ -360,6 +360,11 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "((i++)); cat <<EOF > f\nrm -rf /\nEOF" }))).toBe("allow");
   });
 
+  it("a << inside a parameter expansion, ${x:-<<EOF }, is not a here-document operator", async () => {
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: "echo ${x:-<<EOF }\nrm -rf /" }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("shell_exec", { command: "echo ${x}; cat <<EOF > f\nrm -rf /\nEOF" }))).toBe("allow");
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     const started = Date.now();
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");

@@ -109,6 +109,14 @@ export function extractHeredocs(text: string): { text: string; bodies: string[];
         rewritten += line.slice(k, k + (c === "$" ? 3 : 2));
         k += c === "$" ? 2 : 1;
         continue;
+      } else if (c === "$" && line[k + 1] === "{") {
+        // A parameter expansion, `${x:-<<EOF }`: its text is one word, not operators.
+        open.push("${");
+        rewritten += "${";
+        k++;
+        continue;
+      } else if (c === "}" && top === "${") {
+        open.pop();
       } else if (c === ")" && top === "((" && line[k + 1] === ")") {
         open.pop();
         rewritten += "))";
@@ -135,7 +143,7 @@ export function extractHeredocs(text: string): { text: string; bodies: string[];
       } else if (c === "#" && (k === 0 || /[\s;&|()<>]/.test(line[k - 1]))) {
         rewritten += line.slice(k);
         break;
-      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<" && top !== "((") {
+      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<" && top !== "((" && top !== "${") {
         HEREDOC.lastIndex = k;
         const m = HEREDOC.exec(line);
         if (m) {
