@@ -335,8 +335,12 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1, expanding));
     add(literal, true);
   };
+  /** Whether the character before this one was an unquoted `$IFS` (the shell's token goes on: `echo${IFS}#x` is no comment). */
+  let afterIFS = false;
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
+    const ifsBefore = afterIFS;
+    afterIFS = false;
     if (quote === "'") {
       if (c === "'") quote = null;
       else add(c, true);
@@ -387,6 +391,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
       endWord();
       i += s[i + 1] === "{" ? 5 : 3;
+      afterIFS = true;
     } else if (c === "(" && word !== null && word.endsWith("=")) {
       // An array assignment, `name=(a b c)`, is one word; the substitutions among its elements
       // run (`x=($(…))`), so they are this command's.
@@ -431,7 +436,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       endCommand(c === "|" && s[i + 1] !== "|");
       if ((c === "&" || c === "|") && s[i + 1] === c) i++;
     } else if (c === " " || c === "\t" || c === "\r") endWord();
-    else if (c === "#" && word === null) {
+    else if (c === "#" && word === null && !ifsBefore) {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
     } else add(c, false);
   }
