@@ -436,7 +436,8 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       endCommand(c === "|" && s[i + 1] !== "|");
       if ((c === "&" || c === "|") && s[i + 1] === c) i++;
     } else if (c === " " || c === "\t" || c === "\r") endWord();
-    else if (c === "#" && word === null && !ifsBefore) {
+    // A `#` after a carriage return is not a comment either: `\r` ends no token for the shell.
+    else if (c === "#" && word === null && !ifsBefore && s[i - 1] !== "\r") {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
     } else add(c, false);
   }
