@@ -498,7 +498,11 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   if (!program) return [];
   const name = program.name.toLowerCase();
   const args = command.words.slice(program.at + 1);
-  if (name === "eval") return args.length > 0 ? [args.join(" ")] : [];
+  if (name === "eval") {
+    // `eval -- 'script'`: bash's eval takes (and ignores) an end-of-options `--`.
+    const script = args[0] === "--" ? args.slice(1) : args;
+    return script.length > 0 ? [script.join(" ")] : [];
+  }
   if (!SCRIPT_SHELL.has(name)) return [];
   let k = 0;
   let inline = false;
