@@ -28,8 +28,12 @@ const EDGE_NOISE = /^[\p{Cc}\p{Cf}\p{Z}\s]+|[\p{Cc}\p{Cf}\p{Z}\s]+$/gu;
 /** A host or URL text as the rules compare it: NFKC, IDNA full stops as `.`, lowercase. */
 export const foldHost = (text: string): string => text.normalize("NFKC").replace(IDNA_DOTS, ".").toLowerCase();
 
-/** The host of an absolute URL (userinfo and port removed, percent-decoding applied), or null when `text` is not one. */
-export function urlHost(text: string): string | null {
+/**
+ * The host of an absolute URL (userinfo and port removed, percent-decoding applied), or null when
+ * `text` is not one. An unbracketed host ends at the last `:` (`firstColon`: at the first, as
+ * clients that split `host:port` at the first colon read `http://127.0.0.1:80:80/`).
+ */
+export function urlHost(text: string, firstColon = false): string | null {
   const m = ABSOLUTE_URL.exec(foldHost(text).replace(EDGE_NOISE, "").replace(/[\t\n\r]/g, ""));
   if (!m) return null;
   let authority = m[1];
@@ -40,7 +44,7 @@ export function urlHost(text: string): string | null {
     const end = authority.indexOf("]");
     host = end < 0 ? authority.slice(1) : authority.slice(1, end);
   } else {
-    const colon = authority.lastIndexOf(":");
+    const colon = firstColon ? authority.indexOf(":") : authority.lastIndexOf(":");
     host = colon >= 0 ? authority.slice(0, colon) : authority;
   }
   try {
@@ -87,8 +91,8 @@ export function whatwgHosts(text: string): string[] {
 
 /** Every host a URL argument can be read as naming: the literal reading and the WHATWG parser's. */
 export function urlHosts(text: string): string[] {
-  const literal = urlHost(text);
-  return [...new Set([...(literal === null ? [] : [literal]), ...whatwgHosts(text)])];
+  const literal = [urlHost(text), urlHost(text, true)].filter((h): h is string => h !== null);
+  return [...new Set([...literal, ...whatwgHosts(text)])];
 }
 
 /** How an IPv4 address (as a 32-bit unsigned number) is classified, or null for a public one. */

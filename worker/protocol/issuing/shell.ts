@@ -40,6 +40,12 @@ export interface SimpleCommand {
   scripts: ParsedShell[];
   /** Scripts this command hands to a shell that lie deeper than MAX_SHELL_DEPTH and were not read. */
   unread: number;
+  /**
+   * The commands of the process substitutions among this command's arguments (`bash <(curl …)`),
+   * parsed. Their commands are also read on their own, after this one (a group boundary apart,
+   * not chained); this says whose argument they are (SEC-006).
+   */
+  processSubstitutions?: ParsedShell[];
 }
 
 export interface ParsedShell {
@@ -51,35 +57,118 @@ const BRACE_EXPANSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
 /** An unquoted `$IFS` or `${IFS}`, at the start of the text tested. */
 const IFS = /^\$(?:\{IFS\}|IFS(?![A-Za-z0-9_]))/;
 
-const HEREDOC = /(?<!<)<<(?!<)(-?)\s*(['"]?)([A-Za-z0-9_]+)\2/g;
+/**
+ * A here-document operator at the position tested: `<<WORD`, `<<-WORD`, `<<'WORD'`, `<<"WORD"`,
+ * the delimiter word ending there (a longer word, `<<E-O-F` or `<<"E"OF`, is not read as one:
+ * its body is then read as commands, never the reverse).
+ */
+const HEREDOC = /<<(?!<)(-?)[ \t]*(['"]?)([A-Za-z0-9_]+)\2(?=$|[\s;&|<>()])/y;
 /** Stands in for a here-document operator once its body is set aside: `<<`, NUL, the body's index, NUL. */
 const HEREDOC_MARK = /^<<\u0000(\d+)\u0000$/;
 
-/** Sets aside the bodies of here-documents, leaving a marker where each operator was. */
-export function extractHeredocs(text: string): { text: string; bodies: string[] } {
+/**
+ * Sets aside the bodies of here-documents, leaving a marker where each operator was. Only an
+ * operator the shell would read is one: not inside quotes (`echo "<<X"`), nor in a comment
+ * (`# <<X`), whose following lines are commands, not a body.
+ */
+export function extractHeredocs(text: string): { text: string; bodies: string[]; expanding: boolean[] } {
   const lines = text.split("\n");
   const out: string[] = [];
   const bodies: string[] = [];
+  /** Whether each body is expanded by the shell (its delimiter unquoted: `$(…)` and backticks in it run). */
+  const expanding: boolean[] = [];
+  /**
+   * The quotes and substitutions open at the point read (they may span lines): `'`, `"`, `$'`,
+   * or `(`/`` ` `` for a command substitution or subshell, inside which a quote opens anew
+   * (`"$(cat <<EOF`… is a here-document).
+   */
+  const open: string[] = [];
   for (let i = 0; i < lines.length; i++) {
     const ends: { tabs: boolean; word: string; index: number }[] = [];
-    out.push(
-      lines[i].replace(HEREDOC, (_m, tabs: string, _q: string, word: string) => {
-        ends.push({ tabs: tabs === "-", word, index: bodies.length + ends.length });
-        return ` <<\u0000${bodies.length + ends.length - 1}\u0000 `;
-      }),
-    );
+    const line = lines[i];
+    let rewritten = "";
+    for (let k = 0; k < line.length; k++) {
+      const c = line[k];
+      const top = open[open.length - 1];
+      if (top === "'") {
+        if (c === "'") open.pop();
+      } else if (top === "$'") {
+        if (c === "\\") {
+          rewritten += c + (line[k + 1] ?? "");
+          k++;
+          continue;
+        }
+        if (c === "'") open.pop();
+      } else if (c === "\\") {
+        rewritten += c + (line[k + 1] ?? "");
+        k++;
+        continue;
+      } else if ((c === "$" && line[k + 1] === "(" && line[k + 2] === "(") || (c === "(" && line[k + 1] === "(" && top !== '"')) {
+        // Arithmetic, `$((…))` or `((…))`: its `<<` is a shift, not a here-document.
+        open.push("((");
+        rewritten += line.slice(k, k + (c === "$" ? 3 : 2));
+        k += c === "$" ? 2 : 1;
+        continue;
+      } else if (c === "$" && line[k + 1] === "{") {
+        // A parameter expansion, `${x:-<<EOF }`: its text is one word, not operators.
+        open.push("${");
+        rewritten += "${";
+        k++;
+        continue;
+      } else if (c === "}" && top === "${") {
+        open.pop();
+      } else if (c === ")" && top === "((" && line[k + 1] === ")") {
+        open.pop();
+        rewritten += "))";
+        k++;
+        continue;
+      } else if (c === "$" && line[k + 1] === "(") {
+        open.push("(");
+        rewritten += "$(";
+        k++;
+        continue;
+      } else if (c === "`") {
+        if (top === "`") open.pop();
+        else open.push("`");
+      } else if (top === '"') {
+        if (c === '"') open.pop();
+      } else if (c === "$" && line[k + 1] === "'") {
+        open.push("$'");
+        rewritten += "$'";
+        k++;
+        continue;
+      } else if (c === "'" || c === '"' || c === "(") open.push(c);
+      else if (c === ")") {
+        if (top === "(") open.pop();
+      } else if (c === "#" && (k === 0 || /[\s;&|()<>]/.test(line[k - 1]))) {
+        rewritten += line.slice(k);
+        break;
+      } else if (c === "<" && line[k + 1] === "<" && line[k - 1] !== "<" && top !== "((" && top !== "${") {
+        HEREDOC.lastIndex = k;
+        const m = HEREDOC.exec(line);
+        if (m) {
+          expanding[bodies.length + ends.length] = m[2] === "";
+          ends.push({ tabs: m[1] === "-", word: m[3], index: bodies.length + ends.length });
+          rewritten += ` <<\u0000${bodies.length + ends.length - 1}\u0000 `;
+          k += m[0].length - 1;
+          continue;
+        }
+      }
+      rewritten += c;
+    }
+    out.push(rewritten);
     for (const end of ends) {
       const body: string[] = [];
       while (i + 1 < lines.length) {
         i++;
-        const line = end.tabs ? lines[i].replace(/^\t+/, "") : lines[i];
-        if (line === end.word) break;
-        body.push(line);
+        const bodyLine = end.tabs ? lines[i].replace(/^\t+/, "") : lines[i];
+        if (bodyLine === end.word) break;
+        body.push(bodyLine);
       }
       bodies[end.index] = body.join("\n");
     }
   }
-  return { text: out.join("\n"), bodies };
+  return { text: out.join("\n"), bodies, expanding };
 }
 
 /** Removes the bodies of here-documents, keeping the lines that start them. */
@@ -144,40 +233,85 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
 
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
-  const { text, bodies } = extractHeredocs(input);
-  return parseCommands(text, bodies, depth);
+  const { text, bodies, expanding } = extractHeredocs(input);
+  return parseCommands(text, bodies, depth, expanding);
 }
 
-function parseCommands(s: string, bodies: readonly string[], depth: number): ParsedShell {
+/**
+ * The command substitutions (`$(…)`, backticks) in the body of a here-document whose delimiter is
+ * unquoted: the shell expands them, so they run (`cat <<EOF` … `$(rm -rf /)` … `EOF`).
+ */
+function bodySubstitutions(body: string, depth: number): ParsedShell[] {
+  const out: ParsedShell[] = [];
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === "\\") i++;
+    else if (c === "$" && body[i + 1] === "(" && body[i + 2] !== "(") {
+      const end = closingParen(body, i + 2);
+      const stop = end < 0 ? body.length : end;
+      out.push(parseShell(body.slice(i + 2, stop), depth));
+      i = stop;
+    } else if (c === "`") {
+      const end = body.indexOf("`", i + 1);
+      const stop = end < 0 ? body.length : end;
+      out.push(parseShell(body.slice(i + 1, stop), depth));
+      i = stop;
+    }
+  }
+  return out;
+}
+
+function parseCommands(s: string, bodies: readonly string[], depth: number, expanding: readonly boolean[] = []): ParsedShell {
   const commands: SimpleCommand[] = [];
   let words: string[] = [];
   let subs: ParsedShell[] = [];
+  let processSubs: ParsedShell[] = [];
   let heredocs: string[] = [];
   let herestrings: string[] = [];
   let herestringNext = false;
   let chained = false;
   let word: string | null = null;
-  /** Whether the word being read has a quoted or escaped part (then no brace expansion). */
-  let literal = false;
+  /**
+   * The word being read as brace expansion sees it: each quoted or escaped character (and the
+   * text of a substitution) stands as U+0001, so only unquoted braces and commas expand, while a
+   * quoted part elsewhere in the word (`{rm,-rf,/}''`, `{rm,-rf,"/"}`) does not stop the expansion.
+   */
+  let view = "";
+  const add = (text: string, quoted: boolean) => {
+    word = (word ?? "") + text;
+    view += quoted ? "\u0001".repeat(text.length) : text;
+  };
   let quote: string | null = null;
   const endWord = () => {
     if (word === null) return;
     const w: string = word;
-    const expandable = !literal;
+    const seen = view;
     word = null;
-    literal = false;
-    if (expandable && !herestringNext) {
-      const brace = BRACE_EXPANSION.exec(w);
-      if (brace) {
-        for (const alt of brace[2].split(",")) words.push(brace[1] + alt + brace[3]);
-        return;
+    view = "";
+    const brace = herestringNext || seen.length !== w.length ? null : BRACE_EXPANSION.exec(seen);
+    if (brace) {
+      const open = brace[1].length;
+      const close = open + 1 + brace[2].length;
+      const prefix = w.slice(0, open);
+      const suffix = w.slice(close + 1);
+      let from = open + 1;
+      for (let k = open + 1; k <= close; k++) {
+        if (k === close || seen[k] === ",") {
+          words.push(prefix + w.slice(from, k) + suffix);
+          from = k + 1;
+        }
       }
+      return;
     }
     const mark = HEREDOC_MARK.exec(w);
     if (herestringNext) {
       herestrings.push(w);
       herestringNext = false;
-    } else if (mark) heredocs.push(bodies[Number(mark[1])] ?? "");
+    } else if (mark) {
+      const body = bodies[Number(mark[1])] ?? "";
+      heredocs.push(body);
+      if (expanding[Number(mark[1])] && depth < MAX_SHELL_DEPTH) subs.push(...bodySubstitutions(body, depth + 1));
+    }
     else if (w === "<<<") herestringNext = true;
     else if (w.startsWith("<<<")) herestrings.push(w.slice(3));
     else words.push(w);
@@ -187,30 +321,34 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     endWord();
     herestringNext = false;
     if (words.length > 0 || heredocs.length > 0 || herestrings.length > 0) {
-      commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, chained: chained && commands.length > 0, scripts: [], unread: 0 });
+      commands.push({ words, substitutions: subs, heredocs, herestrings, pipesInto, chained: chained && commands.length > 0, scripts: [], unread: 0, processSubstitutions: processSubs });
       chained = false;
     }
     if (operator) chained = true;
     words = [];
     subs = [];
+    processSubs = [];
     heredocs = [];
     herestrings = [];
   };
   const substitution = (inner: string, literal: string) => {
-    if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1));
-    word = (word ?? "") + literal;
+    if (depth < MAX_SHELL_DEPTH) subs.push(parseCommands(inner, bodies, depth + 1, expanding));
+    add(literal, true);
   };
+  /** Whether the character before this one was an unquoted `$IFS` (the shell's token goes on: `echo${IFS}#x` is no comment). */
+  let afterIFS = false;
   for (let i = 0; i < s.length; i++) {
     const c = s[i];
+    const ifsBefore = afterIFS;
+    afterIFS = false;
     if (quote === "'") {
       if (c === "'") quote = null;
-      else word += c;
+      else add(c, true);
       continue;
     }
     if (c === "\\" && i + 1 < s.length) {
       if (s[i + 1] !== "\n") {
-        word = (word ?? "") + s[i + 1];
-        literal = true;
+        add(s[i + 1], true);
       }
       i++;
       continue;
@@ -231,30 +369,36 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
     }
     if (quote === '"') {
       if (c === '"') quote = null;
-      else word += c;
+      else add(c, true);
+      continue;
+    }
+    if (c === "$" && s[i + 1] === '"') {
+      // Locale quoting, `$"…"`: a double-quoted string (translated, when a catalog has it).
+      word = word ?? "";
       continue;
     }
     if (c === "$" && s[i + 1] === "'") {
       // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
       const { text, end } = ansiC(s, i + 2);
-      word = (word ?? "") + text;
-      literal = true;
+      add(text, true);
       i = end;
       continue;
     }
     if (c === "'" || c === '"') {
       quote = c;
       word = word ?? "";
-      literal = true;
     } else if (c === "$" && IFS.test(s.slice(i, i + 6))) {
       // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
       endWord();
       i += s[i + 1] === "{" ? 5 : 3;
+      afterIFS = true;
     } else if (c === "(" && word !== null && word.endsWith("=")) {
-      // An array assignment, `name=(a b c)`, is one word.
+      // An array assignment, `name=(a b c)`, is one word; the substitutions among its elements
+      // run (`x=($(…))`), so they are this command's.
       const end = closingParen(s, i + 1);
       const stop = end < 0 ? s.length : end;
-      word += s.slice(i, stop + 1);
+      if (depth < MAX_SHELL_DEPTH) for (const element of parseCommands(s.slice(i + 1, stop), bodies, depth + 1, expanding).commands) subs.push(...element.substitutions);
+      add(s.slice(i, stop + 1), true);
       i = stop;
     } else if (c === "(" || c === ")") {
       // A subshell or group boundary (and the parentheses of a process substitution): the
@@ -262,12 +406,17 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       endCommand(false, false);
     } else if ((c === "<" || c === ">") && s[i + 1] === "(") {
       endWord();
+      if (depth < MAX_SHELL_DEPTH) {
+        const end = closingParen(s, i + 2);
+        processSubs.push(parseCommands(s.slice(i + 2, end < 0 ? s.length : end), bodies, depth + 1, expanding));
+      }
     } else if (c === "<" && s.startsWith("<<\u0000", i)) {
       // A here-document marker left by extractHeredocs: one word.
       endWord();
       const end = s.indexOf("\u0000", i + 3);
       const stop = end < 0 ? s.length - 1 : end;
       word = s.slice(i, stop + 1);
+      view = word;
       endWord();
       i = stop;
     } else if (c === "<" || c === ">" || (c === "&" && s[i + 1] === ">")) {
@@ -281,14 +430,16 @@ function parseCommands(s: string, bodies: readonly string[], depth: number): Par
       if (s[i] === "&" || s[i] === "|") op += s[i++];
       i--;
       word = fd + op;
+      view = word;
       endWord();
     } else if (c === ";" || c === "\n" || c === "&" || c === "|") {
       endCommand(c === "|" && s[i + 1] !== "|");
       if ((c === "&" || c === "|") && s[i + 1] === c) i++;
     } else if (c === " " || c === "\t" || c === "\r") endWord();
-    else if (c === "#" && word === null) {
+    // A `#` after a carriage return is not a comment either: `\r` ends no token for the shell.
+    else if (c === "#" && word === null && !ifsBefore && s[i - 1] !== "\r") {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
-    } else word = (word ?? "") + c;
+    } else add(c, false);
   }
   endCommand(false);
   commands.forEach((command, i) => {
@@ -309,9 +460,36 @@ function literalOutput(command: SimpleCommand): string[] {
   const name = program?.name.toLowerCase() ?? "";
   const args = program ? command.words.slice(program.at + 1) : [];
   if (name === "cat" && args.every((a) => a === "-")) return [...command.heredocs, ...command.herestrings];
-  if (name === "echo") return [args.filter((a) => !/^-[neE]+$/.test(a)).join(" ")];
-  if (name === "printf") return args.length > 0 ? [args.join(" ")] : [];
+  if (name === "echo") {
+    // `echo -e`, and the `echo` of dash and POSIX sh, decode backslash escapes.
+    const text = args.filter((a) => !/^-[neE]+$/.test(a)).join(" ");
+    return [text, printfEscapes(text)];
+  }
+  if (name === "printf") return args.length > 0 ? [args.join(" "), printfOutput(args[0] === "--" ? args.slice(1) : args)] : [];
   return [];
+}
+
+/** `text` with the backslash escapes `printf` (and `echo -e`) decode, decoded: `\n`, `\t`, `\xHH`, `\NNN`, … */
+const printfEscapes = (text: string): string => ansiC(text.replace(/'/g, "\\x27"), 0).text;
+
+/** What `printf FORMAT ARGS…` prints: the format's escapes decoded, each directive (`%s`, `%b`, `%d`, …) given the next argument, the format reused while arguments remain. */
+function printfOutput(args: string[]): string {
+  if (args.length === 0) return "";
+  const format = printfEscapes(args[0]);
+  const rest = args.slice(1);
+  let out = "";
+  let k = 0;
+  for (let round = 0; round < 64; round++) {
+    let used = false;
+    out += format.replace(/%(%|[-+ #0]*\d*(?:\.\d*)?([a-zA-Z]))/g, (_m, spec: string, conversion: string | undefined) => {
+      if (spec === "%") return "%";
+      used = true;
+      const arg = rest[k++] ?? "";
+      return conversion === "b" ? printfEscapes(arg) : arg;
+    });
+    if (!used || k >= rest.length) break;
+  }
+  return out;
 }
 
 /** The script texts `command` hands to a shell to run; `previous` is the command before it (it may pipe into this one). */
@@ -320,7 +498,11 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   if (!program) return [];
   const name = program.name.toLowerCase();
   const args = command.words.slice(program.at + 1);
-  if (name === "eval") return args.length > 0 ? [args.join(" ")] : [];
+  if (name === "eval") {
+    // `eval -- 'script'`: bash's eval takes (and ignores) an end-of-options `--`.
+    const script = args[0] === "--" ? args.slice(1) : args;
+    return script.length > 0 ? [script.join(" ")] : [];
+  }
   if (!SCRIPT_SHELL.has(name)) return [];
   let k = 0;
   let inline = false;
@@ -370,7 +552,7 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
 );
 
 /** Reserved words that may open a command without naming its program. */
-const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until"]);
+const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until", "coproc"]);
 
 /** A redirection operator word as the parser emits it (`<`, `2>`, `>>`, `>&`, `&>`, `<<<`). */
 export const isRedirection = (w: string): boolean => /^(?:\d*[<>][<>]*[&|]?|&>>?)$/.test(w);

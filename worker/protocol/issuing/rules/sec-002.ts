@@ -8,7 +8,10 @@ const UNRESOLVED_PROGRAM = /^(?:\$|`)/;
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
 
-/** `path` resolved lexically (repeated `/`, `.` and `..` folded; `..` at the root stays there), with a trailing `*` glob taken as its directory. */
+/** A glob that matches every name of a directory (but perhaps the shortest): `*`, `.*`, `**`, `?*`. */
+const EVERYTHING_GLOB = /^\.?[*?]*\*[*?]*$/;
+
+/** `path` resolved lexically (repeated `/`, `.` and `..` folded; `..` at the root stays there), with a trailing glob that matches every name (`*`, `**`, `?*`) taken as its directory. */
 export function resolveRmPath(path: string): string {
   const stack: string[] = [];
   for (const seg of path.split("/")) {
@@ -16,7 +19,7 @@ export function resolveRmPath(path: string): string {
     if (seg === "..") stack.pop();
     else stack.push(seg);
   }
-  if (stack.length > 0 && /^\.?\*$/.test(stack[stack.length - 1])) stack.pop();
+  if (stack.length > 0 && EVERYTHING_GLOB.test(stack[stack.length - 1])) stack.pop();
   return "/" + stack.join("/");
 }
 
@@ -26,19 +29,26 @@ const GLOB = /[*?[]/;
 /** A regular expression matching what one path segment, a glob pattern, matches. */
 export function globSegment(pattern: string): RegExp {
   let re = "";
+  let bracket: RegExpExecArray | null;
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
     if (c === "*") re += ".*";
     else if (c === "?") re += ".";
-    else if (c === "[" && pattern.indexOf("]", i + 2) > 0) {
-      const end = pattern.indexOf("]", i + 2);
-      let body = pattern.slice(i + 1, end);
+    else if (c === "[" && (bracket = /^\[[!^]?\]?(?:\[:[a-z]+:\]|[^\]])*\]/.exec(pattern.slice(i)))) {
+      let body = bracket[0].slice(1, -1);
       if (body.startsWith("!")) body = "^" + body.slice(1);
-      re += "[" + body.replace(/\\/g, "\\\\") + "]";
-      i = end;
+      // A POSIX class (`[[:alpha:]]`), an escape or a nested `[`: taken as any one character,
+      // which the bracket may match. (A range out of order, `[z-a]`, is handled below.)
+      re += /\[|\\/.test(body) ? "." : "[" + body + "]";
+      i += bracket[0].length - 1;
     } else re += c.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   }
-  return new RegExp("^" + re + "$");
+  try {
+    return new RegExp("^" + re + "$");
+  } catch {
+    // A range out of order (`[z-a]`) and the like: judged as if it could match any one character.
+    return new RegExp("^" + re.replace(/\[[^\]]*\]/g, ".") + "$");
+  }
 }
 
 /**
@@ -68,7 +78,7 @@ const isProtected = (absolute: string): boolean => {
  * cannot see. Null otherwise.
  */
 export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
-  if (target === "*" || target === ".*") return "wipe";
+  if (EVERYTHING_GLOB.test(target)) return "wipe";
   const lead = LEADING_EXPANSION.exec(target);
   if (lead) {
     const rest = target.slice(lead[0].length);

@@ -3,9 +3,10 @@ import { parseShell, programOf, type ParsedShell } from "../shell.js";
 import { allow, argumentStrings, deny, toolIn, type InputRule } from "./types.js";
 
 export const FETCH_PRIMITIVE = new Set(["curl", "wget", "fetch", "aria2c", "lwp-download", "lwp-request", "tftp", "ftp", "invoke-webrequest", "iwr", "invoke-restmethod", "irm", "certutil", "bitsadmin"]);
-export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "fish", "python", "python2", "python3", "perl", "ruby", "node", "php", "eval", "source", ".", "iex", "invoke-expression", "powershell", "pwsh", "cmd", "cmd.exe"]);
+export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "fish", "python", "python2", "python3", "perl", "ruby", "node", "php", "eval", "source", ".", "iex", "invoke-expression", "powershell", "pwsh", "cmd", "cmd.exe"]);
 
-const programName = (c: ParsedShell["commands"][number]) => programOf(c)?.name.toLowerCase() ?? "";
+/** A program's name as the sets list it: lowercase, a versioned interpreter by its family (`python3.11` is `python3`). */
+const programName = (c: ParsedShell["commands"][number]) => (programOf(c)?.name.toLowerCase() ?? "").replace(/^(python[23]?|ruby|perl|php|node)[0-9.]*$/, "$1");
 const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMITIVE.has(programName(c)) || c.substitutions.some(fetches));
 
 /**
@@ -18,7 +19,7 @@ export function downloadExecutes(p: ParsedShell): boolean {
   let fetched = false;
   for (const c of p.commands) {
     const name = programName(c);
-    if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches))) return true;
+    if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches) || (c.processSubstitutions ?? []).some(fetches))) return true;
     if (FETCH_PRIMITIVE.has(name)) fetched = true;
     if (c.substitutions.some(downloadExecutes) || c.scripts.some(downloadExecutes)) return true;
   }
