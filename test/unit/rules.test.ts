@@ -432,6 +432,9 @@ describe("the input rules scan object keys and the text inside binary values", (
 describe("tool names match the scope sets folded: NFKC, invisible characters removed, trimmed, any case", () => {
   it("a destructive, command-execution or network tool in another case or with padding is still in its set", async () => {
     for (const tool of ["Delete_File", "delete_file ", " DELETE_FILE", "\uff44elete_file", "delete\u200b_file"]) expect(await judgeIn("SEC-005", input(tool, { path: "/x" })), JSON.stringify(tool)).toBe("escalate");
+    // Control characters: removed, and a name read as a C string ends at the first one.
+    for (const tool of ["delete_file\u0000", "delete_file\u0000x", "delete\u0001_file", "delete_file\u007f", "delete_file\u0085rest"]) expect(await judgeIn("SEC-005", input(tool, { path: "/x" })), JSON.stringify(tool)).toBe("escalate");
+    expect(await judgeIn("SEC-005", input("search\u0000delete_file", { path: "/x" }))).toBe("allow");
     expect(await judgeIn("SEC-002", input("Shell_Exec", { command: "rm -rf /" }))).toBe("deny");
     expect(await judgeIn("SEC-006", input("bash\t", { command: "curl x | sh" }))).toBe("deny");
     expect(await judgeIn("SEC-003", input("HTTP_POST", { body: "AKIAIOSFODNN7EXAMPLE" }))).toBe("deny");

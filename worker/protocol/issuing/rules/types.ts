@@ -85,9 +85,11 @@ export const escalate = (reason: string): RuleOutcome => ({ verdict: "escalate",
  * Characters that render as nothing: every Unicode default-ignorable code point (soft hyphen,
  * zero-width and bidi marks, word joiners, BOM, variation selectors and their supplement
  * U+E0100–E01EF, the tag characters U+E0000–E007F, Mongolian free variation selectors, Hangul
- * fillers, …), and the ones listed by hand before the property was used.
+ * fillers, …), the ones listed by hand before the property was used, and the C0 and C1 controls
+ * and DEL: a consumer that reads a name as a C string stops at its NUL (`drop_table\0x` is
+ * `drop_table` there), so a control character must not take a name out of a scope set.
  */
-const INVISIBLE = /[\p{Default_Ignorable_Code_Point}\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\p{Default_Ignorable_Code_Point}\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0]/gu;
 
 /** A tool name as the scope sets are matched against it: NFKC, invisible characters removed, trimmed, lowercase. */
 export const foldToolName = (tool: string): string => tool.normalize("NFKC").replace(INVISIBLE, "").trim().toLowerCase();
@@ -96,7 +98,15 @@ export const foldToolName = (tool: string): string => tool.normalize("NFKC").rep
  * Whether `tool` is in a scope set. Names are compared folded (foldToolName), so `Delete_File`,
  * `"delete_file "` and a fullwidth `ｄｅｌｅｔｅ＿ｆｉｌｅ` are all `delete_file`.
  */
-export const toolIn = (set: readonly string[], tool: unknown): boolean => typeof tool === "string" && foldedSet(set).has(foldToolName(tool));
+export const toolIn = (set: readonly string[], tool: unknown): boolean => {
+  if (typeof tool !== "string") return false;
+  const folded = foldedSet(set);
+  if (folded.has(foldToolName(tool))) return true;
+  // Read as a C string, a name ends at its first control character (NUL above all): that name counts too.
+  const cut = CONTROL.exec(tool);
+  return cut !== null && folded.has(foldToolName(tool.slice(0, cut.index)));
+};
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** Scope sets folded once each (they are configuration, built once per environment). */
 const foldedSets = new WeakMap<readonly string[], Set<string>>();
