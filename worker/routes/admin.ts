@@ -1,5 +1,5 @@
 import { decodeSharedSecret } from "../protocol/conformance/level0.js";
-import { forgetOwnKeyCheck } from "./challenges.js";
+import { forgetOwnKeyCheck } from "../own-key.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";

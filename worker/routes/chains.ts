@@ -14,7 +14,7 @@ import { verifyReceipt } from "../protocol/verify.js";
 import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
-import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
+import { refuseIfOwnKeyRevoked } from "../own-key.js";
 
 /**
  * Anchors, verifier, the issuers' ledgers, key revocations (each issuer's asked once per call) for
@@ -202,7 +202,7 @@ export const chainRoutes = new Hono<AppEnv>()
   if (state.owner !== party) throw notOwned(chainId);
   // A seal is issued like a receipt: never under this deployment's own key once it is revoked.
   const identity = signingIdentity(c.env);
-  if (state.chain_valid && (await ownKeyRevoked(c, { identity }))) throw signingKeyRevoked();
+  if (state.chain_valid) await refuseIfOwnKeyRevoked(c, { identity });
   const seal = state.chain_valid ? signSeal(state, identity, Math.floor(c.get("services").now())) : null;
   return c.json({ ...shownTo(c, state), seal });
 });

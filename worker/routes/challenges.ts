@@ -22,38 +22,8 @@ import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/is
 import { dependencyTimeout } from "../config.js";
 import { closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
+import { refuseIfOwnKeyRevoked } from "../own-key.js";
 import { recordEvidencedAdmission, signedContexts } from "./intake.js";
-
-/**
- * Whether this deployment's own signing key has been revoked (`POST /v1/admin/anchors/revoke` of
- * its issuer and kid), read from the global `revoked-key:<fingerprint>` record the revocation
- * writes: one KV read, not a Durable Object round trip on every issuance. Every issuing route asks
- * before it signs, so once the record is visible (at once where it was written, within KV's
- * propagation elsewhere) nothing is issued that would only fail ANCHOR_REVOKED; a receipt signed
- * in that interval is still refused at verification, where the ledger is authoritative.
- */
-export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Pick<Issuing, "identity">): Promise<boolean> {
-  const known = ownKeyChecks.get(identity.fingerprint);
-  if (known && (known.revoked || Date.now() - known.at < OWN_KEY_CHECK_TTL_MS)) return known.revoked;
-  const revoked = (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
-  ownKeyChecks.set(identity.fingerprint, { at: Date.now(), revoked });
-  return revoked;
-}
-
-/**
- * How long an isolate trusts its last "not revoked" answer for its own key: one KV read per
- * OWN_KEY_CHECK_TTL_MS instead of one per issuance (a revoked answer is kept for good). A
- * revocation in this isolate clears it at once (`forgetOwnKeyCheck`); elsewhere it adds at most
- * this much to KV's propagation.
- */
-export const OWN_KEY_CHECK_TTL_MS = 10_000;
-/** By key fingerprint: a deployment signs with one key at a time, so this holds one or two entries. */
-const ownKeyChecks = new Map<string, { at: number; revoked: boolean }>();
-export const forgetOwnKeyCheck = (fingerprint: string): void => void ownKeyChecks.delete(fingerprint);
-
-/** The answer of an issuing call (not /v1/intake, which keeps its own error vocabulary) once the own key is revoked. */
-export const signingKeyRevoked = () =>
-  new ApiError(503, "SIGNING_KEY_REVOKED", "this deployment's signing key has been revoked: nothing is signed under it until the deployment is configured with a new key and that key is pinned");
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -128,7 +98,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     const problem = evidenceProblem(evidence, gaps);
     if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
     const intake = parseIntake({ ...JSON.parse(challenge.message), ...evidence });
-    if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+    await refuseIfOwnKeyRevoked(c, own);
     // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
     // start, so no evidence can move it on; the challenge is given back as it was.
     const mark = await c.get("services").journal(INTAKE_TENANT).markOf(recordIdOf(traceId));

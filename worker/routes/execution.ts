@@ -24,7 +24,7 @@ import { isConsistentEffect, type EffectDisposition, type JournalState } from ".
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
 import { storedAdmission } from "./intake.js";
-import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
+import { refuseIfOwnKeyRevoked } from "../own-key.js";
 
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
 
@@ -126,7 +126,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     const own = await issuing(c.env);
     const { identity, signer, context } = own;
     // A final receipt signed under a revoked key would only fail ANCHOR_REVOKED: nothing is recorded.
-    if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+    await refuseIfOwnKeyRevoked(c, own);
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
     const finalised = await finaliseReceipt(admissionOf(history), { content, content_type: call.content_type, declared: call.declared }, context, {

@@ -27,7 +27,8 @@ import type { JournalEntry } from "../protocol/journal/port.js";
 import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { admissionAnswer, admissionDeps, openChallenge, ownKeyRevoked } from "./challenges.js";
+import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
+import { ownKeyRevoked } from "../own-key.js";
 import type { Challenge } from "../protocol/issuing/challenge.js";
 
 class IntakeTimeout extends Error {}

@@ -9,7 +9,7 @@ import { freshnessPolicy, MAX_ADMIN_BODY } from "../config.js";
 import { ResolveCall } from "../contract/schemas.js";
 import { ApiError, percentDecodes, readStrictJson, validateBody } from "../http.js";
 import { publishedIssuing } from "../manifest-store.js";
-import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
+import { ownKeyRevoked, refuseIfOwnKeyRevoked } from "../own-key.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { manifestCurrent } from "../protocol/manifest/manifest.js";
 import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
@@ -37,7 +37,7 @@ export const manifestRoutes = new Hono<AppEnv>()
   const at = now();
   const own = await publishedIssuing(c.env);
   if (own && id === own.identity.issuer) {
-    if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+    await refuseIfOwnKeyRevoked(c, own);
     const { manifest } = await own.manifest.signed(at);
     return c.json({ verifier_id: id, here: true, current: true, manifest, manifest_hash: own.manifest.hash });
   }

@@ -17,7 +17,7 @@ import { readStatusFigures } from "../stores.js";
 import { readUsageCounts } from "../usage-store.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { publishedIssuing } from "../manifest-store.js";
-import { ownKeyRevoked } from "./challenges.js";
+import { ownKeyRevoked } from "../own-key.js";
 import { renderStatusPage, STATUS_STYLE, type StatusIssuer, type StatusManifest, type StatusView } from "../status-page/render.js";
 
 export const STATUS_ISSUER_LIMIT = 50;

@@ -3,7 +3,7 @@ import type { AppEnv } from "../app.js";
 import { issuing, signingIdentity } from "../config.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { issuerDocument } from "../protocol/issuing/identity.js";
-import { ownKeyRevoked, signingKeyRevoked } from "./challenges.js";
+import { refuseIfOwnKeyRevoked } from "../own-key.js";
 
 /** How long a client may reuse the manifest before revalidating with If-None-Match. */
 export const MANIFEST_MAX_AGE = 300;
@@ -29,7 +29,7 @@ export const wellKnownRoutes = new Hono<AppEnv>()
   .get("/ccs-manifest", async (c) => {
   const own = await issuing(c.env);
   // A manifest signed under a revoked key vouches for nothing: nothing is signed with it.
-  if (await ownKeyRevoked(c, own)) throw signingKeyRevoked();
+  await refuseIfOwnKeyRevoked(c, own);
   const { manifest } = own;
   const { text } = await manifest.signed(c.get("services").now());
   const etag = `"${await sha256Hex(text)}"`;
