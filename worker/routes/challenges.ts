@@ -14,6 +14,7 @@ import { audiences, freshnessPolicy, issuing, MAX_ADMIN_BODY, type Issuing } fro
 import { EvidenceCall } from "../contract/schemas.js";
 import { ApiError, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { HEX16 } from "../protocol/encoding.js";
+import { seconds } from "../protocol/checks/freshness.js";
 import { recordIdOf } from "../protocol/journal/core.js";
 import { buildChallenge, challengeDeadline, evidenceProblem, intakeMessage, type Challenge, type EvidenceGap } from "../protocol/issuing/challenge.js";
 import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
@@ -44,14 +45,14 @@ const challenges = (c: Context<AppEnv>, traceId: string) => c.env.INTAKE_CHALLEN
 const stored = <T>(c: Context<AppEnv>, work: Promise<T>) => withTimeout(work, dependencyTimeout(c.env), "challenge store");
 
 /** Opens the challenge of an admission that lacks evidence and answers it; null when nothing is missing. */
-export async function openChallenge(c: Context<AppEnv>, admission: Admission, expiresAt?: number): Promise<Challenge | null> {
+export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
   if (admission.gaps.length === 0) return null;
   const { receipt } = admission;
   const { manifest } = await issuing(c.env);
   // A delegated Command's evidence is judged with its parent, which must still verify then: the
   // deadline is the policy's or the parent's last valid instant, whichever comes first.
-  const policyDeadline = expiresAt ?? challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
-  const deadline = admission.parentValidUntil === undefined ? policyDeadline : Math.min(policyDeadline, Math.round(admission.parentValidUntil * 1000) / 1000);
+  const policyDeadline = challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
+  const deadline = admission.parentValidUntil === undefined ? policyDeadline : Math.min(policyDeadline, seconds(admission.parentValidUntil));
   const record: StoredChallenge = { message: JSON.stringify(intakeMessage(admission.intake)), audience: receipt.audience, gaps: JSON.stringify(admission.gaps), issued_at: receipt.issued_at, expires_at: deadline };
   const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge) => challenges(c, receipt.trace_id).open(r));
   await stored(c, Promise.resolve(open(record)));

@@ -19,7 +19,7 @@ import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import type { ToolOutput } from "../protocol/issuing/rules/types.js";
 import { recordIdOf } from "../protocol/journal/core.js";
-import { grantedSkew } from "../protocol/checks/freshness.js";
+import { grantedSkew, seconds } from "../protocol/checks/freshness.js";
 import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
@@ -70,7 +70,7 @@ async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history:
   if (now <= until) return;
   const appended = await journalOf(c).append({ record_id: record.record_id, expected_revision: record.revision, at: now, to: "expired", effect: "not-started", detail: { admission_expired_at: receipt.expires_at } });
   if (appended.kind === "corrupt") corrupt(appended);
-  throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${Math.round((now - until) * 1000) / 1000}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
+  throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${seconds(now - until)}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
 }
 
 /** The signed admission receipt of an allow, which is what an execution starts from. */
