@@ -390,25 +390,17 @@ const byReason = (a: Finding, b: Finding) => reasonOrder(a) - reasonOrder(b);
 
 /**
  * A receipt's own findings and its trace's, both in reason order, as one list in reason order,
- * stably (on a tie the receipt's own finding first, as it was found first). The trace's are
- * copied in runs, not one by one: a receipt holds a few findings, its trace can hold 10^5.
+ * stably (on a tie the receipt's own finding first, as it was found first): one pass over both.
  */
 function mergeByReason(own: Finding[], trace: Finding[]): Finding[] {
-  const runs: Finding[][] = [];
-  let from = 0;
+  const out: Finding[] = [];
+  let j = 0;
   for (const f of own) {
-    // The first trace finding not before f, by binary search.
-    let [lo, hi] = [from, trace.length];
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (byReason(trace[mid], f) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    runs.push(trace.slice(from, lo), [f]);
-    from = lo;
+    while (j < trace.length && byReason(trace[j], f) < 0) out.push(trace[j++]);
+    out.push(f);
   }
-  runs.push(trace.slice(from));
-  return ([] as Finding[]).concat(...runs);
+  while (j < trace.length) out.push(trace[j++]);
+  return out;
 }
 
 /** The execution digest, or null when there is no answer or (schema check off) no canonical form. */
