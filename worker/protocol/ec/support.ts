@@ -103,9 +103,8 @@ const WEEKDAY_OF = byNameOrPrefix(WEEKDAYS);
 /** Capitalised month names and abbreviations, as they open a date. */
 const MONTH_NAME = "(?:January|February|March|April|May|June|July|August|September|October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept|Sep|Oct|Nov|Dec)\\.?";
 const monthNumber = (name: string) => {
-  const m = casefold(name).replace(".", "");
-  const i = MONTHS.findIndex((full) => full === m || full.slice(0, 3) === m || (m === "sept" && full === "september"));
-  return String(i + 1).padStart(2, "0");
+  const month = MONTH_OF.get(casefold(name).replace(".", ""));
+  return String(MONTHS.indexOf(month ?? "") + 1).padStart(2, "0");
 };
 const NUMBER_WORDS: Record<string, number> = {
   a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10,
