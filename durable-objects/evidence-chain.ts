@@ -48,6 +48,12 @@ export interface HeldChain extends ChainSoFar {
   owner: string;
 }
 
+/** The chain as the route judges an append against it before any nonce is claimed: also where a revocation broke it. */
+export interface LookedChain extends HeldChain {
+  /** The first hop signed by a key since revoked: the chain takes no hop after it. */
+  broken: RevokedHop | null;
+}
+
 /** A verified kept hop, as the route hands it over. */
 export interface LiveHop {
   hop_count: number;
@@ -155,9 +161,13 @@ export class EvidenceChain extends DurableObject<Env> {
     );
   }
 
-  /** The chain as an append is judged against (before its receipt is verified), or null before hop 0. */
-  look(): HeldChain | null {
-    return this.held();
+  /**
+   * The chain as an append is judged against (before its receipt is verified, so before its nonce
+   * is claimed), with the revocation that broke it, if any; null before hop 0.
+   */
+  look(): LookedChain | null {
+    const held = this.held();
+    return held ? { ...held, broken: this.revokedHop() } : null;
   }
 
   /** The chain, or null before its first hop. */

@@ -61,6 +61,12 @@ describe("revoking a key under live chains", () => {
     const appended = await h.call("/v1/chains/rev-mixed/hops", post({ entry: { hop_count: 2, receipt: next.receipt, runtime_context: next.runtime_context, previous_receipt_hash: mixed.tail } }));
     expect(appended.status).toBe(409);
     expect(appended.body.error.code).toBe("CHAIN_BROKEN");
+    // Refused before its nonce is claimed: the break is known before the receipt is judged, so the
+    // honest receipt is not burnt and still verifies where it is addressed.
+    expect(appended.body.nonce_consumed).toBe(false);
+    const after = await h.verify({ receipt: next.receipt, audience: AUDIENCE, request: next.request, runtime_context: next.runtime_context });
+    expect(after.body.failures.map((f: { code: string }) => f.code)).not.toContain("REPLAY_DETECTED");
+    expect(after.body.nonce_consumed).toBe(true);
 
     // Revoking again changes nothing and answers the same effects.
     expect((await h.revoke(worker.id.issuer, worker.id.kid)).body.in_flight).toEqual({ chains: 2, journal_records: 0 });

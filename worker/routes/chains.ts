@@ -2,7 +2,7 @@ import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
-import type { AppendResult, ChainState, HeldChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
+import type { AppendResult, ChainState, LookedChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type ChainFailure, type KeptEntry } from "../protocol/chain.js";
@@ -135,9 +135,12 @@ export const chainRoutes = new Hono<AppEnv>()
   if (audience !== null && !audienceAllowed(c, audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "the receipt is addressed to an audience this relying party does not speak for");
 
   const timeout = dependencyTimeout(c.env);
-  const held = registered ? await withTimeout(chainStub(c, chainId).look() as Promise<HeldChain | null>, timeout, "evidence chain") : null;
+  const held = registered ? await withTimeout(chainStub(c, chainId).look() as Promise<LookedChain | null>, timeout, "evidence chain") : null;
   if (held && held.owner !== party) throw notOwned(chainId);
   const before = held ?? { hashes: [], previousTraceId: null };
+  // A chain broken by a revoked key takes no further hop: refused here, as a context check, so the
+  // hop's nonce is not consumed for an append the EvidenceChain would refuse anyway.
+  const broken = held?.broken ? [failure("CHAIN_BROKEN", `the chain is broken at hop ${held.broken.hop}: the key that signed it was revoked`)] : [];
   const previous = entry.previous_receipt_hash ?? null;
   // The relying party's verifier-class floor (CCS §9) holds here as on the receipt route.
   const classes = verifierClasses(c, audience ?? "", verifyDeps(services));
@@ -152,6 +155,7 @@ export const chainRoutes = new Hono<AppEnv>()
       runtimeContext: entry.runtime_context,
       contextChecks: (r, receiptHash) => [
         ...classes.check(r.issuer),
+        ...broken,
         ...judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
       ],
       onSigned: (fingerprint) => (signedBy = fingerprint),
