@@ -8,6 +8,7 @@ import { signSeal } from "../../worker/protocol/chain-seal.js";
 import { identity, makeChainHops } from "../../vectors/ccs/factory.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { chainMismatches, mismatches, propagationVectors as pv } from "../support/vectors.js";
+import { chainKvKey } from "../../worker/stores.js";
 
 describe("CCS §11 vectors through the HTTP routes in workerd", () => {
   const h = harness(env, createExecutionContext(), { now: () => pv.now });
@@ -405,6 +406,17 @@ describe("live chains (EvidenceChain)", () => {
     expect([again.status, again.body.error.code]).toEqual([403, "CHAIN_NOT_OWNED"]);
     expect((await h.call("/v1/chains/live-hop0-twice")).body).toMatchObject({ owner: "test-relying-party", total_hops: 1 });
     expect((await h.call("/v1/chains/live-hop0-twice-other/hops", post(entry(other, 0), asOther))).status).toBe(200);
+  });
+
+  it("hop 0 for a chain another party holds while the registry lags: refused 403 CHAIN_NOT_OWNED in the EvidenceChain's transaction, and the answer says the nonce was consumed", async () => {
+    const { h, issuer, hops } = await signedChainOf("live-registry-lag", 1);
+    expect((await append(h, "live-registry-lag", hops))[0].status).toBe(200);
+    // A location whose KV has not seen the registration yet.
+    await env.ANCHORS.delete(chainKvKey("live-registry-lag"));
+    const [other] = await makeChainHops([{ id: issuer.id, spec: { label: `live-registry-lag/other/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter } }]);
+    const late = await h.call("/v1/chains/live-registry-lag/hops", post(entry(other, 0), asOther));
+    expect([late.status, late.body.error.code, late.body.nonce_consumed]).toEqual([403, "CHAIN_NOT_OWNED", true]);
+    expect(await h.call("/v1/receipts/verify", post({ receipt: other.receipt, audience: AUDIENCE, request: other.request, runtime_context: other.runtime_context }, asOther))).toMatchObject({ body: { failures: [{ code: "REPLAY_DETECTED" }] } });
   });
 
   it("an appended receipt must be addressed to one of the owner's audiences: else 403 AUDIENCE_NOT_ALLOWED", async () => {

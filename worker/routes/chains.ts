@@ -181,7 +181,11 @@ export const chainRoutes = new Hono<AppEnv>()
   if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${decision.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
   const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: fingerprint };
   const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
-  if (result.kind === "not-owned") throw notOwned(chainId);
+  // Only reached when the registry lagged behind the EvidenceChain: the nonce was claimed by then, and the answer says so.
+  if (result.kind === "not-owned") {
+    const refused = notOwned(chainId);
+    return c.json({ error: { code: refused.code, detail: refused.detail }, nonce_consumed: decision.nonce_consumed }, 403);
+  }
   if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
   if (entry.hop_count === 0) {
     await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
