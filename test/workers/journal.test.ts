@@ -281,6 +281,38 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await reconcile(c.trace_id, { response: {} })).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
   });
 
+  it("after a configuration change (a deploy, a re-key) an old admission is not started, and an execution started before it is refused at finalise with 409, not 500, before a sequence number is spent; its outcome is recorded unsigned", async () => {
+    const ready = command();
+    const running = command();
+    expect((await h.intake(ready)).body.receipt.verdict).toBe("allow");
+    const admitted = await h.intake(running);
+    expect((await start(running.trace_id)).status).toBe(200);
+    // The same bindings under another canonical configuration (here the policy floor's; a new SIGNING_KID or RULES does the same).
+    const changed = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as typeof env, ctx());
+    const config = await changed.call("/v1/config");
+    expect(config.body.config_hash).not.toBe(admitted.body.receipt.config_hash);
+    const call = (path: string, body: unknown, token = INTAKE_TOKEN) =>
+      changed.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+
+    const s = await call(`/v1/receipts/${ready.trace_id}/start`, {});
+    expect([s.status, s.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect(s.body.error.detail).toMatch(/another|configuration/);
+    expect((await evidence(ready.trace_id)).body.record).toMatchObject({ state: "ready", revision: 3 });
+
+    const before = await sequenceNow();
+    for (const body of [{ fence: 1, response: { results: ["sunny"] } }, { fence: 1, error: { message: "x" } }]) {
+      const f = await call(`/v1/receipts/${running.trace_id}/finalize`, body);
+      expect([f.status, f.body.error?.code], f.text).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    }
+    expect(await sequenceNow()).toBe(before);
+    expect((await evidence(running.trace_id)).body.record).toMatchObject({ state: "started", lease_lapsed: false });
+    const indeterminate = await call(`/v1/receipts/${running.trace_id}/finalize`, { fence: 1, outcome: "indeterminate" });
+    expect(indeterminate.body).toMatchObject({ state: "indeterminate", receipt: null });
+    const signed = await call(`/v1/receipts/${running.trace_id}/reconcile`, { response: {} }, ADMIN_TOKEN);
+    expect([signed.status, signed.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect((await call(`/v1/receipts/${running.trace_id}/reconcile`, { outcome: "reconciliation_required" }, ADMIN_TOKEN)).body).toMatchObject({ state: "reconciliation_required", receipt: null });
+  });
+
   it("bad calls are 400 with a code, never 5xx; unknown traces 404", async () => {
     const c = command();
     await h.intake(c);

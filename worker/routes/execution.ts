@@ -73,6 +73,19 @@ async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history:
   throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${seconds(now - until)}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
 }
 
+/**
+ * A final receipt carries its admission's bindings, config_hash included, so it is signed only under
+ * the configuration the admission was issued under (`finaliseReceipt` refuses any other). Once the
+ * deployment issues under another one (its rules, policy, manifest or signing key changed: a deploy,
+ * a re-key), an admission of the old one can have no signed outcome: it is not started, and an
+ * execution started before the change records its outcome unsigned (`outcome: "indeterminate"`,
+ * then a reconciliation) instead of failing as an internal error on every attempt.
+ */
+function refuseOtherConfiguration(admission: Receipt, configHash: string, what: string): void {
+  if (admission.config_hash === configHash) return;
+  throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission was issued under configuration ${admission.config_hash} and this deployment now issues under ${configHash}: ${what}`);
+}
+
 /** The signed admission receipt of an allow, which is what an execution starts from. */
 function admissionOf(history: readonly JournalEntry[]): Receipt {
   const admission = storedAdmission(history);
@@ -116,20 +129,22 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     effect = call.effect ?? DEFAULT_EFFECT[kind];
     // Nor are they spent on an outcome the journal would refuse to record (the append judges it again).
     if (!isConsistentEffect(to, effect)) throw new ApiError(409, "ILLEGAL_TRANSITION", `${to} cannot carry the effect ${effect}`);
+    const services = c.get("services");
+    const own = await issuing(c.env);
+    const { identity, signer, context } = own;
+    const admission = admissionOf(history);
+    refuseOtherConfiguration(admission, context.configHash, "its final receipt cannot be signed; record the outcome without one (finalize with outcome \"indeterminate\", or reconcile it as indeterminate or reconciliation_required)");
     // The fence must still hold the lease before a sequence number and a signature are spent on it.
     if (fence !== null) {
       const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence });
       if (check.kind === "corrupt") corrupt(check);
       if (check.kind !== "valid") throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
     }
-    const services = c.get("services");
-    const own = await issuing(c.env);
-    const { identity, signer, context } = own;
     // A final receipt signed under a revoked key would only fail ANCHOR_REVOKED: nothing is recorded.
     await refuseIfOwnKeyRevoked(c, own);
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
-    const finalised = await finaliseReceipt(admissionOf(history), { content, content_type: call.content_type, declared: call.declared }, context, {
+    const finalised = await finaliseReceipt(admission, { content, content_type: call.content_type, declared: call.declared }, context, {
       now: overrides.now ?? services.now,
       randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
       nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
@@ -187,7 +202,11 @@ export const executionRoutes = new Hono<AppEnv>()
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
   if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
   const now = c.get("services").now();
-  if (record.state === "ready") await refuseExpired(c, record, history, now);
+  if (record.state === "ready") {
+    await refuseExpired(c, record, history, now);
+    // Nothing is written: the admission stays as it was issued, and the same Command is admitted again under a new trace_id.
+    refuseOtherConfiguration(admissionOf(history), (await issuing(c.env)).context.configHash, "its outcome could never be signed, so it is not started; admit the Command again under a new trace_id");
+  }
   const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: now, lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":
