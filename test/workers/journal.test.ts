@@ -241,6 +241,29 @@ describe("execution: start, finalise, reconcile", () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ state: "succeeded", outcome_status: "confirmed", receipt: { verdict: "allow" } });
     expect((await reconcile(c.trace_id, { response: { late: true }, reason: "tool log shows completion" })).body).toMatchObject({ idempotent_replay: true, receipt: r.body.receipt });
+    // The operator's reason is evidence of the reconciliation: the entry keeps it.
+    expect((await evidence(c.trace_id)).body.history.at(-1)).toMatchObject({ event: "append", from: "started", to: "succeeded", detail: { reason: "tool log shows completion" } });
+  });
+
+  it("a reconciliation's reason is kept in its entries with credentials redacted; none is kept when none is given", async () => {
+    const lapsed = async () => {
+      const c = command();
+      await h.intake(c);
+      expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
+      await sleep(200);
+      await runDurableObjectAlarm(shardOfTrace(c.trace_id));
+      return c.trace_id;
+    };
+    const one = await lapsed();
+    const r = await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log; retried with password=hunter2 at https://admin:pw@db.example/" }, ADMIN_TOKEN);
+    expect(r.status, r.text).toBe(200);
+    const e = await evidence(one);
+    const reasons = e.body.history.slice(-2).map((x: any) => x.detail.reason);
+    expect(reasons).toEqual(Array(2).fill("no tool log; retried with password=[redacted] at https://[redacted]@db.example/"));
+    expect(e.text).not.toMatch(/hunter2|admin:pw/);
+    const two = await lapsed();
+    expect((await reconcile(two, { outcome: "indeterminate" })).status).toBe(200);
+    expect((await evidence(two)).body.history.at(-1).detail).not.toHaveProperty("reason");
   });
 
   it("a lapsed lease reconciled as reconciliation_required goes there through indeterminate, in one step; indeterminate alone is a reconciliation too", async () => {

@@ -13,6 +13,7 @@ import { freshnessPolicy, issuing, leaseSeconds, MAX_VERIFY_BODY } from "../conf
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
 import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
+import { snapshotJson } from "../protocol/boundary.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { HEX16 } from "../protocol/encoding.js";
 import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
@@ -36,6 +37,8 @@ interface OutcomeCall {
   content_type?: string;
   declared?: ToolOutput["declared"];
   extensions?: Record<string, unknown>;
+  /** Why a reconciliation resolved the outcome as it did (an operator's account): kept in the entry, credentials redacted. */
+  reason?: string;
 }
 
 const traceOf = (c: Context<AppEnv>): string => {
@@ -155,7 +158,9 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     receipt = finalised.receipt;
     rules = finalised.results;
   }
-  const step = { effect, detail: { outcome_call: { via, digest, fence }, rules }, extensions: call.extensions };
+  // The reason is evidence of the reconciliation itself, so the entry keeps it (its credential-shaped parts redacted, as in extensions).
+  const reason = call.reason === undefined ? {} : { reason: snapshotJson(call.reason, { credentials: "redact" }) as string };
+  const step = { effect, detail: { outcome_call: { via, digest, fence }, rules, ...reason }, extensions: call.extensions };
   // The lifecycle has no started → reconciliation_required edge: a lapsed execution gets there through
   // indeterminate, both steps in one append, so nothing sees it half-way.
   const steps = to === "reconciliation_required" && record.state === "started"
@@ -242,7 +247,7 @@ export const executionRoutes = new Hono<AppEnv>()
 })
   .post("/:trace_id/reconcile", async (c) => {
   const traceId = traceOf(c);
-  const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { reason?: string };
+  const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall;
   const loaded = await loadTrace(c, traceId);
   const done = recordedOutcome(loaded.history, "reconcile");
   if (done && done.call.digest === (await prefixedDigest(jcs(call))) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
