@@ -7,7 +7,7 @@ import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
 import type { InputRule } from "../../worker/protocol/issuing/rules/index.js";
 import intakeVectors from "../../vectors/ccs/intake.json" with { type: "json" };
-import { AUDIENCE, harness, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { buildChain } from "../../worker/protocol/chain.js";
 import { memoryJournalNamespace } from "../../cli/offline-env.js";
 
@@ -247,6 +247,19 @@ describe("delegation (CV-008)", () => {
     expect(forged.body.receipt).toMatchObject({ verdict: "deny" });
     expect(forged.body.receipt.block_reason).toMatch(/delegation_invalid: SIGNATURE_INVALID/);
     expectIntakeError(await h.intake(command({ delegation_chain: { not: "a receipt" } })), "INTAKE_MALFORMED", 400);
+  });
+
+  it("a malformed delegation_chain reserves nothing: the corrected Command under the same trace_id is admitted, not INTAKE_TRACE_CONFLICT", async () => {
+    const parent = (await h.intake(command())).body.receipt;
+    const child = command();
+    const refused = await h.intake({ ...child, delegation_chain: { not: "a receipt" } });
+    expectIntakeError(refused, "INTAKE_MALFORMED", 400);
+    const evidence = await h.call(`/v1/evidence/${child.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(evidence.status).toBe(404);
+    const fixed = await h.intake({ ...child, delegation_chain: parent });
+    expect(fixed.status, fixed.text).toBe(200);
+    expect(fixed.body.receipt).toMatchObject({ verdict: "allow", trace_id: child.trace_id });
+    expect(fixed.body.runtime_context.delegation).toMatchObject({ parent_trace_id: parent.trace_id, hop_count: 1 });
   });
 
   it("a valid deny or escalate parent authorised nothing: the child is a deny (PARENT_NOT_ALLOW) and names no parent", async () => {

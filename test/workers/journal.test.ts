@@ -241,6 +241,29 @@ describe("execution: start, finalise, reconcile", () => {
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ state: "succeeded", outcome_status: "confirmed", receipt: { verdict: "allow" } });
     expect((await reconcile(c.trace_id, { response: { late: true }, reason: "tool log shows completion" })).body).toMatchObject({ idempotent_replay: true, receipt: r.body.receipt });
+    // The operator's reason is evidence of the reconciliation: the entry keeps it.
+    expect((await evidence(c.trace_id)).body.history.at(-1)).toMatchObject({ event: "append", from: "started", to: "succeeded", detail: { reason: "tool log shows completion" } });
+  });
+
+  it("a reconciliation's reason is kept in its entries with credentials redacted; none is kept when none is given", async () => {
+    const lapsed = async () => {
+      const c = command();
+      await h.intake(c);
+      expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
+      await sleep(200);
+      await runDurableObjectAlarm(shardOfTrace(c.trace_id));
+      return c.trace_id;
+    };
+    const one = await lapsed();
+    const r = await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log; retried with password=hunter2 at https://admin:pw@db.example/" }, ADMIN_TOKEN);
+    expect(r.status, r.text).toBe(200);
+    const e = await evidence(one);
+    const reasons = e.body.history.slice(-2).map((x: any) => x.detail.reason);
+    expect(reasons).toEqual(Array(2).fill("no tool log; retried with password=[redacted] at https://[redacted]@db.example/"));
+    expect(e.text).not.toMatch(/hunter2|admin:pw/);
+    const two = await lapsed();
+    expect((await reconcile(two, { outcome: "indeterminate" })).status).toBe(200);
+    expect((await evidence(two)).body.history.at(-1).detail).not.toHaveProperty("reason");
   });
 
   it("a lapsed lease reconciled as reconciliation_required goes there through indeterminate, in one step; indeterminate alone is a reconciliation too", async () => {
@@ -279,6 +302,38 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await reconcile(c.trace_id, { outcome: "indeterminate" })).body.error.code).toBe("ILLEGAL_TRANSITION");
     expect((await reconcile(c.trace_id, { outcome: "reconciliation_required" })).body).toMatchObject({ state: "reconciliation_required" });
     expect((await reconcile(c.trace_id, { response: {} })).body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+  });
+
+  it("after a configuration change (a deploy, a re-key) an old admission is not started, and an execution started before it is refused at finalise with 409, not 500, before a sequence number is spent; its outcome is recorded unsigned", async () => {
+    const ready = command();
+    const running = command();
+    expect((await h.intake(ready)).body.receipt.verdict).toBe("allow");
+    const admitted = await h.intake(running);
+    expect((await start(running.trace_id)).status).toBe(200);
+    // The same bindings under another canonical configuration (here the policy floor's; a new SIGNING_KID or RULES does the same).
+    const changed = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as typeof env, ctx());
+    const config = await changed.call("/v1/config");
+    expect(config.body.config_hash).not.toBe(admitted.body.receipt.config_hash);
+    const call = (path: string, body: unknown, token = INTAKE_TOKEN) =>
+      changed.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+
+    const s = await call(`/v1/receipts/${ready.trace_id}/start`, {});
+    expect([s.status, s.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect(s.body.error.detail).toMatch(/another|configuration/);
+    expect((await evidence(ready.trace_id)).body.record).toMatchObject({ state: "ready", revision: 3 });
+
+    const before = await sequenceNow();
+    for (const body of [{ fence: 1, response: { results: ["sunny"] } }, { fence: 1, error: { message: "x" } }]) {
+      const f = await call(`/v1/receipts/${running.trace_id}/finalize`, body);
+      expect([f.status, f.body.error?.code], f.text).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    }
+    expect(await sequenceNow()).toBe(before);
+    expect((await evidence(running.trace_id)).body.record).toMatchObject({ state: "started", lease_lapsed: false });
+    const indeterminate = await call(`/v1/receipts/${running.trace_id}/finalize`, { fence: 1, outcome: "indeterminate" });
+    expect(indeterminate.body).toMatchObject({ state: "indeterminate", receipt: null });
+    const signed = await call(`/v1/receipts/${running.trace_id}/reconcile`, { response: {} }, ADMIN_TOKEN);
+    expect([signed.status, signed.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    expect((await call(`/v1/receipts/${running.trace_id}/reconcile`, { outcome: "reconciliation_required" }, ADMIN_TOKEN)).body).toMatchObject({ state: "reconciliation_required", receipt: null });
   });
 
   it("bad calls are 400 with a code, never 5xx; unknown traces 404", async () => {

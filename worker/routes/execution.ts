@@ -13,6 +13,7 @@ import { freshnessPolicy, issuing, leaseSeconds, MAX_VERIFY_BODY } from "../conf
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
 import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
+import { snapshotJson } from "../protocol/boundary.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { HEX16 } from "../protocol/encoding.js";
 import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
@@ -36,6 +37,8 @@ interface OutcomeCall {
   content_type?: string;
   declared?: ToolOutput["declared"];
   extensions?: Record<string, unknown>;
+  /** Why a reconciliation resolved the outcome as it did (an operator's account): kept in the entry, credentials redacted. */
+  reason?: string;
 }
 
 const traceOf = (c: Context<AppEnv>): string => {
@@ -71,6 +74,19 @@ async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history:
   const appended = await journalOf(c).append({ record_id: record.record_id, expected_revision: record.revision, at: now, to: "expired", effect: "not-started", detail: { admission_expired_at: receipt.expires_at } });
   if (appended.kind === "corrupt") corrupt(appended);
   throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${seconds(now - until)}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
+}
+
+/**
+ * A final receipt carries its admission's bindings, config_hash included, so it is signed only under
+ * the configuration the admission was issued under (`finaliseReceipt` refuses any other). Once the
+ * deployment issues under another one (its rules, policy, manifest or signing key changed: a deploy,
+ * a re-key), an admission of the old one can have no signed outcome: it is not started, and an
+ * execution started before the change records its outcome unsigned (`outcome: "indeterminate"`,
+ * then a reconciliation) instead of failing as an internal error on every attempt.
+ */
+function refuseOtherConfiguration(admission: Receipt, configHash: string, what: string): void {
+  if (admission.config_hash === configHash) return;
+  throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission was issued under configuration ${admission.config_hash} and this deployment now issues under ${configHash}: ${what}`);
 }
 
 /** The signed admission receipt of an allow, which is what an execution starts from. */
@@ -116,20 +132,22 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     effect = call.effect ?? DEFAULT_EFFECT[kind];
     // Nor are they spent on an outcome the journal would refuse to record (the append judges it again).
     if (!isConsistentEffect(to, effect)) throw new ApiError(409, "ILLEGAL_TRANSITION", `${to} cannot carry the effect ${effect}`);
+    const services = c.get("services");
+    const own = await issuing(c.env);
+    const { identity, signer, context } = own;
+    const admission = admissionOf(history);
+    refuseOtherConfiguration(admission, context.configHash, "its final receipt cannot be signed; record the outcome without one (finalize with outcome \"indeterminate\", or reconcile it as indeterminate or reconciliation_required)");
     // The fence must still hold the lease before a sequence number and a signature are spent on it.
     if (fence !== null) {
       const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence });
       if (check.kind === "corrupt") corrupt(check);
       if (check.kind !== "valid") throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
     }
-    const services = c.get("services");
-    const own = await issuing(c.env);
-    const { identity, signer, context } = own;
     // A final receipt signed under a revoked key would only fail ANCHOR_REVOKED: nothing is recorded.
     await refuseIfOwnKeyRevoked(c, own);
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
-    const finalised = await finaliseReceipt(admissionOf(history), { content, content_type: call.content_type, declared: call.declared }, context, {
+    const finalised = await finaliseReceipt(admission, { content, content_type: call.content_type, declared: call.declared }, context, {
       now: overrides.now ?? services.now,
       randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
       nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
@@ -140,7 +158,9 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     receipt = finalised.receipt;
     rules = finalised.results;
   }
-  const step = { effect, detail: { outcome_call: { via, digest, fence }, rules }, extensions: call.extensions };
+  // The reason is evidence of the reconciliation itself, so the entry keeps it (its credential-shaped parts redacted, as in extensions).
+  const reason = call.reason === undefined ? {} : { reason: snapshotJson(call.reason, { credentials: "redact" }) as string };
+  const step = { effect, detail: { outcome_call: { via, digest, fence }, rules, ...reason }, extensions: call.extensions };
   // The lifecycle has no started → reconciliation_required edge: a lapsed execution gets there through
   // indeterminate, both steps in one append, so nothing sees it half-way.
   const steps = to === "reconciliation_required" && record.state === "started"
@@ -187,7 +207,11 @@ export const executionRoutes = new Hono<AppEnv>()
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
   if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
   const now = c.get("services").now();
-  if (record.state === "ready") await refuseExpired(c, record, history, now);
+  if (record.state === "ready") {
+    await refuseExpired(c, record, history, now);
+    // Nothing is written: the admission stays as it was issued, and the same Command is admitted again under a new trace_id.
+    refuseOtherConfiguration(admissionOf(history), (await issuing(c.env)).context.configHash, "its outcome could never be signed, so it is not started; admit the Command again under a new trace_id");
+  }
   const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: now, lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":
@@ -223,7 +247,7 @@ export const executionRoutes = new Hono<AppEnv>()
 })
   .post("/:trace_id/reconcile", async (c) => {
   const traceId = traceOf(c);
-  const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall & { reason?: string };
+  const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall;
   const loaded = await loadTrace(c, traceId);
   const done = recordedOutcome(loaded.history, "reconcile");
   if (done && done.call.digest === (await prefixedDigest(jcs(call))) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);

@@ -137,6 +137,13 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   await services.manifests.recordCurrent(services.now());
   const now = services.intake.now ?? services.now;
   const traceId = intake.command.trace_id;
+  const deps = admissionDeps(c, own);
+  // The parent is verified (read-only: audit mode, no nonce claimed) before anything is written, so a
+  // delegation_chain that is not a receipt or an envelope at all is INTAKE_MALFORMED with no record
+  // reserved: the corrected Command under the same trace_id is then a first intake, not a conflict
+  // with a Command that was never admitted. The admission judges with this very check.
+  const delegation = intake.command.delegation_chain ? await deps.delegation!(intake.command.delegation_chain) : null;
+  if (delegation?.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", delegation.detail, traceId);
   const journal = services.journal(INTAKE_TENANT).port;
   const reserved = await journal.reserve({
     idempotency_key: traceId,
@@ -172,7 +179,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     expected = loaded.record.revision;
     fromApproval = true;
   }
-  const admission = await issueAdmission(intake, audience, own.context, admissionDeps(c, own));
+  const admission = await issueAdmission(intake, audience, own.context, delegation ? { ...deps, delegation: async () => delegation } : deps);
   // The challenge is opened before the record is written to await it: a challenge that could not be
   // opened leaves the trace reserved (a retry judges it again), never a record awaiting evidence no
   // one can send. A challenge whose record was not written is answered CHALLENGE_ANSWERED.
