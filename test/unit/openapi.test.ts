@@ -114,4 +114,28 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${"0".repeat(64)}`, ADMIN));
     conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
   });
+
+  it("this deployment's own manifest once its signing key is revoked: 503 SIGNING_KEY_REVOKED, documented", async () => {
+    // Its own app and storage: the revocation is for good.
+    const own = nodeEnv({
+      ISSUER: "https://countersign.example", ORG_ID: pv.org_id, AUDIENCES: ccsVectors.audience, ...ccsVectors.secrets,
+      SIGNING_KEY: "fb477c555263404d1ed11ab838d941774da0329b7907d835537dc0740400237f", SIGNING_KID: "openapi-own-1",
+    });
+    const ownApp = createApp({ now: () => ccsVectors.now, verifier: nobleVerifier, ledgerStub: own.ledgerStub });
+    const call = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
+      const res = await ownApp.request(path, { method: method.toUpperCase(), headers, body }, own.env, own.ctx);
+      const text = await res.text();
+      return { status: res.status, text, json: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : null };
+    };
+    const issuerDoc = (await call("get", "/.well-known/ccs-issuer", {})).json;
+    expect((await call("put", "/v1/admin/anchors", ADMIN, JSON.stringify(issuerDoc))).status).toBe(200);
+    const before = await call("get", "/.well-known/ccs-manifest", {});
+    expect(before.status, before.text).toBe(200);
+    conforms("/.well-known/ccs-manifest", "get", undefined, before);
+    const revoke = { issuer: issuerDoc.issuer, kid: issuerDoc.keys[0].kid };
+    expect((await call("post", "/v1/admin/anchors/revoke", ADMIN, JSON.stringify(revoke))).status).toBe(200);
+    const after = await call("get", "/.well-known/ccs-manifest", {});
+    expect([after.status, after.json?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
+    conforms("/.well-known/ccs-manifest", "get", undefined, after);
+  });
 });

@@ -52,7 +52,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/.well-known/ccs-manifest", summary: "this verifier's signed capability manifest, as RFC 8785 text; strong ETag, If-None-Match answers 304", tag: "identity", auth: "none",
     parameters: [{ name: "If-None-Match", in: "header", description: "an ETag seen before: 304 without a body while it is current" }],
-    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500) },
+    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500, 503) },
   },
   {
     method: "get", path: "/v1/verifiers/{verifier_id}/manifest", summary: "a verifier's manifest: this deployment's own, or one pinned beside its anchor", tag: "routing", auth: "none",
