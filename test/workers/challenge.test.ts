@@ -71,7 +71,8 @@ describe("a Command lacking evidence", () => {
     const c = command();
     const broken = harness(env, ctx(), { intake: { openChallenge: () => Promise.reject(new Error("challenge store down")) } });
     const failed = await broken.intake(c);
-    expect([failed.status, failed.body.error.code]).toEqual([500, "INTAKE_FAILED"]);
+    // A dependency that failed: 503, as the intake error table says (500 is for a fault of ours).
+    expect([failed.status, failed.body.error.code]).toEqual([503, "INTAKE_FAILED"]);
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("reserved");
     const retried = await h.intake(c);
     expect(retried.body.challenge.trace_id).toBe(c.trace_id);
