@@ -172,7 +172,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/v1/config/{hash}", summary: "any configuration this deployment has issued under, by its hash, with the manifest content it bound", tag: "issuing", auth: "none",
     parameters: [pathParam("hash", "sha256:<64 hex>, percent-encoded or not")],
-    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500) },
+    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500, 503) },
   },
   {
     method: "post", path: "/v1/usage/receipts", summary: "store a usage receipt (or build one from an observed model response), with cache and budget evidence", tag: "usage", auth: "relying-party", body: S.UsageCall,
