@@ -201,13 +201,22 @@ export function percentDecodes(c: Context): boolean {
   }
 }
 
-/** Rejects a promise that takes longer than `ms`; the dependency is named in the 503. */
+/**
+ * A dependency's answer (a KV or Durable Object call), or VerifierUnavailable (503) when it fails
+ * or takes longer than `ms`; the dependency is named in the 503. Refusals the dependency means
+ * (ApiError, JournalInputError, ConfigurationError) pass through as they are: the Durable Objects
+ * answer theirs as values, so a rejection is the dependency failing.
+ */
 export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new VerifierUnavailable(dependency, new Error(`timed out after ${ms} ms`))), ms);
   });
-  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+  const failed = (err: unknown): never => {
+    if (err instanceof VerifierUnavailable || err instanceof ApiError || err instanceof JournalInputError || err instanceof ConfigurationError) throw err;
+    throw new VerifierUnavailable(dependency, err);
+  };
+  return Promise.race([Promise.resolve(work).catch(failed), timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -19,6 +19,8 @@ const RP = { authorization: `Bearer ${RP_TOKEN}`, "content-type": "application/j
 const { env, ledgerStub, ctx } = nodeEnv({ ORG_ID: pv.org_id, AUDIENCES: `${ccsVectors.audience},https://second-party.example`, ...ccsVectors.secrets });
 const app = createApp({ now: () => ccsVectors.now, verifier: nobleVerifier, ledgerStub });
 let doc: any;
+/** A signing seed for the tests that need this deployment's own identity (the public demo seed of .dev.vars.example). */
+const OWN_SEED = "fb477c555263404d1ed11ab838d941774da0329b7907d835537dc0740400237f";
 
 /** The document's schema for one operation's request body or one response, as a standalone JSON Schema. */
 function schemaAt(ref: string): Validator {
@@ -113,5 +115,40 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${revoked.json.fingerprint}`, ADMIN));
     conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${"0".repeat(64)}`, ADMIN));
     conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
+  });
+
+  it("a configuration history that cannot be read: 503 VERIFIER_UNAVAILABLE, documented", async () => {
+    const own = nodeEnv({ ISSUER: "https://countersign.example", ORG_ID: pv.org_id, AUDIENCES: ccsVectors.audience, ...ccsVectors.secrets, SIGNING_KEY: OWN_SEED, SIGNING_KID: "openapi-own-1" });
+    const get = own.env.ANCHORS.get.bind(own.env.ANCHORS);
+    const down = { ...own.env, ANCHORS: { ...own.env.ANCHORS, get: (key: string, type?: "json") => (key.startsWith("config:") ? Promise.reject(new Error("kv down")) : get(key, type as "json")) } } as typeof env;
+    const res = await app.request(`/v1/config/sha256:${"0".repeat(64)}`, { method: "GET" }, down, own.ctx);
+    const text = await res.text();
+    const answer = { status: res.status, text, json: JSON.parse(text) };
+    expect([answer.status, answer.json.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    conforms("/v1/config/{hash}", "get", undefined, answer);
+  });
+
+  it("this deployment's own manifest once its signing key is revoked: 503 SIGNING_KEY_REVOKED, documented", async () => {
+    // Its own app and storage: the revocation is for good.
+    const own = nodeEnv({
+      ISSUER: "https://countersign.example", ORG_ID: pv.org_id, AUDIENCES: ccsVectors.audience, ...ccsVectors.secrets,
+      SIGNING_KEY: OWN_SEED, SIGNING_KID: "openapi-own-1",
+    });
+    const ownApp = createApp({ now: () => ccsVectors.now, verifier: nobleVerifier, ledgerStub: own.ledgerStub });
+    const call = async (method: string, path: string, headers: Record<string, string>, body?: string) => {
+      const res = await ownApp.request(path, { method: method.toUpperCase(), headers, body }, own.env, own.ctx);
+      const text = await res.text();
+      return { status: res.status, text, json: res.headers.get("content-type")?.includes("json") ? JSON.parse(text) : null };
+    };
+    const issuerDoc = (await call("get", "/.well-known/ccs-issuer", {})).json;
+    expect((await call("put", "/v1/admin/anchors", ADMIN, JSON.stringify(issuerDoc))).status).toBe(200);
+    const before = await call("get", "/.well-known/ccs-manifest", {});
+    expect(before.status, before.text).toBe(200);
+    conforms("/.well-known/ccs-manifest", "get", undefined, before);
+    const revoke = { issuer: issuerDoc.issuer, kid: issuerDoc.keys[0].kid };
+    expect((await call("post", "/v1/admin/anchors/revoke", ADMIN, JSON.stringify(revoke))).status).toBe(200);
+    const after = await call("get", "/.well-known/ccs-manifest", {});
+    expect([after.status, after.json?.error?.code]).toEqual([503, "SIGNING_KEY_REVOKED"]);
+    conforms("/.well-known/ccs-manifest", "get", undefined, after);
   });
 });

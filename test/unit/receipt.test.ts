@@ -124,7 +124,7 @@ describe("receipts without the SHOULD fields", () => {
 
   it("refuses an issuer or audience with a control character, or that is not a URI with a host", async () => {
     const { receipt } = await fixture();
-    for (const bad of ["https://x.example/\u0000", "https://x.example/a\u001fb", "https://x.example/\u007f", "https://a.example/\u0085x", "https://a.example/\u009f", "https://[not-a-uri", "https://"]) {
+    for (const bad of ["https://x.example/\u0000", "https://x.example/a\u001fb", "https://x.example/\u007f", "https://a.example/\u0085x", "https://a.example/\u009f", "https://[not-a-uri", "https://", "https:///x.example", "https:////x.example/a", "https://\\x.example", "https://x.example\\@y.example"]) {
       expect(parseReceipt({ ...receipt, issuer: bad }).ok).toBe(false);
       expect(parseReceipt({ ...receipt, audience: bad }).ok).toBe(false);
     }

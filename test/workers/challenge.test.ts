@@ -71,7 +71,8 @@ describe("a Command lacking evidence", () => {
     const c = command();
     const broken = harness(env, ctx(), { intake: { openChallenge: () => Promise.reject(new Error("challenge store down")) } });
     const failed = await broken.intake(c);
-    expect([failed.status, failed.body.error.code]).toEqual([500, "INTAKE_FAILED"]);
+    // A dependency that failed: 503, as the intake error table says (500 is for a fault of ours).
+    expect([failed.status, failed.body.error.code]).toEqual([503, "INTAKE_FAILED"]);
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("reserved");
     const retried = await h.intake(c);
     expect(retried.body.challenge.trace_id).toBe(c.trace_id);
@@ -85,11 +86,14 @@ describe("a Command lacking evidence", () => {
     expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
     const failing = (name: string): JournalStub => {
       const real = durableJournalStub(env)(name);
-      return { ...real, loadByIdempotency: (k: string) => real.loadByIdempotency(k), appendMany: () => Promise.reject(new Error("journal down")) } as unknown as JournalStub;
+      // Every read the answer makes goes through; only the write of the admission fails.
+      return { ...real, loadByIdempotency: (k: string) => real.loadByIdempotency(k), markOf: (id: string) => real.markOf(id), appendMany: () => Promise.reject(new Error("journal down")) } as unknown as JournalStub;
     };
     const broken = harness(env, ctx(), { journalStub: () => failing });
     const evidence = { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } };
-    expect((await answer(broken, c.trace_id, evidence)).status).toBe(500);
+    // A journal that failed is a dependency that failed: 503, nothing recorded.
+    const failed = await answer(broken, c.trace_id, evidence);
+    expect([failed.status, failed.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
     const answered = await answer(h, c.trace_id, evidence);
     expect([answered.status, answered.body.receipt?.verdict]).toEqual([200, "allow"]);

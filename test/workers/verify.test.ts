@@ -147,6 +147,25 @@ describe("fail closed", () => {
     expect(codes(res)).toEqual(["VERIFIER_UNAVAILABLE"]);
   });
 
+  it("a relying-party store that fails yields 503 VERIFIER_UNAVAILABLE, not 500: the token lookup is a dependency too", async () => {
+    const token = "kv-down-party-token-0123456789abcdef";
+    const registered = await harness(env, createExecutionContext()).call("/v1/admin/relying-parties", {
+      method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_TOKEN}` }, body: JSON.stringify({ name: "kv-down-party", audiences: [AUDIENCE], token }),
+    });
+    expect(registered.status).toBe(201);
+    const failParties = (key: string, type: "json") => (key.startsWith("rp-token:") || key.startsWith("rp:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.get(key, type));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: failParties, put: (k: string, v: string) => env.ANCHORS.put(k, v) } } as unknown as Env;
+    const issuer = await issuerFor("rp-kv-down");
+    const broken = harness(brokenKv, createExecutionContext());
+    const res = await broken.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(await issuer.body()) });
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, error: { code: "VERIFIER_UNAVAILABLE" } });
+    // And off the decision routes: an anchor read that fails is 503 too.
+    const failAll = { ...env, ANCHORS: { ...env.ANCHORS, get: () => Promise.reject(new Error("kv down")) } } as unknown as Env;
+    const unreadable = await harness(failAll, createExecutionContext()).call(`/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`);
+    expect([unreadable.status, unreadable.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+  });
+
   it("a stored anchor that no longer matches its schema fails closed", async () => {
     const issuer = await issuerFor("corrupt-anchor");
     await env.ANCHORS.put(`anchor:${issuer.id.issuer}`, JSON.stringify({ issuer: issuer.id.issuer, keys: "everything" }));

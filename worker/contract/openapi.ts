@@ -52,7 +52,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/.well-known/ccs-manifest", summary: "this verifier's signed capability manifest, as RFC 8785 text; strong ETag, If-None-Match answers 304", tag: "identity", auth: "none",
     parameters: [{ name: "If-None-Match", in: "header", description: "an ETag seen before: 304 without a body while it is current" }],
-    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500) },
+    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500, 503) },
   },
   {
     method: "get", path: "/v1/verifiers/{verifier_id}/manifest", summary: "a verifier's manifest: this deployment's own, or one pinned beside its anchor", tag: "routing", auth: "none",
@@ -172,7 +172,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/v1/config/{hash}", summary: "any configuration this deployment has issued under, by its hash, with the manifest content it bound", tag: "issuing", auth: "none",
     parameters: [pathParam("hash", "sha256:<64 hex>, percent-encoded or not")],
-    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500) },
+    responses: { 200: { description: "{config, config_hash}", schema: S.ConfigAnswer }, ...errors(400, 404, 500, 503) },
   },
   {
     method: "post", path: "/v1/usage/receipts", summary: "store a usage receipt (or build one from an observed model response), with cache and budget evidence", tag: "usage", auth: "relying-party", body: S.UsageCall,

@@ -93,6 +93,9 @@ export function isHttpsUri(value: unknown): value is string {
   // A UTF-8 byte is at least a UTF-16 unit: the cheap length test first, the exact one after.
   if (value.length > MAX_URI_BYTES || utf8Length(value) > MAX_URI_BYTES) return false;
   if (!value.startsWith("https://") || /[\s\u0000-\u001f\u007f-\u009f]/.test(value)) return false;
+  // RFC 3986: the authority follows "https://" at once, and "\" is no URI character. A URL parser
+  // reads "https:///x" and "https://\x" as host x (WHATWG), but neither names a host as written.
+  if (value.charAt(8) === "/" || value.includes("\\")) return false;
   try {
     if (new URL(value).host.length === 0) return false;
   } catch {
