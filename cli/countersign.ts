@@ -496,7 +496,9 @@ async function manifest(io: Io, args: string[]): Promise<number> {
   const skew = number(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
   const verifierId = isJsonObject(doc) && typeof doc.verifier_id === "string" ? doc.verifier_id : null;
-  const anchor = trust.anchors.find((a) => isJsonObject(a) && a.issuer === verifierId);
+  // The last anchor the file gives for the verifier: `verify` pins them in order, so a later one
+  // replaces an earlier one's keys (a rotation) and only its keys are current, as on the service.
+  const anchor = [...trust.anchors].reverse().find((a) => isJsonObject(a) && a.issuer === verifierId);
   let keys: ReturnType<typeof pinnedIssuer>["keys"] = [];
   if (anchor) {
     const built = await buildAnchorRecord(anchor, Math.floor(now));

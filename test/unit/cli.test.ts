@@ -384,4 +384,27 @@ describe("countersign manifest verify", () => {
     expect(JSON.parse(bad.out)).toMatchObject({ valid: false, code: "MANIFEST_SIGNATURE_INVALID" });
     expect((await run("manifest", "verify", at("manifest.json"))).code).toBe(2);
   });
+
+  it("judges a manifest under the keys the trust file leaves current, as verify and the service do: a key rotated out by a later anchor signs nothing", async () => {
+    const { identity: makeIdentity, anchorFor } = await import("../../vectors/ccs/factory.js");
+    const { manifestOf } = await import("../support/manifests.js");
+    const old = await makeIdentity("cli-manifest-rotated", "https://cli-manifest-rotated.example", "old");
+    const next = await makeIdentity("cli-manifest-rotated-next", old.issuer, "next");
+    const now = Math.floor(Date.now() / 1000);
+    const byOld = await manifestOf(old, [{ id: "ccs/1.3/intake", comparison_scope: "command" }], { published_at: now - 10, expires_at: now + 3600 });
+    const byNext = await manifestOf(next, byOld.profiles, { published_at: now - 10, expires_at: now + 3600 });
+    writeFileSync(at("rotated-old.json"), JSON.stringify(byOld));
+    writeFileSync(at("rotated-next.json"), JSON.stringify(byNext));
+    // The old key pinned, then replaced by the next one: what `verify` (and a service given the same pins) holds.
+    writeFileSync(at("rotated-anchors.json"), JSON.stringify({ anchors: [anchorFor(old), anchorFor(next)] }));
+    const refused = await run("manifest", "verify", at("rotated-old.json"), "--anchors", at("rotated-anchors.json"), "--json");
+    expect([refused.code, JSON.parse(refused.out).code]).toEqual([1, "MANIFEST_KEY_UNKNOWN"]);
+    // `verify` refuses the same manifest in the same trust file, with the same code.
+    writeFileSync(at("rotated-trust.json"), JSON.stringify({ anchors: [anchorFor(old), anchorFor(next)], manifests: [{ manifest: byOld }] }));
+    writeFileSync(at("rotated-receipt.json"), JSON.stringify({ signature: "", nonce: "" }));
+    const viaVerify = await run("verify", at("rotated-receipt.json"), "--anchors", at("rotated-trust.json"));
+    expect([viaVerify.code, viaVerify.err]).toEqual([2, expect.stringContaining("MANIFEST_KEY_UNKNOWN")]);
+    const current = await run("manifest", "verify", at("rotated-next.json"), "--anchors", at("rotated-anchors.json"), "--json");
+    expect([current.code, JSON.parse(current.out).kid]).toEqual([0, "next"]);
+  });
 });
