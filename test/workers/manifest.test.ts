@@ -196,6 +196,15 @@ describe("PUT /v1/admin/manifests never goes back in time", () => {
     expect((await pinManifest({ manifest: sameWindow })).body.error.code).toBe("MANIFEST_SUPERSEDED");
   });
 
+  it("a manifest whose verifier_id is not an https:// URI is refused 400 MANIFEST_INVALID at pin, not looked up and answered 404", async () => {
+    const id = await otherVerifier("bad-id-verifier");
+    const m = await manifestOf(id, [{ id: "p/bad-id", comparison_scope: "receipt" }], WINDOW);
+    for (const bad of ["not a uri", "http://bad-id-verifier.example", `${id.issuer}\u0000`, "https://", `${id.issuer}\u0085`]) {
+      const r = await pinManifest({ manifest: { ...m, verifier_id: bad } });
+      expect([r.status, r.body.error?.code], JSON.stringify(bad)).toEqual([400, "MANIFEST_INVALID"]);
+    }
+  });
+
   it("a verifier id that is not an https:// URI is 400 MALFORMED_REQUEST, not 404", async () => {
     for (const bad of ["http://plain.example", "not a uri", "https://"]) {
       const r = await h.call(`/v1/verifiers/${encodeURIComponent(bad)}/manifest`);
