@@ -171,6 +171,17 @@ describe("a manifest's signing key is judged at its not_after, as a receipt's ke
     expect((await later.call(path)).body).toMatchObject({ current: false, here: false });
     expect((await resolveAt(later)).body).toMatchObject({ result: "UNDECIDED", reason: "PROFILE_NOT_HELD", consult: [ending.issuer] });
   });
+
+  it("re-pinning the anchor with the signing key's window narrowed to exclude the manifest's published_at drops the manifest; a window still covering it keeps it", async () => {
+    const id = await otherVerifier("narrowed-key-verifier");
+    const anchor = anchorFor(id);
+    const path = `/v1/verifiers/${encodeURIComponent(id.issuer)}/manifest`;
+    expect((await pinManifest({ manifest: await manifestOf(id, [{ id: "narrow/p", comparison_scope: "receipt" }], WINDOW) })).status).toBe(200);
+    expect((await h.pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: WINDOW.published_at }] })).status).toBe(200);
+    expect((await h.call(path)).status).toBe(200);
+    expect((await h.pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: WINDOW.published_at + 1 }] })).status).toBe(200);
+    expect((await h.call(path)).status).toBe(404);
+  });
 });
 
 describe("PUT /v1/admin/manifests never goes back in time", () => {

@@ -9,7 +9,7 @@ import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
@@ -161,9 +161,12 @@ export const adminRoutes = new Hono<AppEnv>()
   }
   const carried = carryKeyHistory(built.record, existing, at);
   const { unpinned } = carried;
-  // A pinned manifest stays beside the anchor while the key that signed it is still pinned.
+  // A pinned manifest stays beside the anchor while the key that signed it is still pinned and,
+  // as re-pinned, still valid at the manifest's published_at (a key whose window was narrowed to
+  // exclude it no longer vouches for it, as it would not at PUT /v1/admin/manifests).
   const manifest = existing?.manifest;
-  const record = manifest && carried.record.keys.some((k) => k.fingerprint === manifest.document.signing_key_fingerprint) ? { ...carried.record, manifest } : carried.record;
+  const signer = manifest ? carried.record.keys.filter((k) => k.fingerprint === manifest.document.signing_key_fingerprint) : [];
+  const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
   await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
   await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, record.issuer) : undefined)));
