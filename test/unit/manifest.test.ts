@@ -61,6 +61,10 @@ describe("a signed manifest, verified with pure code", () => {
     const profiles = [PROFILES[0]];
     expect(await check({ ...m, profiles, profiles_digest: await prefixedDigest(jcs(profiles)) }, keys)).toMatchObject({ ok: false, code: "MANIFEST_SIGNATURE_INVALID" });
     expect(await check({ ...m, extra: 1 }, keys)).toMatchObject({ ok: false, code: "MANIFEST_INVALID" });
+    // A verifier_id no issuer can be pinned as is out of form, not an unknown key: the CLI and the service answer alike.
+    for (const bad of ["https://", "https://a\u0000b.example", "https://a\u0085.example"]) {
+      expect(await check({ ...m, verifier_id: bad }, keys), JSON.stringify(bad)).toMatchObject({ ok: false, code: "MANIFEST_INVALID" });
+    }
   });
 
   it("refuses an expired manifest and one whose key is not pinned", async () => {

@@ -16,6 +16,7 @@ import { keysValidAt, type TrustedKey } from "../anchors.js";
 import { jcs, prefixedDigest } from "../digest.js";
 import type { SignatureVerifier } from "../ed25519.js";
 import { fromHex, toHex, utf8 } from "../encoding.js";
+import { isHttpsUri } from "../receipt.js";
 
 export const MANIFEST_VERSION = "1";
 
@@ -112,6 +113,8 @@ export function manifestProblems(value: unknown): string[] {
   const check = validateManifest(value);
   if (!check.ok) return check.errors;
   const m = value as Manifest;
+  // What every issuer is pinned as (the schema's pattern admits control characters and no host).
+  if (!isHttpsUri(m.verifier_id)) return ["/verifier_id: must be an https:// URI with a host, without whitespace or control characters"];
   const ids = m.profiles.map((p) => p.id);
   if (new Set(ids).size !== ids.length) return ["/profiles: a profile id is listed twice"];
   return [];
