@@ -90,6 +90,16 @@ describe("an output path that cannot be written is a usage error: one line namin
     noTemp(dir);
   });
 
+  it("keygen writes files whose names are long but within the file-name limit (255 bytes), and leaves no temporary file", async () => {
+    // 246 + ".pub.json" = 255 bytes: legal names, for which a temporary name grown from them would not be.
+    const prefix = at("n".repeat(246));
+    const res = await run("keygen", "--out", prefix, "--kid", "k1", "--json");
+    expect([res.code, res.err]).toEqual([0, ""]);
+    expect(JSON.parse(readFileSync(`${prefix}.pub.json`, "utf8")).kid).toBe("k1");
+    expect(statSync(`${prefix}.key`).mode & 0o777).toBe(0o600);
+    noTemp(dir);
+  });
+
   it("replay --out into a missing directory, or onto a directory, or empty", async () => {
     const res = await run("replay", bundle, "--out", missing);
     expect(res).toEqual({ code: 2, out: "", err: `countersign replay: cannot write ${missing}: ENOENT\n` });
