@@ -240,6 +240,8 @@ describe("countersign sign and verify", () => {
       [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
       [[at("vflags-chain.json"), "--at", "1796000000"], /--at judges a chain only with --no-freshness/],
       [["--lines", at("vflags.jsonl"), "--mode", "enforce"], /--mode does not apply to --lines/],
+      // Each line is judged for the audience it names: an --audience beside them would check nothing.
+      [["--lines", at("vflags.jsonl"), "--audience", "https://me.example"], /--audience does not apply to --lines/],
     ];
     for (const [argv, message] of cases) {
       const res = await run("verify", ...argv, "--anchors", anchors, "--json");
