@@ -306,7 +306,9 @@ async function verify(io: Io, args: string[]): Promise<number> {
   const notWith = (flags: readonly (keyof typeof values)[], what: string) => {
     for (const f of flags) if (values[f] !== undefined) throw new UsageError(`--${f} does not apply to ${what}`);
   };
-  if (values.lines) notWith(["mode", "at", "request", "response", "runtime-context", "seal", "no-freshness"], "--lines (each line is a complete call)");
+  // --audience too: each line is judged for the audience it names, so an --audience beside them
+  // would be read as "judged for me" while checking nothing of the kind.
+  if (values.lines) notWith(["audience", "mode", "at", "request", "response", "runtime-context", "seal", "no-freshness"], "--lines (each line is a complete call)");
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
@@ -347,7 +349,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
  * route, in order, in one offline world (so a replay within the file is a replay). One answer per
  * line on stdout; exit 0 only when every call was judged valid.
  */
-async function verifyLines(io: Io, file: string, values: { audience?: string; "org-id"?: string; json?: boolean }, trust: ReturnType<typeof readTrustFile>, now?: () => number): Promise<number> {
+async function verifyLines(io: Io, file: string, values: { "org-id"?: string; json?: boolean }, trust: ReturnType<typeof readTrustFile>, now?: () => number): Promise<number> {
   let text: string;
   try {
     text = io.read(file);
@@ -355,7 +357,7 @@ async function verifyLines(io: Io, file: string, values: { audience?: string; "o
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   const calls = text.split("\n").filter((line) => line.trim() !== "");
-  const audiences = new Set(values.audience ? [values.audience] : []);
+  const audiences = new Set<string>();
   // Each call's own audience (read as JSON, not as compact text: a line may have spaces, and its
   // receipt names an audience too), so a mismatch is judged as it would be alone.
   for (const line of calls) {
@@ -496,7 +498,9 @@ async function manifest(io: Io, args: string[]): Promise<number> {
   const skew = number(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
   const verifierId = isJsonObject(doc) && typeof doc.verifier_id === "string" ? doc.verifier_id : null;
-  const anchor = trust.anchors.find((a) => isJsonObject(a) && a.issuer === verifierId);
+  // The last anchor the file gives for the verifier: `verify` pins them in order, so a later one
+  // replaces an earlier one's keys (a rotation) and only its keys are current, as on the service.
+  const anchor = [...trust.anchors].reverse().find((a) => isJsonObject(a) && a.issuer === verifierId);
   let keys: ReturnType<typeof pinnedIssuer>["keys"] = [];
   if (anchor) {
     const built = await buildAnchorRecord(anchor, Math.floor(now));

@@ -5,7 +5,7 @@
  * loads only what it needs.
  */
 import { chmodSync, closeSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { dirname, join } from "node:path";
 
 /** An output path that cannot be written: a usage problem, its message one line naming the path. */
 export class OutputError extends Error {}
@@ -40,7 +40,9 @@ export function writeOutputs(files: OutputFile[]): void {
     for (const s of staged) rmSync(s.temp, { force: true });
   };
   for (const f of files) {
-    const temp = join(dirname(f.path), `.${basename(f.path)}.${process.pid}.${crypto.randomUUID().slice(0, 8)}.tmp`);
+    // Short and fixed in length whatever the target's name: a temporary name that grew with it
+    // would exceed the file-name limit (255 bytes) for a target name that itself fits.
+    const temp = join(dirname(f.path), `.countersign-${process.pid}-${crypto.randomUUID().slice(0, 8)}.tmp`);
     let fd: number | undefined;
     try {
       fd = openSync(temp, "wx", f.mode ?? 0o666);

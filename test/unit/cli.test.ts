@@ -90,6 +90,16 @@ describe("an output path that cannot be written is a usage error: one line namin
     noTemp(dir);
   });
 
+  it("keygen writes files whose names are long but within the file-name limit (255 bytes), and leaves no temporary file", async () => {
+    // 246 + ".pub.json" = 255 bytes: legal names, for which a temporary name grown from them would not be.
+    const prefix = at("n".repeat(246));
+    const res = await run("keygen", "--out", prefix, "--kid", "k1", "--json");
+    expect([res.code, res.err]).toEqual([0, ""]);
+    expect(JSON.parse(readFileSync(`${prefix}.pub.json`, "utf8")).kid).toBe("k1");
+    expect(statSync(`${prefix}.key`).mode & 0o777).toBe(0o600);
+    noTemp(dir);
+  });
+
   it("replay --out into a missing directory, or onto a directory, or empty", async () => {
     const res = await run("replay", bundle, "--out", missing);
     expect(res).toEqual({ code: 2, out: "", err: `countersign replay: cannot write ${missing}: ENOENT\n` });
@@ -230,6 +240,8 @@ describe("countersign sign and verify", () => {
       [[at("vflags-chain.json"), "--request", at("command.json")], /--request does not apply to a chain/],
       [[at("vflags-chain.json"), "--at", "1796000000"], /--at judges a chain only with --no-freshness/],
       [["--lines", at("vflags.jsonl"), "--mode", "enforce"], /--mode does not apply to --lines/],
+      // Each line is judged for the audience it names: an --audience beside them would check nothing.
+      [["--lines", at("vflags.jsonl"), "--audience", "https://me.example"], /--audience does not apply to --lines/],
     ];
     for (const [argv, message] of cases) {
       const res = await run("verify", ...argv, "--anchors", anchors, "--json");
@@ -383,5 +395,28 @@ describe("countersign manifest verify", () => {
     expect(bad.code).toBe(1);
     expect(JSON.parse(bad.out)).toMatchObject({ valid: false, code: "MANIFEST_SIGNATURE_INVALID" });
     expect((await run("manifest", "verify", at("manifest.json"))).code).toBe(2);
+  });
+
+  it("judges a manifest under the keys the trust file leaves current, as verify and the service do: a key rotated out by a later anchor signs nothing", async () => {
+    const { identity: makeIdentity, anchorFor } = await import("../../vectors/ccs/factory.js");
+    const { manifestOf } = await import("../support/manifests.js");
+    const old = await makeIdentity("cli-manifest-rotated", "https://cli-manifest-rotated.example", "old");
+    const next = await makeIdentity("cli-manifest-rotated-next", old.issuer, "next");
+    const now = Math.floor(Date.now() / 1000);
+    const byOld = await manifestOf(old, [{ id: "ccs/1.3/intake", comparison_scope: "command" }], { published_at: now - 10, expires_at: now + 3600 });
+    const byNext = await manifestOf(next, byOld.profiles, { published_at: now - 10, expires_at: now + 3600 });
+    writeFileSync(at("rotated-old.json"), JSON.stringify(byOld));
+    writeFileSync(at("rotated-next.json"), JSON.stringify(byNext));
+    // The old key pinned, then replaced by the next one: what `verify` (and a service given the same pins) holds.
+    writeFileSync(at("rotated-anchors.json"), JSON.stringify({ anchors: [anchorFor(old), anchorFor(next)] }));
+    const refused = await run("manifest", "verify", at("rotated-old.json"), "--anchors", at("rotated-anchors.json"), "--json");
+    expect([refused.code, JSON.parse(refused.out).code]).toEqual([1, "MANIFEST_KEY_UNKNOWN"]);
+    // `verify` refuses the same manifest in the same trust file, with the same code.
+    writeFileSync(at("rotated-trust.json"), JSON.stringify({ anchors: [anchorFor(old), anchorFor(next)], manifests: [{ manifest: byOld }] }));
+    writeFileSync(at("rotated-receipt.json"), JSON.stringify({ signature: "", nonce: "" }));
+    const viaVerify = await run("verify", at("rotated-receipt.json"), "--anchors", at("rotated-trust.json"));
+    expect([viaVerify.code, viaVerify.err]).toEqual([2, expect.stringContaining("MANIFEST_KEY_UNKNOWN")]);
+    const current = await run("manifest", "verify", at("rotated-next.json"), "--anchors", at("rotated-anchors.json"), "--json");
+    expect([current.code, JSON.parse(current.out).kid]).toEqual([0, "next"]);
   });
 });

@@ -61,6 +61,10 @@ describe("a signed manifest, verified with pure code", () => {
     const profiles = [PROFILES[0]];
     expect(await check({ ...m, profiles, profiles_digest: await prefixedDigest(jcs(profiles)) }, keys)).toMatchObject({ ok: false, code: "MANIFEST_SIGNATURE_INVALID" });
     expect(await check({ ...m, extra: 1 }, keys)).toMatchObject({ ok: false, code: "MANIFEST_INVALID" });
+    // A verifier_id no issuer can be pinned as is out of form, not an unknown key: the CLI and the service answer alike.
+    for (const bad of ["https://", "https://a\u0000b.example", "https://a\u0085.example"]) {
+      expect(await check({ ...m, verifier_id: bad }, keys), JSON.stringify(bad)).toMatchObject({ ok: false, code: "MANIFEST_INVALID" });
+    }
   });
 
   it("refuses an expired manifest and one whose key is not pinned", async () => {
@@ -69,6 +73,19 @@ describe("a signed manifest, verified with pure code", () => {
     expect(await check(m, keys, WINDOW.expires_at)).toMatchObject({ ok: false, code: "MANIFEST_EXPIRED" });
     const other = await setup("manifest-unit-other");
     expect(await check(m, other.keys)).toMatchObject({ ok: false, code: "MANIFEST_KEY_UNKNOWN" });
+  });
+
+  it("refuses a manifest whose signing key's not_after has passed at verification time, however it was back-dated (MANIFEST_KEY_UNKNOWN)", async () => {
+    const id = await identity("manifest-unit-lapsed-key", "https://manifest-unit-lapsed-key.example", "m1");
+    const anchor = anchorFor(id);
+    const built = await buildAnchorRecord({ ...anchor, keys: [{ ...anchor.keys[0], not_after: NOW - 50 }] }, NOW - 1000);
+    if (built.kind !== "built") throw new Error("anchor");
+    const keys = pinnedIssuer(built.record).keys;
+    // Published while the key was valid; judged after its not_after: refused, as a receipt signed by it would be.
+    const m = await manifestOf(id, PROFILES, WINDOW);
+    expect(await check(m, keys)).toMatchObject({ ok: false, code: "MANIFEST_KEY_UNKNOWN", detail: expect.stringMatching(/not_after/) });
+    // At not_after itself the key is still valid (bounds inclusive, no skew).
+    expect(await check(m, keys, NOW - 50)).toMatchObject({ ok: true });
   });
 
   it("a manifest change changes config_hash; re-signing for another window does not", async () => {
@@ -159,6 +176,15 @@ describe("profile routing", () => {
   it("UNDECIDED PROFILE_NOT_HELD when only a manifest no longer current declares it, NO_COMPARISON_RELATION when none does", () => {
     expect(resolve("declared/expired")).toEqual({ result: "UNDECIDED", profile: "declared/expired", reason: "PROFILE_NOT_HELD", consult: [c.verifier_id], queried_verifiers: [SELF, b.verifier_id, c.verifier_id] });
     expect(resolve("nobody/holds")).toEqual({ result: "UNDECIDED", profile: "nobody/holds", reason: "NO_COMPARISON_RELATION", queried_verifiers: [SELF, b.verifier_id, c.verifier_id] });
+  });
+
+  it("a pinned manifest whose signing key's not_after has passed is no longer current: PROFILE_NOT_HELD, consult it", () => {
+    const lapsed: Candidate = { verifier_id: "https://d.example", manifest: manifestWith(["held/lapsed-key"]), key_valid_until: NOW - 1 };
+    const still: Candidate = { ...lapsed, key_valid_until: NOW };
+    const run = (d: Candidate) => resolveProfile({ profile: "held/lapsed-key", exclude: [], self, pinned: [d], now: NOW, skew: 30 });
+    expect(run(lapsed)).toMatchObject({ result: "UNDECIDED", reason: "PROFILE_NOT_HELD", consult: [lapsed.verifier_id] });
+    expect(run(still)).toMatchObject({ result: "HELD", verifier_id: still.verifier_id });
+    expect(run({ ...lapsed, key_valid_until: -Infinity })).toMatchObject({ result: "UNDECIDED", reason: "PROFILE_NOT_HELD" });
   });
 
   it("SET_EXHAUSTED when every verifier declaring it was excluded, its trace the exclusions then everyone asked", () => {

@@ -150,6 +150,40 @@ describe("PUT /v1/admin/manifests and GET /v1/verifiers/{id}/manifest", () => {
   });
 });
 
+describe("a manifest's signing key is judged at its not_after, as a receipt's key is", () => {
+  it("refuses to pin a manifest whose key has lapsed, and a pinned one stops being current (and held) once its key lapses", async () => {
+    const lapsed = await identity("lapsed-key-verifier", "https://lapsed-key-verifier.example", "v1");
+    const anchor = anchorFor(lapsed);
+    expect((await h.pin({ ...anchor, keys: [{ ...anchor.keys[0], not_after: TEST_NOW - 10 }] })).status).toBe(200);
+    const back = await pinManifest({ manifest: await manifestOf(lapsed, [{ id: "lapse/back-dated", comparison_scope: "receipt" }], { published_at: TEST_NOW - 3600, expires_at: TEST_NOW + 86_400 }) });
+    expect([back.status, back.body.error?.code]).toEqual([400, "MANIFEST_KEY_UNKNOWN"]);
+
+    const ending = await identity("ending-key-verifier", "https://ending-key-verifier.example", "v1");
+    const endingAnchor = anchorFor(ending);
+    expect((await h.pin({ ...endingAnchor, keys: [{ ...endingAnchor.keys[0], not_after: TEST_NOW + 100 }] })).status).toBe(200);
+    expect((await pinManifest({ manifest: await manifestOf(ending, [{ id: "lapse/ending", comparison_scope: "receipt" }], WINDOW) })).status).toBe(200);
+    const path = `/v1/verifiers/${encodeURIComponent(ending.issuer)}/manifest`;
+    const resolveAt = (at: Harness) => at.call("/v1/profiles/resolve", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ profile: "lapse/ending" }) });
+    expect((await h.call(path)).body.current).toBe(true);
+    expect((await resolveAt(h)).body).toMatchObject({ result: "HELD", verifier_id: ending.issuer });
+    // Still inside the manifest's window, but past its key's not_after.
+    const later = harness(env, ctx(), { now: () => TEST_NOW + 101 });
+    expect((await later.call(path)).body).toMatchObject({ current: false, here: false });
+    expect((await resolveAt(later)).body).toMatchObject({ result: "UNDECIDED", reason: "PROFILE_NOT_HELD", consult: [ending.issuer] });
+  });
+
+  it("re-pinning the anchor with the signing key's window narrowed to exclude the manifest's published_at drops the manifest; a window still covering it keeps it", async () => {
+    const id = await otherVerifier("narrowed-key-verifier");
+    const anchor = anchorFor(id);
+    const path = `/v1/verifiers/${encodeURIComponent(id.issuer)}/manifest`;
+    expect((await pinManifest({ manifest: await manifestOf(id, [{ id: "narrow/p", comparison_scope: "receipt" }], WINDOW) })).status).toBe(200);
+    expect((await h.pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: WINDOW.published_at }] })).status).toBe(200);
+    expect((await h.call(path)).status).toBe(200);
+    expect((await h.pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: WINDOW.published_at + 1 }] })).status).toBe(200);
+    expect((await h.call(path)).status).toBe(404);
+  });
+});
+
 describe("PUT /v1/admin/manifests never goes back in time", () => {
   it("refuses a manifest published before the pinned one (409 MANIFEST_SUPERSEDED): it is not served and routing does not follow it", async () => {
     const id = await otherVerifier("superseding-verifier");
@@ -171,6 +205,15 @@ describe("PUT /v1/admin/manifests never goes back in time", () => {
     const newer = await manifestOf(id, [{ id: "sup/newer", comparison_scope: "receipt" }], { published_at: TEST_NOW - 60, expires_at: TEST_NOW + 86_400 });
     expect((await pinManifest({ manifest: newer })).status).toBe(200);
     expect((await pinManifest({ manifest: sameWindow })).body.error.code).toBe("MANIFEST_SUPERSEDED");
+  });
+
+  it("a manifest whose verifier_id is not an https:// URI is refused 400 MANIFEST_INVALID at pin, not looked up and answered 404", async () => {
+    const id = await otherVerifier("bad-id-verifier");
+    const m = await manifestOf(id, [{ id: "p/bad-id", comparison_scope: "receipt" }], WINDOW);
+    for (const bad of ["not a uri", "http://bad-id-verifier.example", `${id.issuer}\u0000`, "https://", `${id.issuer}\u0085`]) {
+      const r = await pinManifest({ manifest: { ...m, verifier_id: bad } });
+      expect([r.status, r.body.error?.code], JSON.stringify(bad)).toEqual([400, "MANIFEST_INVALID"]);
+    }
   });
 
   it("a verifier id that is not an https:// URI is 400 MALFORMED_REQUEST, not 404", async () => {

@@ -365,7 +365,7 @@ export const VerifierManifest = z
   .object({
     verifier_id: Uri,
     here: z.boolean().meta({ description: "this deployment's own manifest" }),
-    current: z.boolean().meta({ description: "within its validity window now" }),
+    current: z.boolean().meta({ description: "within its validity window now and, for a pinned manifest, its signing key not past its not_after" }),
     manifest: Manifest,
     manifest_hash: sha256Ref,
     pinned_at: seconds.optional(),

@@ -202,6 +202,6 @@ export function pinnedIssuer(record: AnchorRecord): PinnedIssuer {
 }
 
 /** The keys whose validity window contains `issuedAt` (bounds inclusive). */
-export function keysValidAt(keys: TrustedKey[], issuedAt: number): TrustedKey[] {
+export function keysValidAt<K extends Pick<AnchorKey, "not_before" | "not_after">>(keys: K[], issuedAt: number): K[] {
   return keys.filter((k) => (k.not_before === null || k.not_before <= issuedAt) && (k.not_after === null || issuedAt <= k.not_after));
 }

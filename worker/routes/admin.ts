@@ -9,11 +9,11 @@ import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
-import { uriMemoSize } from "../protocol/receipt.js";
+import { isHttpsUri, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
@@ -161,9 +161,12 @@ export const adminRoutes = new Hono<AppEnv>()
   }
   const carried = carryKeyHistory(built.record, existing, at);
   const { unpinned } = carried;
-  // A pinned manifest stays beside the anchor while the key that signed it is still pinned.
+  // A pinned manifest stays beside the anchor while the key that signed it is still pinned and,
+  // as re-pinned, still valid at the manifest's published_at (a key whose window was narrowed to
+  // exclude it no longer vouches for it, as it would not at PUT /v1/admin/manifests).
   const manifest = existing?.manifest;
-  const record = manifest && carried.record.keys.some((k) => k.fingerprint === manifest.document.signing_key_fingerprint) ? { ...carried.record, manifest } : carried.record;
+  const signer = manifest ? carried.record.keys.filter((k) => k.fingerprint === manifest.document.signing_key_fingerprint) : [];
+  const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
   await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
   await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, record.issuer) : undefined)));
@@ -249,6 +252,9 @@ export const adminRoutes = new Hono<AppEnv>()
   const id = pinnedVerifierId(body);
   const problem = id === null ? "manifest.verifier_id is required" : issuerProblem(id);
   if (problem) throw new ApiError(400, "MANIFEST_INVALID", problem);
+  // Every issuer is pinned as an https:// URI with a host: any other id is out of form (as GET
+  // /v1/verifiers/{id}/manifest answers it), not an issuer to look up and report unpinned.
+  if (!isHttpsUri(id)) throw new ApiError(400, "MANIFEST_INVALID", "manifest.verifier_id must be an https:// URI with a host, without whitespace or control characters");
   const { now, anchors, ledgers, verifier } = c.get("services");
   const record = await anchors.fresh(id!);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${id} is not pinned; pin its anchor first`);

@@ -11,7 +11,8 @@ import { ApiError, percentDecodes, readStrictJson, validateBody } from "../http.
 import { publishedIssuing } from "../manifest-store.js";
 import { ownKeyRevoked, refuseIfOwnKeyRevoked } from "../own-key.js";
 import { issuerProblem } from "../protocol/anchors.js";
-import { manifestCurrent } from "../protocol/manifest/manifest.js";
+import { keyValidNow, manifestCurrent } from "../protocol/manifest/manifest.js";
+import { manifestKeyValidUntil } from "../protocol/manifest/pinning.js";
 import { resolveProfile, type Candidate } from "../protocol/manifest/resolve.js";
 import { isHttpsUri } from "../protocol/receipt.js";
 
@@ -41,12 +42,14 @@ export const manifestRoutes = new Hono<AppEnv>()
     const { manifest } = await own.manifest.signed(at);
     return c.json({ verifier_id: id, here: true, current: true, manifest, manifest_hash: own.manifest.hash });
   }
-  const pinned = (await anchors.get(id))?.manifest;
-  if (!pinned) throw new ApiError(404, "NOT_FOUND", `no manifest is pinned for ${id}`);
+  const record = await anchors.get(id);
+  const pinned = record?.manifest;
+  if (!record || !pinned) throw new ApiError(404, "NOT_FOUND", `no manifest is pinned for ${id}`);
   return c.json({
     verifier_id: id,
     here: false,
-    current: manifestCurrent(pinned.document, at, freshnessPolicy(c.env).skewCap),
+    // Inside its window, and signed by a key still valid now (not_after, as a receipt's key is judged).
+    current: manifestCurrent(pinned.document, at, freshnessPolicy(c.env).skewCap) && keyValidNow(manifestKeyValidUntil(record), at),
     manifest: pinned.document,
     manifest_hash: pinned.manifest_hash,
     pinned_at: pinned.pinned_at,
@@ -64,7 +67,7 @@ export const manifestRoutes = new Hono<AppEnv>()
   const self: Candidate = published ? { verifier_id: published.identity.issuer, manifest: (await published.manifest.signed(at)).manifest } : { verifier_id: own?.identity.issuer ?? c.env.ISSUER ?? "", manifest: null };
   const listed = await anchors.listPinned(RESOLVE_VERIFIER_LIMIT);
   const records = await Promise.all(listed.issuers.map((issuer) => anchors.get(issuer)));
-  const pinned: Candidate[] = records.flatMap((r) => (r?.manifest ? [{ verifier_id: r.issuer, manifest: r.manifest.document }] : []));
+  const pinned: Candidate[] = records.flatMap((r) => (r?.manifest ? [{ verifier_id: r.issuer, manifest: r.manifest.document, key_valid_until: manifestKeyValidUntil(r) }] : []));
   const resolution = resolveProfile({ profile: body.profile, exclude: body.exclude ?? [], self, pinned, now: at, skew: freshnessPolicy(c.env).skewCap });
   return c.json({ ...resolution, complete: listed.complete });
 });

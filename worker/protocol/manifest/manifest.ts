@@ -16,6 +16,7 @@ import { keysValidAt, type TrustedKey } from "../anchors.js";
 import { jcs, prefixedDigest } from "../digest.js";
 import type { SignatureVerifier } from "../ed25519.js";
 import { fromHex, toHex, utf8 } from "../encoding.js";
+import { isHttpsUri } from "../receipt.js";
 
 export const MANIFEST_VERSION = "1";
 
@@ -112,6 +113,8 @@ export function manifestProblems(value: unknown): string[] {
   const check = validateManifest(value);
   if (!check.ok) return check.errors;
   const m = value as Manifest;
+  // What every issuer is pinned as (the schema's pattern admits control characters and no host).
+  if (!isHttpsUri(m.verifier_id)) return ["/verifier_id: must be an https:// URI with a host, without whitespace or control characters"];
   const ids = m.profiles.map((p) => p.id);
   if (new Set(ids).size !== ids.length) return ["/profiles: a profile id is listed twice"];
   return [];
@@ -128,7 +131,7 @@ export interface ManifestVerification {
 
 /**
  * Verifies a manifest: its form, that `signing_key_fingerprint` names a pinned key valid at
- * `published_at`, the signature under that key, `profiles_digest`, and the validity window (after
+ * `published_at` and still valid at `now` (its not_after, no skew), the signature under that key, `profiles_digest`, and the validity window (after
  * published_at, at most MAX_MANIFEST_WINDOW long, published no later than `now` + `skew`, not
  * yet expired).
  * Every failure has its own code; the first found is answered.
@@ -139,6 +142,9 @@ export async function verifyManifest(value: unknown, o: ManifestVerification): P
   const m = value as Manifest;
   const key = keysValidAt([...o.keys], m.published_at).find((k) => k.fingerprint === m.signing_key_fingerprint);
   if (!key) return { ok: false, code: "MANIFEST_KEY_UNKNOWN", detail: `signing_key_fingerprint ${m.signing_key_fingerprint.slice(0, 16)} is not a pinned key of ${m.verifier_id} valid at published_at` };
+  // As for a receipt's key, not_after is judged again at verification time, with no skew: a key
+  // past its validity cannot vouch for a declaration by back-dating published_at.
+  if (!keyValidNow(key.not_after, o.now)) return { ok: false, code: "MANIFEST_KEY_UNKNOWN", detail: `signing key ${key.kid}'s validity ended at not_after ${key.not_after}, before verification at ${o.now}` };
   const signed = await o.verifier.verify(key.raw, key.fingerprint, fromHex(m.signature)!, manifestSignedBytes(m));
   if (!signed) return { ok: false, code: "MANIFEST_SIGNATURE_INVALID", detail: `the signature does not verify under key ${key.kid}` };
   if (m.profiles_digest !== (await profilesDigest(m.profiles))) return { ok: false, code: "MANIFEST_INVALID", detail: "profiles_digest is not the digest of profiles" };
@@ -148,6 +154,9 @@ export async function verifyManifest(value: unknown, o: ManifestVerification): P
   if (m.expires_at <= o.now) return { ok: false, code: "MANIFEST_EXPIRED", detail: `the manifest expired at ${m.expires_at}` };
   return { ok: true, manifest: m, manifestHash: await manifestHash(m), kid: key.kid };
 }
+
+/** Whether a signing key whose validity ends at `notAfter` (null: no end) is still valid at `now`; no skew, as for a receipt's key. */
+export const keyValidNow = (notAfter: number | null, now: number): boolean => notAfter === null || now <= notAfter;
 
 /** Whether a manifest is within its validity window at `now`. */
 export const manifestCurrent = (m: UnsignedManifest, now: number, skew: number): boolean => m.published_at <= now + skew && now < m.expires_at;

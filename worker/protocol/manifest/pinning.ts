@@ -93,6 +93,18 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
   return { kind: "pinned", pinned: { document: manifest, manifest_hash: check.manifestHash, pinned_at: o.now, bindings } };
 }
 
+/**
+ * Until when a pinned manifest's signing key vouches for it: the key's not_after (null: no end),
+ * or -Infinity when that key is no longer among the issuer's current keys (re-pinning and
+ * revoking drop the manifest then; this keeps a record that somehow still holds one from being
+ * read as current).
+ */
+export function manifestKeyValidUntil(record: Pick<AnchorRecord, "keys" | "manifest">): number | null {
+  const fingerprint = record.manifest?.document.signing_key_fingerprint;
+  const key = record.keys.find((k) => k.fingerprint === fingerprint);
+  return key ? key.not_after : -Infinity;
+}
+
 /** What the verification path compares for a pinned issuer's receipt: the digest its configuration bound, and the current one. */
 export function pinnedBinding(pinned: PinnedManifest | undefined, configHash: string): { bound: string; current: string } | null {
   const bound = pinned?.bindings.find((b) => b.config_hash === configHash);

@@ -5,6 +5,7 @@
  * never a verdict:
  *
  * - HELD: the first verifier not excluded whose current manifest declares the profile (this one first);
+ *   a pinned manifest is current inside its window while its signing key is still valid (not_after);
  * - UNDECIDED / PROFILE_NOT_HELD: no current manifest of a verifier not excluded declares it, but a
  *   pinned manifest that is no longer current does: re-fetch those (`consult`) before going on;
  * - UNDECIDED / NO_COMPARISON_RELATION: no manifest in the set declares it at all: halt;
@@ -12,11 +13,16 @@
  *   caller's exclusions followed by every verifier asked here, for a relying party with a larger
  *   set to continue from without asking anyone twice.
  */
-import { declares, manifestCurrent, type ManifestContent, type UnsignedManifest } from "./manifest.js";
+import { declares, keyValidNow, manifestCurrent, type ManifestContent, type UnsignedManifest } from "./manifest.js";
 
 export interface Candidate {
   verifier_id: string;
   manifest: (UnsignedManifest & ManifestContent) | null;
+  /**
+   * A pinned manifest's signing key's not_after (`manifestKeyValidUntil`): past it, the manifest
+   * is no longer current, whatever its window says. Absent or null: no end.
+   */
+  key_valid_until?: number | null;
 }
 
 export type Resolution =
@@ -42,7 +48,7 @@ export function resolveProfile(i: ResolveInput): Resolution {
   for (const c of set) {
     if (excluded.has(c.verifier_id)) continue;
     queried.push(c.verifier_id);
-    if (c.manifest && manifestCurrent(c.manifest, i.now, i.skew) && declares(c.manifest, i.profile)) {
+    if (c.manifest && manifestCurrent(c.manifest, i.now, i.skew) && keyValidNow(c.key_valid_until ?? null, i.now) && declares(c.manifest, i.profile)) {
       return { result: "HELD", profile: i.profile, verifier_id: c.verifier_id, here: c === i.self, queried_verifiers: queried };
     }
   }
