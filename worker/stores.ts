@@ -19,6 +19,7 @@ import {
   type SequenceResetAudit,
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
+import { dependency } from "./protocol/verify.js";
 import { sha256Hex } from "./protocol/digest.js";
 import type { MetricsBatch } from "./metrics.js";
 import { allowOnly } from "./protocol/conformance/verifier-class.js";
@@ -254,7 +255,8 @@ const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
  * token, unlisted and beyond a delete by name, would otherwise authenticate for good.
  */
 export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache): RelyingPartyStore {
-  const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
+  // Every call that reads this store (all the relying-party routes) fails closed as 503 when KV fails, not only when it is slow.
+  const kv = <T>(work: Promise<T>) => dependency("relying-party store", () => withTimeout(work, timeoutMs, "relying-party store"));
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   return {
     async byToken(token) {
