@@ -68,6 +68,8 @@ export interface AnchorStore {
 }
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
+  // A KV operation that fails, not only one that is slow, is 503 VERIFIER_UNAVAILABLE on every route that reads anchors.
+  const kv = <T>(work: Promise<T>) => dependency("anchor store", () => withTimeout(work, timeoutMs, "anchor store"));
   const remember = (record: AnchorRecord) => {
     const entry = { at: Date.now(), record, pinned: pinnedIssuer(record) };
     cache.delete(record.issuer);
@@ -79,7 +81,7 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
   const load = async (issuer: string, cached = true) => {
     const hit = cached ? cache.get(issuer) : undefined;
     if (hit && Date.now() - hit.at < ANCHOR_CACHE_TTL_MS) return hit;
-    const raw = await withTimeout(env.ANCHORS.get(anchorKvKey(issuer), "json"), timeoutMs, "anchor store");
+    const raw = await kv(env.ANCHORS.get(anchorKvKey(issuer), "json"));
     return raw === null ? null : remember(readAnchorRecord(raw));
   };
   return {
@@ -89,18 +91,18 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     cachedPinned: (issuer) => cache.has(issuer),
     cacheSize: () => cache.size,
     async put(record) {
-      await withTimeout(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)), timeoutMs, "anchor store");
+      await kv(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)));
       remember(record);
     },
     async listPinned(limit) {
       const prefix = anchorKvKey("");
-      const page = await withTimeout(env.ANCHORS.list({ prefix, limit }), timeoutMs, "anchor store");
+      const page = await kv(env.ANCHORS.list({ prefix, limit }));
       return { issuers: page.keys.map((k) => k.name.slice(prefix.length)), complete: page.list_complete };
     },
-    revokedKey: (fingerprint) => withTimeout(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json"), timeoutMs, "anchor store"),
-    putRevokedKey: (record) => withTimeout(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record)), timeoutMs, "anchor store"),
-    keyHolder: (fingerprint) => withTimeout(env.ANCHORS.get(`key-holder:${fingerprint}`), timeoutMs, "anchor store"),
-    putKeyHolder: (fingerprint, issuer) => withTimeout(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer), timeoutMs, "anchor store"),
+    revokedKey: (fingerprint) => kv(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json")),
+    putRevokedKey: (record) => kv(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record))),
+    keyHolder: (fingerprint) => kv(env.ANCHORS.get(`key-holder:${fingerprint}`)),
+    putKeyHolder: (fingerprint, issuer) => kv(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer)),
   };
 }
 
@@ -191,13 +193,16 @@ export function requireShardKey(shards: number, shardKey: Uint8Array | null): vo
 }
 
 export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: number, shardKey: Uint8Array | null): LedgerClient {
-  const call = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "issuer ledger");
+  const decide = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "issuer ledger");
+  // Off the decision path a failing ledger is 503 VERIFIER_UNAVAILABLE too, not only a slow one
+  // (verifyReceipt already answers any failure of a claim or inspect so).
+  const call = <T>(work: Promise<T>) => dependency("issuer ledger", () => decide(work));
   const all = (issuer: string, shards: number) => ledgerNames(issuer, shards).map(stubFor);
   return {
     forDecision(issuer, nonce, shards) {
       requireShardKey(shards, shardKey);
       const stub = stubFor(ledgerName(issuer, nonce, shards, shardKey!));
-      return { claim: (q) => call(stub.claim(q)), inspect: (q) => call(stub.inspect(q)) };
+      return { claim: (q) => decide(stub.claim(q)), inspect: (q) => decide(stub.inspect(q)) };
     },
     async revoke(issuer, shards, fingerprint, kid, at) {
       const every = await Promise.all(all(issuer, shards).map((stub) => call(stub.revoke(fingerprint, kid, at))));
