@@ -76,6 +76,9 @@ async function gate(send: () => Promise<{ status: number; json(): Promise<unknow
  * Verifies one receipt for a gate. Whatever goes wrong between here and the service (refused
  * connection, timeout, a 5xx, an answer that is not a decision) is a reject: no evidence, no
  * execution. A 4xx is the service's own answer (a malformed call is not a pass either).
+ * `idempotencyKey`: random, drawn once per call the gate is about to run and reused only to retry
+ * this verification; never derived from the receipt or the request, or a replay of the same
+ * receipt is answered as a retry (`accept` again, `idempotent_replay: true`).
  */
 export function gateVerify(client: CountersignClient, call: VerifyCall, idempotencyKey?: string): Promise<GateAnswer> {
   return gate(() => client.v1.receipts.verify.$post({ json: call }, idempotencyKey ? { headers: { "idempotency-key": idempotencyKey } } : undefined));

@@ -64,8 +64,11 @@ export function observeDecision(c: Context<AppEnv>, decision: Decision, status: 
     status,
     latency_ms: Date.now() - c.get("startedAt"),
   }));
-  // A valid receipt's verdict is tallied for its pinned issuer (CCS 13.7), in the same batch.
-  const verdict = decision.valid && pinned ? decision.enforcement.verdict : null;
+  // A valid receipt's verdict is tallied for its pinned issuer (CCS 13.7), in the same batch, once per
+  // receipt: by the call that consumed its nonce. An idempotent retry's answer and a Level 0 7-field
+  // receipt (no nonce) can be had any number of times, so counting them would let one relying party
+  // flag an issuer for review, and have it judged as Class C, for every other.
+  const verdict = decision.valid && pinned && decision.nonce_consumed && !decision.idempotent_replay ? decision.enforcement.verdict : null;
   if (decision.mode === "enforce") flush(c, decisions.count(pinned ? decision.issuer! : UNPINNED, codes, verdict));
 }
 

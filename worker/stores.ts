@@ -67,6 +67,8 @@ export interface AnchorStore {
 }
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
+  // A KV operation that fails, not only one that is slow, is 503 VERIFIER_UNAVAILABLE on every route that reads anchors (withTimeout).
+  const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "anchor store");
   const remember = (record: AnchorRecord) => {
     const entry = { at: Date.now(), record, pinned: pinnedIssuer(record) };
     cache.delete(record.issuer);
@@ -78,7 +80,7 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
   const load = async (issuer: string, cached = true) => {
     const hit = cached ? cache.get(issuer) : undefined;
     if (hit && Date.now() - hit.at < ANCHOR_CACHE_TTL_MS) return hit;
-    const raw = await withTimeout(env.ANCHORS.get(anchorKvKey(issuer), "json"), timeoutMs, "anchor store");
+    const raw = await kv(env.ANCHORS.get(anchorKvKey(issuer), "json"));
     return raw === null ? null : remember(readAnchorRecord(raw));
   };
   return {
@@ -88,18 +90,18 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     cachedPinned: (issuer) => cache.has(issuer),
     cacheSize: () => cache.size,
     async put(record) {
-      await withTimeout(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)), timeoutMs, "anchor store");
+      await kv(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)));
       remember(record);
     },
     async listPinned(limit) {
       const prefix = anchorKvKey("");
-      const page = await withTimeout(env.ANCHORS.list({ prefix, limit }), timeoutMs, "anchor store");
+      const page = await kv(env.ANCHORS.list({ prefix, limit }));
       return { issuers: page.keys.map((k) => k.name.slice(prefix.length)), complete: page.list_complete };
     },
-    revokedKey: (fingerprint) => withTimeout(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json"), timeoutMs, "anchor store"),
-    putRevokedKey: (record) => withTimeout(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record)), timeoutMs, "anchor store"),
-    keyHolder: (fingerprint) => withTimeout(env.ANCHORS.get(`key-holder:${fingerprint}`), timeoutMs, "anchor store"),
-    putKeyHolder: (fingerprint, issuer) => withTimeout(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer), timeoutMs, "anchor store"),
+    revokedKey: (fingerprint) => kv(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json")),
+    putRevokedKey: (record) => kv(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record))),
+    keyHolder: (fingerprint) => kv(env.ANCHORS.get(`key-holder:${fingerprint}`)),
+    putKeyHolder: (fingerprint, issuer) => kv(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer)),
   };
 }
 
@@ -190,6 +192,7 @@ export function requireShardKey(shards: number, shardKey: Uint8Array | null): vo
 }
 
 export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: number, shardKey: Uint8Array | null): LedgerClient {
+  // A failing ledger, not only a slow one, is 503 VERIFIER_UNAVAILABLE (withTimeout), on and off the decision path.
   const call = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "issuer ledger");
   const all = (issuer: string, shards: number) => ledgerNames(issuer, shards).map(stubFor);
   return {
@@ -254,6 +257,7 @@ const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
  * token, unlisted and beyond a delete by name, would otherwise authenticate for good.
  */
 export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache): RelyingPartyStore {
+  // Every call that reads this store (all the relying-party routes) fails closed as 503 when KV fails, not only when it is slow.
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   return {

@@ -171,6 +171,25 @@ describe("revocation and the public anchor", () => {
     expect(addressed.filter((n) => n.includes(elsewhere))).toEqual([]);
   });
 
+  it("an admin change whose issuer ledger or anchor store fails is 503 VERIFIER_UNAVAILABLE, not 500 INTERNAL_ERROR", async () => {
+    const issuer = await issuerFor("admin-dependency-down");
+    await h().pin(issuer.anchor);
+    const failing = () => Promise.reject(new Error("storage exploded"));
+    const brokenLedger = harness(env, createExecutionContext(), {
+      ledgerStub: (e) => (name) => ({ ...durableLedgerStub(e)(name), revoke: failing, revocations: failing, resetSequence: failing, forgetKey: failing }),
+    });
+    const revoked = await brokenLedger.revoke(issuer.id.issuer, "k1");
+    expect([revoked.status, revoked.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const reset = await brokenLedger.admin("POST", "/v1/admin/anchors/reset-sequence", { issuer: issuer.id.issuer, kid: "k1", reason: "test" });
+    expect([reset.status, reset.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const failAnchors = (key: string, type: "json") => (key.startsWith("anchor:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.get(key, type));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: failAnchors } } as unknown as typeof env;
+    const pinned = await harness(brokenKv, createExecutionContext()).pin(issuer.anchor);
+    expect([pinned.status, pinned.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    // Nothing was revoked: the key still verifies.
+    expect((await h().verify(await issuer.body())).body).toMatchObject({ decision: "accept" });
+  });
+
   it("answers 404 NOT_FOUND for an unknown issuer or kid", async () => {
     const issuer = await issuerFor("revoke-unknown");
     expect((await h().revoke(issuer.id.issuer, "k1")).body.error.code).toBe("NOT_FOUND");

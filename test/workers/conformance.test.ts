@@ -124,6 +124,25 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
     expect((await h.call(path)).body.review).toMatchObject({ flagged: false, others: 1 });
     expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
   });
+
+  it("counts each receipt once: a relying party repeating one call with its Idempotency-Key, or one Level 0 receipt, cannot flag the issuer for every other party", async () => {
+    const ctx = createExecutionContext();
+    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
+    const x = await issuerFor("review-retries");
+    await h.pin({ ...x.anchor, verifier_class: "A", shared_secret: { secret: "LEGACY_HMAC_KEY" } });
+    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    const body = await x.body();
+    const retry = () => h.call("/v1/receipts/verify", { method: "POST", headers: { ...JSON_HEADERS, "idempotency-key": "retry-1" }, body: JSON.stringify(body) });
+    expect((await retry()).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+    for (let i = 0; i < 4; i++) expect((await retry()).body).toMatchObject({ decision: "accept", idempotent_replay: true });
+    const { receipt, request } = await level0Receipt("review-retries");
+    for (let i = 0; i < 4; i++) {
+      expect((await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: x.id.issuer })).body).toMatchObject({ decision: "accept", level: 0, nonce_consumed: false });
+    }
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 1, others: 0, threshold: 3 });
+    expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
+  });
 });
 
 describe("Level 0 receipts (CCS §10)", () => {

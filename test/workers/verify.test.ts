@@ -166,6 +166,35 @@ describe("fail closed", () => {
     expect([unreadable.status, unreadable.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
   });
 
+  it("a relying-party store that fails yields 503 VERIFIER_UNAVAILABLE, not 500 INTERNAL_ERROR", async () => {
+    const issuer = await issuerFor("rp-store-down");
+    const good = harness(env, createExecutionContext());
+    await good.pin(issuer.anchor);
+    // The test relying party registered first (an audit call consumes nothing).
+    expect((await good.verify({ ...(await issuer.body()), mode: "audit" })).status).toBe(200);
+    const failTokens = (key: string, type: "json") => (key.startsWith("rp-token:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.get(key, type));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: failTokens, put: (k: string, v: string) => env.ANCHORS.put(k, v) } } as unknown as Env;
+    for (const mode of ["enforce", "audit"]) {
+      const res = await harness(brokenKv, createExecutionContext()).verify({ ...(await issuer.body()), mode });
+      // The token is looked up before the body is read: no mode to tell yet, refused as an enforce call.
+      expect([res.status, res.body.error.code, res.body.decision]).toEqual([503, "VERIFIER_UNAVAILABLE", "reject"]);
+    }
+    expect((await good.verify(await issuer.body())).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+  });
+
+  it("a level: 0 call whose anchor store fails, or holds a record no longer of its schema, yields 503 VERIFIER_UNAVAILABLE", async () => {
+    const issuer = await issuerFor("level0-kv-down");
+    await harness(env, createExecutionContext()).pin({ ...issuer.anchor, shared_secret: { secret: "LEGACY_HMAC_KEY" } });
+    const failAnchors = (key: string, type: "json") => (key.startsWith("anchor:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.get(key, type));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: failAnchors, put: (k: string, v: string) => env.ANCHORS.put(k, v) } } as unknown as Env;
+    const body = { ...(await issuer.body()), level: 0 };
+    const down = await harness(brokenKv, createExecutionContext()).verify(body);
+    expect([down.status, down.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    await env.ANCHORS.put(`anchor:${issuer.id.issuer}`, JSON.stringify({ issuer: issuer.id.issuer, keys: "everything" }));
+    const corrupt = await harness(env, createExecutionContext()).verify(body);
+    expect([corrupt.status, corrupt.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+  });
+
   it("a stored anchor that no longer matches its schema fails closed", async () => {
     const issuer = await issuerFor("corrupt-anchor");
     await env.ANCHORS.put(`anchor:${issuer.id.issuer}`, JSON.stringify({ issuer: issuer.id.issuer, keys: "everything" }));

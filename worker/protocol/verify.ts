@@ -104,7 +104,7 @@ export class VerifierUnavailable extends Error {
 }
 
 /** `work`'s answer, any failure of it (thrown or rejected) as VerifierUnavailable. A plain promise chain: it is on every verification's path. */
-function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
+export function dependency<T>(name: string, work: () => Promise<T>): Promise<T> {
   const unavailable = (err: unknown) => {
     throw err instanceof VerifierUnavailable ? err : new VerifierUnavailable(name, err);
   };

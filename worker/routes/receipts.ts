@@ -3,7 +3,7 @@ import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_VERIFY_BODY } from "../config.js";
 import { VerifyCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
-import { gateDecision, rejection, verifyReceipt } from "../protocol/verify.js";
+import { dependency, gateDecision, rejection, verifyReceipt } from "../protocol/verify.js";
 import { decodeSharedSecret, isLevel0Shape, level0Refused, verifyLevel0, type Level0Decision } from "../protocol/conformance/level0.js";
 import type { z } from "zod";
 import { answerDecision, parseDecisionCall, verifierClasses, verifyDeps, type DecisionCall } from "./decision-call.js";
@@ -47,7 +47,7 @@ async function level0(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, cal
   const named = body.issuer ?? (isLevel0Shape(body.receipt) ? undefined : (body.receipt as { issuer?: unknown } | null)?.issuer);
   if (typeof named !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call names the issuer whose shared secret verifies the receipt");
   if (body.response !== undefined || body.outcome_status !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call takes receipt, audience, issuer, request and mode only");
-  const pinned = await classes.deps.anchors(named);
+  const pinned = await dependency("anchor store", () => classes.deps.anchors(named));
   classes.saw(named, pinned);
   let secret: Uint8Array | null = null;
   if (pinned?.sharedSecret) {
