@@ -63,6 +63,16 @@ describe("receipt schema and canonical form", () => {
   });
 });
 
+describe("nonce", () => {
+  it("is 32 to 128 lowercase hex digits: at least 128 bits as the profile asks, at most 512 as countersign bounds it", async () => {
+    const { receipt } = await fixture();
+    for (const n of [32, 33, 64, 128]) expect(parseReceipt({ ...receipt, nonce: "a".repeat(n) }).ok, String(n)).toBe(true);
+    for (const nonce of ["a".repeat(31), "a".repeat(129), "A".repeat(32), "g".repeat(32), "", 12345678901234567890]) {
+      expect(parseReceipt({ ...receipt, nonce }).ok, String(nonce)).toBe(false);
+    }
+  });
+});
+
 describe("rule_summary", () => {
   it("is name=verdict entries whose verdict is a CCS rule verdict (allow, deny, escalate, lowercase); any other word is MALFORMED_RECEIPT", async () => {
     const { receipt } = await fixture();

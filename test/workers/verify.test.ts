@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import type { LedgerStub } from "../../worker/stores.js";
 import { DISCARD_LIMIT } from "../../worker/http.js";
+import { signReceipt } from "../../worker/protocol/issue.js";
+import type { UnsignedReceipt } from "../../worker/protocol/receipt.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 
 const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
@@ -57,6 +59,26 @@ describe("stateless failures never consume a nonce", () => {
 });
 
 describe("replay", () => {
+  it("a nonce of 32 to 128 lowercase hex digits is a nonce (DESIGN: at least 32): a 64-digit one is accepted once, then a replay; 31 or 129 digits are MALFORMED_RECEIPT", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("long-nonce");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const withNonce = async (nonce: string) => {
+      const b = await issuer.body();
+      const { signature: _s, ...unsigned } = b.receipt;
+      return { ...b, receipt: signReceipt({ ...unsigned, nonce } as UnsignedReceipt, issuer.id.seed) };
+    };
+    const long = await withNonce("ab".repeat(32));
+    expect((await h.verify(long)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+    const again = await h.verify(long);
+    expect([again.body.decision, codes(again)]).toEqual(["reject", ["REPLAY_DETECTED"]]);
+    expect((await h.verify(await withNonce("c".repeat(128)))).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+    for (const nonce of ["d".repeat(31), "e".repeat(129), "F".repeat(32)]) {
+      const res = await h.verify(await withNonce(nonce));
+      expect([res.body.decision, codes(res), res.body.nonce_consumed], nonce).toEqual(["reject", ["MALFORMED_RECEIPT"], false]);
+    }
+  });
+
   it("50 concurrent enforce calls with one receipt: exactly one accept, 49 REPLAY_DETECTED", async () => {
     const h = harness(env, createExecutionContext());
     const issuer = await issuerFor("concurrent");

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
-import { MAX_URI_BYTES, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
+import { MAX_NONCE_HEX, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 import { isJsonObject } from "../protocol/strict-json.js";
@@ -38,7 +38,10 @@ export const Receipt = z
     issued_at: seconds,
     issuer: Uri,
     max_clock_skew: z.number().min(0).optional(),
-    nonce: hex(32),
+    nonce: z
+      .string()
+      .regex(new RegExp(`^[0-9a-f]{${MIN_NONCE_HEX},${MAX_NONCE_HEX}}$`))
+      .meta({ description: `${MIN_NONCE_HEX} to ${MAX_NONCE_HEX} lowercase hex digits (at least 128 bits), never reused` }),
     params_hash: hex(16),
     receipt: hex(32).meta({ description: "legacy HMAC-SHA256 field, truncated; covered by the signature, never trusted alone" }),
     request_hash: sha256Ref,

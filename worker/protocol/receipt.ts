@@ -66,6 +66,13 @@ export const MAX_URI_BYTES = 256;
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX128 = /^[0-9a-f]{128}$/;
 /**
+ * A nonce is lowercase hex of at least 32 digits (128 bits, DESIGN.md's wire profile). The profile
+ * sets no upper bound; countersign takes at most 128 digits (512 bits), so a nonce row stays small.
+ */
+export const MIN_NONCE_HEX = 32;
+export const MAX_NONCE_HEX = 128;
+const NONCE = new RegExp(`^[0-9a-f]{${MIN_NONCE_HEX},${MAX_NONCE_HEX}}$`);
+/**
  * CCS Figure 4's `rule_summary`: `rule_name=verdict` entries joined by `|`, where a verdict is
  * what a CCS Rule returns (the draft's RuleResult): `allow`, `deny` or `escalate`, lowercase as
  * the receipt's own `verdict`.
@@ -139,7 +146,7 @@ const FIELD_CHECKS: Check[] = [
   form((v) => typeof v === "string" && v.startsWith(ACTION_PREFIX), `"${ACTION_PREFIX}<tool>:<64 hex>"`)("action"),
   form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("issuer"),
   form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("audience"),
-  pattern(HEX32, "32 lowercase hex")("nonce"),
+  pattern(NONCE, `${MIN_NONCE_HEX} to ${MAX_NONCE_HEX} lowercase hex digits`)("nonce"),
   form((v) => Number.isSafeInteger(v) && (v as number) >= 0, "an integer in 0..2^53-1")("sequence"),
   form((v) => isNumber(v) && v >= 0, "a number of seconds >= 0")("max_clock_skew"),
   pattern(HEX128, "128 lowercase hex")("signature"),
