@@ -72,6 +72,20 @@ describe("revoking a key under live chains", () => {
     expect((await h.revoke(worker.id.issuer, worker.id.kid)).body.in_flight).toEqual({ chains: 2, journal_records: 0 });
   });
 
+  it("a revocation whose withdrawn-receipt write fails is 503 VERIFIER_UNAVAILABLE, not 500, and revoking again completes it", async () => {
+    const h = harness(env, createExecutionContext());
+    const signer = await issuerFor("revocation-kv-down");
+    await h.pin(signer.anchor);
+    await liveChain(h, "rev-kv-down", [signer]);
+    const failWithdrawn = (key: string, value: string) => (key.startsWith("withdrawn-receipt:") ? Promise.reject(new Error("kv down")) : env.ANCHORS.put(key, value));
+    const brokenKv = { ...env, ANCHORS: { ...env.ANCHORS, get: env.ANCHORS.get.bind(env.ANCHORS), put: failWithdrawn } } as unknown as typeof env;
+    const failed = await harness(brokenKv, createExecutionContext()).revoke(signer.id.issuer, signer.id.kid);
+    expect([failed.status, failed.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const again = await h.revoke(signer.id.issuer, signer.id.kid);
+    expect([again.status, again.body.in_flight]).toEqual([200, { chains: 1, journal_records: 0 }]);
+    expect((await h.call("/v1/chains/rev-kv-down")).body).toMatchObject({ chain_valid: false, broken_at_hop: 0, seal: null });
+  });
+
   it("a revocation listing is for revoked keys only; a fingerprint not of that form is 400", async () => {
     const h = harness(env, createExecutionContext());
     expect((await h.admin("GET", `/v1/admin/revocations/${"ab".repeat(32)}`)).status).toBe(404);

@@ -80,7 +80,7 @@ async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number
   await Promise.all(chains.map(async (id) => {
     const { hops } = await withTimeout(chainObject(c, id).withdraw(fingerprint, revokedAt), timeout, "evidence chain");
     // Each hop the key signed, by receipt hash, for seals over documents of another chain_id.
-    await Promise.all(hops.map((h) => c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at }))));
+    await Promise.all(hops.map((h) => withTimeout(c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at })), timeout, "anchor store")));
   }));
   const { journal, now } = c.get("services");
   const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()));
