@@ -385,6 +385,16 @@ describe("support plane", () => {
     expect(guardSupport("The brakes were dependable.", "The brakes were unreliable.").conflicts).toEqual([["reliable", "unreliable"]]);
   });
 
+  it("a duration's count is the whole number: thousands separators read, never the tail of a decimal or separated number", () => {
+    expect(temporalAtoms("Work resumed 2,000 years later.")).toEqual(["relative:+P2000Y"]);
+    expect(temporalAtoms("The voyage lasted 1,250 days.")).toEqual(["duration:P1250D"]);
+    expect(temporalAtoms("The voyage lasted 1.5 days.")).toEqual([]);
+    expect(temporalAtoms("after 12,34 days")).toEqual([]);
+    // The same statement with and without the separator is not a missing atom.
+    expect(guardSupport("The voyage lasted 1,250 days.", "The voyage lasted 1250 days.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("Work resumed 2,000 years later.", "Work resumed 2000 years later.")).toMatchObject({ passed: true, missing_atoms: [] });
+  });
+
   it("temporal atoms: absolute dates, years, durations and relative expressions with their direction", () => {
     expect(temporalAtoms("It opened on 12 March 1923, a Tuesday.")).toEqual(["date:1923-03", "date:1923-03-12", "month:march", "weekday:tuesday", "year:1923"]);
     expect(temporalAtoms("On 1923-03-12 and March 14, 1923")).toEqual(expect.arrayContaining(["date:1923-03-12", "date:1923-03-14"]));
