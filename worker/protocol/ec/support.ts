@@ -283,6 +283,17 @@ export interface GuardResult {
   conflicts: [string, string][];
 }
 
+/**
+ * A configured pair member as the guard matches it: the member case-folded, when that is one
+ * token as T(x) reads text (a run of word characters, at least two code points); else null, since
+ * the member could never be found among a text's tokens ("x", "left behind", "co-op").
+ */
+export function pairMember(member: string): string | null {
+  const folded = casefold(member);
+  const toks = tokens(member);
+  return toks.size === 1 && toks.has(folded) ? folded : null;
+}
+
 /** The pair members a token set mentions, through their aliases. */
 function members(toks: Set<string>, config: SupportConfig): Set<string> {
   const found = new Set<string>();
