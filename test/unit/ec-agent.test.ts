@@ -385,6 +385,16 @@ describe("support plane", () => {
     expect(guardSupport("The brakes were dependable.", "The brakes were unreliable.").conflicts).toEqual([["reliable", "unreliable"]]);
   });
 
+  it("a duration's count is the whole number: thousands separators read, never the tail of a decimal or separated number", () => {
+    expect(temporalAtoms("Work resumed 2,000 years later.")).toEqual(["relative:+P2000Y"]);
+    expect(temporalAtoms("The voyage lasted 1,250 days.")).toEqual(["duration:P1250D"]);
+    expect(temporalAtoms("The voyage lasted 1.5 days.")).toEqual([]);
+    expect(temporalAtoms("after 12,34 days")).toEqual([]);
+    // The same statement with and without the separator is not a missing atom.
+    expect(guardSupport("The voyage lasted 1,250 days.", "The voyage lasted 1250 days.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("Work resumed 2,000 years later.", "Work resumed 2000 years later.")).toMatchObject({ passed: true, missing_atoms: [] });
+  });
+
   it("temporal atoms: absolute dates, years, durations and relative expressions with their direction", () => {
     expect(temporalAtoms("It opened on 12 March 1923, a Tuesday.")).toEqual(["date:1923-03", "date:1923-03-12", "month:march", "weekday:tuesday", "year:1923"]);
     expect(temporalAtoms("On 1923-03-12 and March 14, 1923")).toEqual(expect.arrayContaining(["date:1923-03-12", "date:1923-03-14"]));
@@ -630,6 +640,20 @@ describe("bundle replay", () => {
     const b = await buildBundle(corpus, [{ run_id: "x", record_id: "r", policy: sample.policy_id, seed: 1, required_claims: ["c3"], events: sampleEvents, receipts: [sample], budget_ledger: ledger }]);
     expect((b.rows.x as ExecutionRow).receipts[0]).toMatchObject({ verifier_result: { valid: true, reasons: ["OK"] }, support_result: { evaluated: true, supported: true, config_digest: b.manifest.support_config_digest } });
     expect((await replayBundle(b)).rows[0].replay_result.mismatch_reasons).toEqual(["SCHEMA"]); // the receipt belongs to run-003, not x
+  });
+
+  it("a receipt covers a required claim of its own run only, not of a row it was copied or reassigned into", async () => {
+    const ledger = { max_calls: 9, calls: 9, max_declared_tokens: 9, declared_tokens: 9, verifier_calls: 1, termination: "answered" as const };
+    const run = { record_id: "r", seed: 1, required_claims: ["c3"], events: sampleEvents, budget_ledger: ledger };
+    // The receipt's own run: covered.
+    const own = await replayBundle(await buildBundle(corpus, [{ ...run, run_id: sample.run_id, policy: sample.policy_id, receipts: [sample] }]));
+    expect(own.coverage).toMatchObject({ covered: 1, required: 1, uncovered: [] });
+    // The same receipt in another run's row (same events, so it verifies) or under another policy: that run has no receipt of c3.
+    for (const [run_id, policy] of [["x", sample.policy_id], [sample.run_id, "policy/other/v1"]]) {
+      const report = await replayBundle(await buildBundle(corpus, [{ ...run, run_id, policy, receipts: [sample] }]));
+      expect(report.rows[0].receipts[0].actual.integrity.valid).toBe(true);
+      expect(report.coverage).toMatchObject({ covered: 0, required: 1, unique_references: 0, uncovered: [{ run_id, claim_id: "c3", reason: "no_receipt" }] });
+    }
   });
 });
 

@@ -96,7 +96,7 @@ describe("EC-Agent routes in workerd", () => {
     expect(other.body.config_digest).not.toBe(res.body.config_digest);
     // Pair members named like object properties are words like any other, never a 500.
     for (const member of ["constructor", "__proto__", "toString", "hasOwnProperty"]) {
-      const named = await h().call("/v1/support/evaluate", post({ claim: `the ${member} failed`, spans: ["y"], config: { pairs: [[member, "x"]] } }));
+      const named = await h().call("/v1/support/evaluate", post({ claim: `the ${member} failed`, spans: ["y"], config: { pairs: [[member, "xy"]] } }));
       expect(named.status).toBe(200);
       expect(named.body.guard.passed).toBe(false);
     }
@@ -104,5 +104,19 @@ describe("EC-Agent routes in workerd", () => {
       expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], config }))).status).toBe(400);
     }
     expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: [] }))).status).toBe(400);
+  });
+
+  it("POST /v1/support/evaluate matches a configured pair case-folded, and refuses a member that is no single token instead of never matching it", async () => {
+    const named = await h().call("/v1/support/evaluate", post({ claim: "The Red gate was shut.", spans: ["The Blue gate was shut."], config: { pairs: [["Red", "BLUE"]] } }));
+    expect(named.status).toBe(200);
+    expect(named.body.config.pairs).toEqual([["red", "blue"]]);
+    expect(named.body.guard.spans[0]).toMatchObject({ reasons: ["GUARD_MISSING_ATOM", "GUARD_CONFLICT"], conflicts: [["red", "blue"]] });
+    const folded = await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], config: { pairs: [["red", "blue"]] } }));
+    expect(folded.body.config_digest).toBe(named.body.config_digest);
+    for (const member of ["x", "left behind", "co-op", "é"]) {
+      const res = await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], config: { pairs: [["red", member]] } }));
+      expect(res.status).toBe(400);
+      expect(res.body.error).toMatchObject({ code: "MALFORMED_REQUEST", detail: expect.stringMatching(/^config\.pairs\[0\]: /) });
+    }
   });
 });

@@ -6,7 +6,7 @@ import { replayBundle } from "../protocol/ec/bundle.js";
 import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
 import { answerWithin, EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
 import { verifyEcReceipt, VerifyMemo } from "../protocol/ec/receipt.js";
-import { DEFAULT_SUPPORT_CONFIG, evaluateSupport } from "../protocol/ec/support.js";
+import { DEFAULT_SUPPORT_CONFIG, evaluateSupport, pairMember } from "../protocol/ec/support.js";
 
 /** EC-Agent bodies carry whole source documents and traces: larger than a receipt call. */
 export const MAX_EC_BODY = 2 * 1024 * 1024;
@@ -53,6 +53,15 @@ export const ecRoutes = new Hono<AppEnv>()
   /** Both support predicates, with every intermediate field and the configuration digest. */
   .post("/support/evaluate", jsonBody(SupportCall), async (c) => {
     const body = validateBody(SupportCall, await readStrictJson(c, MAX_EC_BODY));
-    const config = { ...DEFAULT_SUPPORT_CONFIG, ...body.config };
+    // A pair member is matched case-folded against the text's tokens; one that is no single token
+    // would never match, and a pair of it would silently never conflict: refused, not ignored.
+    const pairs = body.config?.pairs?.map((pair, i) =>
+      pair.map((member) => {
+        const folded = pairMember(member);
+        if (folded === null) throw new ApiError(400, "MALFORMED_REQUEST", `config.pairs[${i}]: ${JSON.stringify(member)} is not one word (word characters, at least two): it could never be found in a claim or span`);
+        return folded;
+      }) as [string, string],
+    );
+    const config = { ...DEFAULT_SUPPORT_CONFIG, ...body.config, ...(pairs ? { pairs } : {}) };
     return c.json(await capped(() => evaluateSupport(body.claim, body.spans, config, EC_LIMITS)));
   });

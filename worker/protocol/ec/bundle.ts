@@ -406,7 +406,13 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
       run_id: row.run_id,
       required_claims: row.required_claims,
       termination: row.budget_ledger.termination,
-      receipts: receipts.flatMap((r, i) => (r.claim_id ? [{ claim_id: r.claim_id, valid: r.actual.integrity.valid, supported: r.actual.support_result.supported, evidence: (row.receipts[i].receipt as EcReceipt).evidence }] : [])),
+      // A receipt covers a claim of its own run only: one issued for another run or under another
+      // policy than its row's (a swapped or reassigned receipt, a replay mismatch itself) verifies
+      // against the row's events when they are alike, yet this run never issued it.
+      receipts: receipts.flatMap((r, i) => {
+        const stored = row.receipts[i].receipt as EcReceipt;
+        return r.claim_id && stored.run_id === row.run_id && stored.policy_id === row.policy ? [{ claim_id: r.claim_id, valid: r.actual.integrity.valid, supported: r.actual.support_result.supported, evidence: stored.evidence }] : [];
+      }),
     });
   }
   const mismatch = drifted || environmentDrift || replayed.some((r) => r.replay_result.decision === "mismatch");

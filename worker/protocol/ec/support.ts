@@ -127,7 +127,9 @@ const PATTERNS = {
   month_year: new RegExp(`\\b(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
   year: /(?<![\p{Nd},.])([12]\d{3})(?![\p{Nd}s]|,\d)/gu,
   decade: /\b([12]\d{2}0)s\b/g,
-  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?\\b(\\d+|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
+  // The count is a whole number: with its thousands separators ("1,250 days"), never the tail of
+  // a decimal or of a separated number ("1.5 days" is no five days, "2,000 years" no zero years).
+  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?(?<!\\p{Nd}[.,])\\b(\\d{1,3}(?:,\\d{3})+|\\d+|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
   word: /[\p{L}\p{M}'’-]+/gu,
   sentence_end: /[.!?:]["'’”)]?$/u,
 };
@@ -148,7 +150,7 @@ export const GUARD_MANIFEST = {
   extractors: {
     numeric: { version: 2, pattern: PATTERNS.number.source, thousands_separator: "," },
     temporal: {
-      version: 2,
+      version: 3,
       months: MONTHS,
       weekdays: WEEKDAYS,
       number_words: NUMBER_WORDS,
@@ -173,7 +175,7 @@ export interface Atoms {
 
 /** A duration as ISO 8601: `P4D`, `P10Y`, `PT2H`. */
 function isoDuration(count: string, unit: string): string | null {
-  const n = /^\d+$/.test(count) ? Number(count) : NUMBER_WORDS[casefold(count)];
+  const n = /^\d[\d,]*$/.test(count) ? Number(count.replace(/,/g, "")) : NUMBER_WORDS[casefold(count)];
   const u = UNITS[casefold(unit).replace(/s$/, "")] ?? UNITS[casefold(unit)];
   if (n === undefined || !u) return null;
   return `P${u[2] ? "T" : ""}${n * u[1]}${u[0]}`;
@@ -279,6 +281,17 @@ export interface GuardResult {
   missing_atoms: string[];
   /** Pairs with one member (or alias) in the claim and the other in the span. */
   conflicts: [string, string][];
+}
+
+/**
+ * A configured pair member as the guard matches it: the member case-folded, when that is one
+ * token as T(x) reads text (a run of word characters, at least two code points); else null, since
+ * the member could never be found among a text's tokens ("x", "left behind", "co-op").
+ */
+export function pairMember(member: string): string | null {
+  const folded = casefold(member);
+  const toks = tokens(member);
+  return toks.size === 1 && toks.has(folded) ? folded : null;
 }
 
 /** The pair members a token set mentions, through their aliases. */
