@@ -9,6 +9,7 @@ import { identity, makeChainHops } from "../../vectors/ccs/factory.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { chainMismatches, mismatches, propagationVectors as pv } from "../support/vectors.js";
 import { chainKvKey } from "../../worker/stores.js";
+import type { Env } from "../../worker/env.js";
 
 describe("CCS §11 vectors through the HTTP routes in workerd", () => {
   const h = harness(env, createExecutionContext(), { now: () => pv.now });
@@ -417,6 +418,16 @@ describe("live chains (EvidenceChain)", () => {
     const late = await h.call("/v1/chains/live-registry-lag/hops", post(entry(other, 0), asOther));
     expect([late.status, late.body.error.code, late.body.nonce_consumed]).toEqual([403, "CHAIN_NOT_OWNED", true]);
     expect(await h.call("/v1/receipts/verify", post({ receipt: other.receipt, audience: AUDIENCE, request: other.request, runtime_context: other.runtime_context }, asOther))).toMatchObject({ body: { failures: [{ code: "REPLAY_DETECTED" }] } });
+  });
+
+  it("an EvidenceChain that fails after the hop's nonce was claimed: 503 VERIFIER_UNAVAILABLE, and the answer says the nonce was consumed (a retry is a replay)", async () => {
+    const { hops } = await signedChainOf("live-chain-down", 1);
+    const chainDown = { ...env, EVIDENCE_CHAIN: { idFromName: (n: string) => env.EVIDENCE_CHAIN.idFromName(n), get: () => ({ append: () => Promise.reject(new Error("evidence chain down")) }) } } as unknown as Env;
+    const down = harness(chainDown, createExecutionContext());
+    const res = await down.call("/v1/chains/live-chain-down/hops", post(entry(hops[0], 0)));
+    expect([res.status, res.body.error.code, res.body.nonce_consumed]).toEqual([503, "VERIFIER_UNAVAILABLE", true]);
+    const again = await harness(env, createExecutionContext()).call("/v1/chains/live-chain-down/hops", post(entry(hops[0], 0)));
+    expect([again.status, again.body.error.code, again.body.nonce_consumed]).toEqual([422, "REPLAY_DETECTED", false]);
   });
 
   it("an appended receipt must be addressed to one of the owner's audiences: else 403 AUDIENCE_NOT_ALLOWED", async () => {

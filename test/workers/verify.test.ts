@@ -217,6 +217,19 @@ describe("fail closed", () => {
     expect([corrupt.status, corrupt.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
   });
 
+  it("a level: 0 call whose v1.3 receipt names an issuer too long to be pinned is refused as malformed, not 503 (no anchor read)", async () => {
+    const issuer = await issuerFor("level0-long-issuer");
+    const h = harness(env, createExecutionContext());
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    // Past KV's 512-byte key limit: the read itself would fail, and a retry could never succeed.
+    for (const length of [300, 600]) {
+      const res = await h.verify({ ...genuine, receipt: { ...genuine.receipt, issuer: `https://${"a".repeat(length)}` }, level: 0 });
+      expect([res.status, res.body.decision, codes(res)]).toEqual([400, "reject", ["MALFORMED_RECEIPT"]]);
+      expect(res.body.nonce_consumed).toBe(false);
+    }
+  });
+
   it("a stored anchor that no longer matches its schema fails closed", async () => {
     const issuer = await issuerFor("corrupt-anchor");
     await env.ANCHORS.put(`anchor:${issuer.id.issuer}`, JSON.stringify({ issuer: issuer.id.issuer, keys: "everything" }));

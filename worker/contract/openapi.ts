@@ -91,7 +91,8 @@ export const OPERATIONS: Operation[] = [
       404: { description: "a hop other than 0 for a chain not in the registry (NOT_FOUND); a just-created chain may briefly be absent elsewhere", schema: S.ErrorAnswer },
       409: { description: "does not fit the tail (a step-7 chain code)", schema: S.HopRefused },
       422: { description: ERROR_TEXT[422], schema: S.HopRefused },
-      ...errors(413, 500, 503),
+      ...errors(413, 500),
+      503: { description: `${ERROR_TEXT[503]}; once the receipt was judged valid, nonce_consumed says its nonce is spent (a retry of it is a replay)`, schema: S.HopRefused },
     },
   },
   {

@@ -10,7 +10,7 @@ import { failure } from "../protocol/codes.js";
 import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { isJsonObject } from "../protocol/strict-json.js";
-import { verifyReceipt } from "../protocol/verify.js";
+import { verifyReceipt, VerifierUnavailable } from "../protocol/verify.js";
 import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
@@ -167,31 +167,39 @@ export const chainRoutes = new Hono<AppEnv>()
     const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
     return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
   }
-  // CCS §14: the hop's signing key (the one the signature verified under, by fingerprint: a kid may
-  // have named other keys, and the anchor may be re-pinned meanwhile) is noted on its issuer's
-  // ledger before the hop lands, so a revocation of that key finds this chain; a key revoked
-  // meanwhile is refused here.
-  const issuer = decision.issuer!;
-  if (signedBy === null) throw new Error("a verified receipt names no signing key");
-  const fingerprint: string = signedBy;
-  // The shard count of an issuer never changes, so reading the anchor again is safe for it.
-  const pinned = await services.anchors.pinned(issuer);
-  if (!pinned) return c.json({ error: { code: "UNTRUSTED_ISSUER", detail: `issuer ${issuer} was unpinned while the hop was judged` }, nonce_consumed: decision.nonce_consumed }, 422);
-  const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
-  if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${decision.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
-  const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: fingerprint };
-  const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
-  // Only reached when the registry lagged behind the EvidenceChain: the nonce was claimed by then, and the answer says so.
-  if (result.kind === "not-owned") {
-    const refused = notOwned(chainId);
-    return c.json({ error: { code: refused.code, detail: refused.detail }, nonce_consumed: decision.nonce_consumed }, 403);
+  // From here the nonce is consumed: a dependency that fails now (the anchor read, the ledger's
+  // note, the EvidenceChain, the registry) is 503 as anywhere, and the answer says the nonce is
+  // spent, so the caller knows a retry of this receipt would only be a replay.
+  try {
+    // CCS §14: the hop's signing key (the one the signature verified under, by fingerprint: a kid may
+    // have named other keys, and the anchor may be re-pinned meanwhile) is noted on its issuer's
+    // ledger before the hop lands, so a revocation of that key finds this chain; a key revoked
+    // meanwhile is refused here.
+    const issuer = decision.issuer!;
+    if (signedBy === null) throw new Error("a verified receipt names no signing key");
+    const fingerprint: string = signedBy;
+    // The shard count of an issuer never changes, so reading the anchor again is safe for it.
+    const pinned = await services.anchors.pinned(issuer);
+    if (!pinned) return c.json({ error: { code: "UNTRUSTED_ISSUER", detail: `issuer ${issuer} was unpinned while the hop was judged` }, nonce_consumed: decision.nonce_consumed }, 422);
+    const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
+    if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${decision.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
+    const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: fingerprint };
+    const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
+    // Only reached when the registry lagged behind the EvidenceChain: the nonce was claimed by then, and the answer says so.
+    if (result.kind === "not-owned") {
+      const refused = notOwned(chainId);
+      return c.json({ error: { code: refused.code, detail: refused.detail }, nonce_consumed: decision.nonce_consumed }, 403);
+    }
+    if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
+    if (entry.hop_count === 0) {
+      await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
+      countChainStarted(c);
+    }
+    return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...shownTo(c, result.state) });
+  } catch (err) {
+    if (!(err instanceof VerifierUnavailable)) throw err;
+    return c.json({ error: { code: "VERIFIER_UNAVAILABLE", detail: `${err.dependency} did not answer; failing closed` }, nonce_consumed: decision.nonce_consumed }, 503);
   }
-  if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
-  if (entry.hop_count === 0) {
-    await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
-    countChainStarted(c);
-  }
-  return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...shownTo(c, result.state) });
 })
   /**
    * The caller's live chain with this deployment's seal over it, as it stands now; an id absent

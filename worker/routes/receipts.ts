@@ -5,6 +5,7 @@ import { VerifyCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
 import { dependency, gateDecision, rejection, verifyReceipt } from "../protocol/verify.js";
 import { decodeSharedSecret, isLevel0Shape, level0Refused, verifyLevel0, type Level0Decision } from "../protocol/conformance/level0.js";
+import { issuerProblem } from "../protocol/anchors.js";
 import type { z } from "zod";
 import { answerDecision, parseDecisionCall, verifierClasses, verifyDeps, type DecisionCall } from "./decision-call.js";
 
@@ -47,7 +48,10 @@ async function level0(c: Context<AppEnv>, body: z.output<typeof VerifyCall>, cal
   const named = body.issuer ?? (isLevel0Shape(body.receipt) ? undefined : (body.receipt as { issuer?: unknown } | null)?.issuer);
   if (typeof named !== "string") throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call names the issuer whose shared secret verifies the receipt");
   if (body.response !== undefined || body.outcome_status !== undefined) throw new ApiError(400, "MALFORMED_REQUEST", "a level: 0 call takes receipt, audience, issuer, request and mode only");
-  const pinned = await dependency("anchor store", () => classes.deps.anchors(named));
+  // Nothing can be pinned under a name longer than an issuer may be (issuerProblem): such a name is
+  // judged unpinned without a read, which KV would fail (its key limit) and answer 503, inviting a
+  // retry of a receipt that is malformed (MALFORMED_RECEIPT, as for a shorter overlong issuer).
+  const pinned = issuerProblem(named) === null ? await dependency("anchor store", () => classes.deps.anchors(named)) : null;
   classes.saw(named, pinned);
   let secret: Uint8Array | null = null;
   if (pinned?.sharedSecret) {
