@@ -235,6 +235,22 @@ describe("SEC-001 reads a URL the way real parsers do", () => {
   });
 });
 
+describe("SEC-001 reads a command-execution tool's command line word by word", () => {
+  it("denies a private, loopback or metadata URL among the words of a shell command, as it denies the same command in argv form", async () => {
+    for (const command of [
+      "curl http://169.254.169.254/latest/meta-data/iam/", "curl -s 'http://127.0.0.1:8080/admin' | jq .", "wget -qO- \"http://[::ffff:10.0.0.1]/\"",
+      "curl --url=http://2130706433/", "echo $(curl http://localhost/)", "bash -c 'curl http://192.168.1.1/'", "curl\thttp://0x7f.1/",
+    ]) expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-001", input("bash", { argv: ["curl", "http://169.254.169.254/"] }))).toBe("deny");
+  });
+
+  it("public URLs in a command line stay allowed, and other tools' free text is still not a URL", async () => {
+    for (const command of ["curl https://example.com/ | jq .", "git clone https://github.com/org/repo.git", "echo see 127.0.0.1 in the logs", "ping 10.0.0.1", "ls -la /tmp"])
+      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
+    expect(await judgeIn("SEC-001", input("send_message", { text: "the dashboard is at http://localhost:3000/ now" }))).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed", () => {
   it("SEC-002 denies rm -rf of the root or a system directory in any spelling, and of a bare expansion", async () => {
     for (const command of [
