@@ -122,6 +122,17 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     expect(await judgeIn("SEC-008", input("x", {}))).toBe("allow");
   });
 
+  it("SEC-003 and OUT-001 read a credential behind a backslash escape or a percent-encoded byte, which glued it to the word before", async () => {
+    const aws = "AKIAIOSFODNN7EXAMPLE";
+    const ghp = "ghp_" + "a".repeat(36);
+    for (const body of [`{"note":"keys:\\n${aws}"}`, `line\\t${ghp}`, `https://x.example/?q=k%3D${aws}`, `k%3d${ghp}`, `\\u0041KIAIOSFODNN7EXAMPLE`, `%41KIAIOSFODNN7EXAMPLE`]) {
+      expect(await judgeIn("SEC-003", input("http_post", { body })), body).toBe("deny");
+      expect(await judgeOut("OUT-001", outputCtx("fetch_url", { content: body })), body).toBe("deny");
+    }
+    for (const body of ["C:\\new\\AKIA-notes.txt", "100%25 done, %3D sign", `k%3D${aws.slice(0, -1)}`, "tab\\there"])
+      expect(await judgeIn("SEC-003", input("http_post", { body })), body).toBe("allow");
+  });
+
   it("OUT-001 denies a credential in a network-facing tool's output only", async () => {
     expect(await judgeOut("OUT-001", outputCtx("http_request", { content: { body: "token xoxb-1234567890-abcdef" } }))).toBe("deny");
     expect(await judgeOut("OUT-001", outputCtx("read_file", { content: "token xoxb-1234567890-abcdef" }))).toBe("allow");
