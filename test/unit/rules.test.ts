@@ -40,6 +40,12 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     }
   });
 
+  it("SEC-001 counts RFC 6598 shared address space (100.64.0.0/10, a cloud metadata service's home) as private, in any spelling", async () => {
+    for (const url of ["http://100.100.100.200/latest/meta-data/", "http://100.64.0.1/", "http://100.127.255.254/", "http://1684301000/", "http://[::ffff:100.100.100.200]/", "http://0x64.0x64.0x64.0xc8/"])
+      expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("deny");
+    for (const url of ["http://100.63.255.255/", "http://100.128.0.1/", "http://101.64.0.1/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
+  });
+
   it("SEC-001 judges IPv6 SIIT, 6to4 and NAT64 local-use addresses by the IPv4 address they carry", async () => {
     for (const url of [
       "http://[::ffff:0:127.0.0.1]/", "http://[::ffff:0:7f00:1]/", "http://[::ffff:0:10.0.0.1]/", "http://[::ffff:0:169.254.169.254]/",

@@ -100,7 +100,9 @@ function classifyV4(a: number): HostClass | null {
   const o = [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
   if (o[0] === 127) return "loopback";
   if (o[0] === 0) return "unspecified";
-  if (o[0] === 10 || (o[0] === 172 && o[1] >= 16 && o[1] <= 31) || (o[0] === 192 && o[1] === 168)) return "private";
+  // RFC 1918, and RFC 6598's shared address space 100.64.0.0/10: not globally reachable either, and
+  // home of a cloud metadata service (Alibaba Cloud's 100.100.100.200).
+  if (o[0] === 10 || (o[0] === 172 && o[1] >= 16 && o[1] <= 31) || (o[0] === 192 && o[1] === 168) || (o[0] === 100 && o[1] >= 64 && o[1] <= 127)) return "private";
   if (o[0] === 169 && o[1] === 254) return "link-local";
   return null;
 }
