@@ -46,6 +46,12 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     for (const url of ["http://100.63.255.255/", "http://100.128.0.1/", "http://101.64.0.1/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
   });
 
+  it("SEC-001 reads a dotted quad with leading zeros both as octal (URL parsers) and as decimal (Go before 1.17, Python's ipaddress before 3.9.5)", async () => {
+    for (const url of ["http://0127.0.0.1/", "http://010.0.0.1/", "http://0169.0254.0169.0254/", "http://192.0168.1.1/", "http://0172.016.0.1/", "http://0127.0.0.01/"])
+      expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("deny");
+    for (const url of ["http://08.8.8.8/", "http://011.0.0.1/", "http://0300.0251.0.1/", "http://1.01.1.1/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
+  });
+
   it("SEC-001 judges IPv6 SIIT, 6to4 and NAT64 local-use addresses by the IPv4 address they carry", async () => {
     for (const url of [
       "http://[::ffff:0:127.0.0.1]/", "http://[::ffff:0:7f00:1]/", "http://[::ffff:0:10.0.0.1]/", "http://[::ffff:0:169.254.169.254]/",
