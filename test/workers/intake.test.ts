@@ -122,6 +122,18 @@ describe("POST /v1/intake receipts", () => {
     expect((await strict.intake(command({ server_profile: "mutual-tls" }))).body.receipt.block_reason).toBe("policy_floor_violation");
   });
 
+  it("SEC-008 at intake: PINNED_CONFIG_HASHES without this configuration's hash makes every receipt a deny; with it, an allow; one not of its form is INTAKE_FAILED", async () => {
+    const own = (await h.call("/v1/config")).body.config_hash as string;
+    const other = "sha256:" + "0".repeat(64);
+    const off = await harness({ ...env, PINNED_CONFIG_HASHES: other } as Env, ctx()).intake(command());
+    expect(off.body.receipt).toMatchObject({ verdict: "deny", block_reason: "SEC-008: config_hash is not in the pinned set", config_hash: own });
+    expect(off.body.receipt.rule_summary).toContain("|SEC-008=deny|");
+    const on = await harness({ ...env, PINNED_CONFIG_HASHES: `${other}, ${own}` } as Env, ctx()).intake(command());
+    expect(on.body.receipt).toMatchObject({ verdict: "allow", config_hash: own });
+    const bad = await harness({ ...env, PINNED_CONFIG_HASHES: own.toUpperCase() } as Env, ctx()).intake(command());
+    expect([bad.status, bad.body.error?.code]).toEqual([500, "INTAKE_FAILED"]);
+  });
+
   it("SEC-005 without an approval is a deny with a challenge, and a human approval of this request (bound into runtime_context) allows", async () => {
     const c = command({ tool: "drop_table", params: { table: "sessions" } });
     const denied = (await h.intake(c)).body;

@@ -353,6 +353,25 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await evidence("00000000000000ff")).status).toBe(404);
   });
 
+  it("OUT-007 judges the outcome_status a finalise reports: outside the closed enum the final receipt is a deny; inside it, or absent, an allow; not a string, 400", async () => {
+    const finalised = async (extra: Record<string, unknown>) => {
+      const c = command();
+      await h.intake(c);
+      await start(c.trace_id);
+      return finalize(c.trace_id, { fence: 1, response: { results: ["sunny"] }, ...extra });
+    };
+    const bad = await finalised({ outcome_status: "succeeded" });
+    expect(bad.status).toBe(200);
+    expect(bad.body.receipt).toMatchObject({ verdict: "deny", block_reason: 'OUT-007: outcome_status "succeeded" is outside the closed enum' });
+    expect(bad.body.receipt.rule_summary).toContain("|OUT-007=deny|");
+    for (const extra of [{ outcome_status: "confirmed" }, { outcome_status: "indeterminate" }, {}]) {
+      const ok = await finalised(extra);
+      expect([ok.status, ok.body.receipt.verdict]).toEqual([200, "allow"]);
+      expect(ok.body.receipt.rule_summary).toContain("|OUT-007=allow|");
+    }
+    expect((await finalised({ outcome_status: 7 })).body.error.code).toBe("MALFORMED_REQUEST");
+  });
+
   it("provider extensions on finalise: smuggled credentials never reach the evidence store, an unnamespaced one is EXTENSION_INVALID", async () => {
     const c = command();
     await h.intake(c);

@@ -404,6 +404,7 @@ const extensions = jsonObject.optional().meta({ description: "provider extension
 const fence = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const toolOutput = {
   content_type: z.string().max(256).optional(),
+  outcome_status: z.string().max(256).optional().meta({ description: "the outcome_status the output reports, judged by OUT-007 (outside confirmed, dispatched, indeterminate, unknown: a deny); the record's own outcome_status follows the journal" }),
   declared: z.object({ max_size: z.number().int().min(0).optional(), content_type: z.string().max(256).optional() }).strict().optional(),
   extensions,
 };

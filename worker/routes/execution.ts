@@ -35,6 +35,8 @@ interface OutcomeCall {
   outcome?: "indeterminate" | "reconciliation_required";
   effect?: EffectDisposition;
   content_type?: string;
+  /** The outcome_status the output reports (OUT-007 judges it). */
+  outcome_status?: string;
   declared?: ToolOutput["declared"];
   extensions?: Record<string, unknown>;
   /** Why a reconciliation resolved the outcome as it did (an operator's account): kept in the entry, credentials redacted. */
@@ -147,7 +149,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     await refuseIfOwnKeyRevoked(c, own);
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
-    const finalised = await finaliseReceipt(admission, { content, content_type: call.content_type, declared: call.declared }, context, {
+    const finalised = await finaliseReceipt(admission, { content, content_type: call.content_type, outcome_status: call.outcome_status, declared: call.declared }, context, {
       now: overrides.now ?? services.now,
       randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
       nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),

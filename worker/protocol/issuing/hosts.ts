@@ -100,7 +100,9 @@ function classifyV4(a: number): HostClass | null {
   const o = [a >>> 24, (a >>> 16) & 255, (a >>> 8) & 255, a & 255];
   if (o[0] === 127) return "loopback";
   if (o[0] === 0) return "unspecified";
-  if (o[0] === 10 || (o[0] === 172 && o[1] >= 16 && o[1] <= 31) || (o[0] === 192 && o[1] === 168)) return "private";
+  // RFC 1918, and RFC 6598's shared address space 100.64.0.0/10: not globally reachable either, and
+  // home of a cloud metadata service (Alibaba Cloud's 100.100.100.200).
+  if (o[0] === 10 || (o[0] === 172 && o[1] >= 16 && o[1] <= 31) || (o[0] === 192 && o[1] === 168) || (o[0] === 100 && o[1] >= 64 && o[1] <= 127)) return "private";
   if (o[0] === 169 && o[1] === 254) return "link-local";
   return null;
 }
@@ -183,5 +185,19 @@ export function classifyHost(raw: string): HostClass | null {
     return groups ? classifyV6(groups) : null;
   }
   const v4 = parseIPv4(host);
-  return v4 === null ? null : classifyV4(v4);
+  const cls = v4 === null ? null : classifyV4(v4);
+  return cls ?? classifyV4Decimal(host);
+}
+
+/**
+ * A dotted quad whose parts have leading zeros read as decimal, as parsers that refuse or ignore
+ * octal do (Go's net.ParseIP before 1.17, Python's ipaddress before 3.9.5: CVE-2021-29921): URL
+ * parsers read `0127.0.0.1` as octal, 87.0.0.1, and such a client as 127.0.0.1, so both readings
+ * are judged.
+ */
+function classifyV4Decimal(host: string): HostClass | null {
+  if (!/^\d+\.\d+\.\d+\.\d+$/.test(host) || !/(?:^|\.)0\d/.test(host)) return null;
+  const parts = host.split(".").map((p) => Number(p));
+  if (parts.some((n) => n > 255)) return null;
+  return classifyV4(((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0);
 }

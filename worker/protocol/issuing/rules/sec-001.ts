@@ -1,20 +1,44 @@
 import { classifyHost, urlHosts } from "../hosts.js";
-import { allow, argumentStrings, deny, type InputRule } from "./types.js";
+import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
+import { parseShell } from "../shell.js";
+import { shellWords } from "./sec-004.js";
+import { allow, argumentStrings, deny, toolIn, type InputRule } from "./types.js";
+
+/**
+ * The strings of one argument read as URLs: the argument itself and, when the tool runs its
+ * arguments as a shell command line (COMMAND_EXECUTION_TOOL), each word of that line as a shell
+ * splits it (quotes removed; substitutions and scripts handed to a shell included) and what
+ * follows an `=` in a word (`--url=…`): there the words are the arguments of the command, so
+ * `curl http://169.254.169.254/` is judged as `["curl", "http://169.254.169.254/"]` is.
+ */
+function urlCandidates(text: string, commandLine: boolean): string[] {
+  if (!commandLine) return [text];
+  const out = new Set([text]);
+  for (const word of shellWords(parseShell(text), [])) {
+    out.add(word);
+    const eq = word.indexOf("=");
+    if (eq >= 0) out.add(word.slice(eq + 1));
+  }
+  return [...out];
+}
 
 /**
  * SEC-001: a URL argument whose host, read literally or by the WHATWG URL parser (NFKC-folded
  * either way), is loopback, private or link-local. Either reading hitting is enough: a client
- * may use either.
+ * may use either. A command-execution tool's arguments are also read word by word.
  */
 export const SEC_001: InputRule = {
   name: "SEC-001",
-  trigger: "an argument is a URL whose host, read literally or by the WHATWG URL parser after NFKC folding (IPv4 in any numeric form, IPv6 incl. mapped forms, localhost), is loopback, private, link-local or unspecified",
-  scope: "string arguments of any tool",
+  trigger: "an argument (or a word of a command-execution tool's command line) is a URL whose host, read literally or by the WHATWG URL parser after NFKC folding (IPv4 in any numeric form, IPv6 incl. mapped forms, localhost), is loopback, private, link-local or unspecified",
+  scope: "string arguments of any tool, and the shell words of the string arguments of tools in COMMAND_EXECUTION_TOOL",
   judge({ command }) {
+    const commandLine = toolIn(COMMAND_EXECUTION_TOOL, command.tool as string);
     for (const s of argumentStrings(command.params)) {
-      for (const host of urlHosts(s)) {
-        const cls = classifyHost(host);
-        if (cls) return deny(`SEC-001: URL argument targets a ${cls} host (${host})`);
+      for (const candidate of urlCandidates(s, commandLine)) {
+        for (const host of urlHosts(candidate)) {
+          const cls = classifyHost(host);
+          if (cls) return deny(`SEC-001: URL argument targets a ${cls} host (${host})`);
+        }
       }
     }
     return allow();

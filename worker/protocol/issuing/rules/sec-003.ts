@@ -1,9 +1,29 @@
 import { NETWORK_FACING_TOOL, SECRET_PATTERN } from "../scopes.js";
 import { allow, argumentStrings, deny, regex, toolIn, type InputRule } from "./types.js";
 
-/** The name of the first deployed secret pattern `text` matches, or null. */
+/** A backslash escape of JSON, JavaScript or C text: `\n`, `\t`, `\"`, `\/`, `\uXXXX`, `\xHH`, … */
+const BACKSLASH_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([nrtbfv0])|(.))/gs;
+const CONTROL_ESCAPE: Record<string, string> = { n: "\n", r: "\r", t: "\t", b: "\b", f: "\f", v: "\v", 0: "\0" };
+/** An ASCII byte percent-encoded. */
+const PERCENT_ASCII = /%([0-7][0-9a-fA-F])/g;
+
+/**
+ * The readings of a text the secret patterns are tried on: the text as it is, its backslash escapes
+ * decoded (a JSON or C string written out, `"keys:\nAKIA…"`) and its percent-encoded ASCII decoded
+ * (`k%3DAKIA…`). Each pattern starts at a word boundary, so as written the `n` of `\n` or the `D`
+ * of `%3D` glued a credential to the word before it and hid it.
+ */
+function secretReadings(text: string): string[] {
+  const out = [text];
+  if (text.includes("\\")) out.push(text.replace(BACKSLASH_ESCAPE, (_m, u, x, c, other) => (u ? String.fromCharCode(parseInt(u, 16)) : x ? String.fromCharCode(parseInt(x, 16)) : c ? CONTROL_ESCAPE[c] : other)));
+  for (const t of [...out]) if (t.includes("%")) out.push(t.replace(PERCENT_ASCII, (_m, h) => String.fromCharCode(parseInt(h, 16))));
+  return out;
+}
+
+/** The name of the first deployed secret pattern `text` matches in any of its readings, or null. */
 export function secretIn(text: string): string | null {
-  for (const { name, pattern } of SECRET_PATTERN) if (regex(pattern, "m").test(text)) return name;
+  const readings = secretReadings(text);
+  for (const { name, pattern } of SECRET_PATTERN) if (readings.some((t) => regex(pattern, "m").test(t))) return name;
   return null;
 }
 

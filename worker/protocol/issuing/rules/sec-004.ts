@@ -52,7 +52,7 @@ function globReaches(path: string, blocked: string): boolean {
 }
 
 /** Every word of a parsed command line, substitutions and scripts included. */
-function shellWords(parsed: ParsedShell, out: string[]): string[] {
+export function shellWords(parsed: ParsedShell, out: string[]): string[] {
   for (const c of parsed.commands) {
     out.push(...c.words);
     c.substitutions.forEach((p) => shellWords(p, out));

@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
-import { parseShell, programOf, type ParsedShell } from "../shell.js";
+import { invocationOf, isRedirection, parseShell, programOf, type ParsedShell, type SimpleCommand } from "../shell.js";
 import { allow, argumentStrings, deny, toolIn, type InputRule } from "./types.js";
 
 export const FETCH_PRIMITIVE = new Set(["curl", "wget", "fetch", "aria2c", "lwp-download", "lwp-request", "tftp", "ftp", "invoke-webrequest", "iwr", "invoke-restmethod", "irm", "certutil", "bitsadmin"]);
@@ -9,6 +9,51 @@ export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash"
 const programName = (c: ParsedShell["commands"][number]) => (programOf(c)?.name.toLowerCase() ?? "").replace(/^(python[23]?|ruby|perl|php|node)[0-9.]*$/, "$1");
 const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMITIVE.has(programName(c)) || c.substitutions.some(fetches));
 
+/** A path's last segment. */
+const baseName = (path: string): string => path.replace(/\/+$/, "").slice(path.replace(/\/+$/, "").lastIndexOf("/") + 1);
+/** The file name a URL's path ends in, as `curl -O` and `wget` name the download. */
+const urlFileName = (word: string): string | null => (/^[a-z][a-z0-9+.-]*:\/\//i.test(word) ? baseName(word.replace(/[?#].*$/, "").replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "")) || null : null);
+
+/**
+ * The base names of the files a fetch command writes its download to: curl's `-o F`/`--output F`
+ * (or the URL's file name with `-O`/`--remote-name`), wget's `-O F`/`--output-document F` (or
+ * the URL's file name, its default), aria2c's `-o F`, and a `>`/`>>` redirection of its output.
+ */
+function downloadedFiles(c: SimpleCommand, name: string): string[] {
+  const inv = invocationOf(c);
+  if (!inv) return [];
+  const out: string[] = [];
+  const args = inv.argv.slice(1);
+  const urls = args.map(urlFileName).filter((f): f is string => f !== null);
+  /** The files an output option names: `--long F`, `--long=F`, `-x F`, `-xF`, or a cluster `-sSx F` / `-sSxF`. */
+  const named = (letter: string, long: string): boolean => {
+    let found = false;
+    const take = (file: string | undefined) => {
+      found = true;
+      if (file !== undefined) out.push(baseName(file));
+    };
+    args.forEach((a, i) => {
+      if (a === long) take(args[i + 1]);
+      else if (a.startsWith(long + "=")) take(a.slice(long.length + 1));
+      else if (/^-[A-Za-z]/.test(a)) {
+        const k = a.indexOf(letter);
+        if (k > 0 && /^[A-Za-z]*$/.test(a.slice(1, k))) take(k === a.length - 1 ? args[i + 1] : a.slice(k + 1));
+      }
+    });
+    return found;
+  };
+  if (name === "curl") {
+    named("o", "--output");
+    if (args.some((a) => a === "--remote-name" || a === "--remote-name-all" || /^-[A-Za-z]*O[A-Za-z]*$/.test(a))) out.push(...urls);
+  } else if (name === "wget") {
+    if (!named("O", "--output-document")) out.push(...urls);
+  } else if (name === "aria2c") {
+    if (!named("o", "--out")) out.push(...urls);
+  }
+  c.words.forEach((w, i) => /^\d*>>?$/.test(w) && isRedirection(w) && c.words[i + 1] !== undefined && out.push(baseName(c.words[i + 1])));
+  return out.filter((f) => f !== "" && f !== "-" && f !== "/dev/null");
+}
+
 /**
  * A fetch primitive followed by an execution primitive in the same parsed command line
  * (heredoc bodies excluded, unless a shell runs them): `curl … | sh`, `wget … && bash x`, an
@@ -17,10 +62,17 @@ const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMIT
  */
 export function downloadExecutes(p: ParsedShell): boolean {
   let fetched = false;
+  // What earlier fetches wrote: a later command that runs one of them by path (`./i.sh`, `/tmp/i`) executes the download.
+  const downloads = new Set<string>();
   for (const c of p.commands) {
     const name = programName(c);
     if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches) || (c.processSubstitutions ?? []).some(fetches))) return true;
-    if (FETCH_PRIMITIVE.has(name)) fetched = true;
+    const program = invocationOf(c)?.argv[0] ?? "";
+    if (program.includes("/") && downloads.has(baseName(program))) return true;
+    if (FETCH_PRIMITIVE.has(name)) {
+      fetched = true;
+      downloadedFiles(c, name).forEach((f) => downloads.add(f));
+    }
     if (c.substitutions.some(downloadExecutes) || c.scripts.some(downloadExecutes)) return true;
   }
   return false;
