@@ -4,7 +4,7 @@ import type { InputContext, OutputContext, ToolOutput } from "../../worker/proto
 import { classifyHost, urlHost } from "../../worker/protocol/issuing/hosts.js";
 import { checkPolicyFloor } from "../../worker/protocol/issuing/policy-floor.js";
 import { pythonFloat } from "../../worker/protocol/issuing/legacy-hmac.js";
-import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
+import { canonicalConfig, configHash, VERIFIER_VERSION } from "../../worker/protocol/issuing/config.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { pinnedIssuer } from "../../worker/protocol/anchors.js";
 import { anchorFor, identity, makeReceipt } from "../../vectors/ccs/factory.js";
@@ -241,7 +241,7 @@ describe("canonical configuration", () => {
     const some = await canonicalConfig({ signingKeyId: "k", rules: ["SEC-001"] });
     expect(await configHash(all)).not.toBe(await configHash(some));
     expect(await configHash(all)).toBe(await configHash(await canonicalConfig({ signingKeyId: "k" })));
-    expect(all).toMatchObject({ schema_version: "1.3", deployment_mode: "out-of-process", policy_floor: "tls", verifier_version: "countersign/0.1.0" });
+    expect(all).toMatchObject({ schema_version: "1.3", deployment_mode: "out-of-process", policy_floor: "tls", verifier_version: VERIFIER_VERSION });
     expect(all.rules).toHaveLength(16);
     expect("manifest_hash" in all).toBe(false);
     await expect(canonicalConfig({ signingKeyId: "k", rules: ["SEC-999"] })).rejects.toThrow(/unknown rules/);

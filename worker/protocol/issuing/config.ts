@@ -8,7 +8,13 @@ import { RULE_NAMES } from "./rules/index.js";
 import { SCOPE_DATA } from "./scopes.js";
 import { DEFAULT_POLICY_FLOOR, type SecurityProfile } from "./policy-floor.js";
 
-export const VERIFIER_VERSION = "countersign/0.1.0";
+/**
+ * Names the code of the rules and of the intake reading they judge (their scope data is
+ * `policy_version`). It is part of the canonical configuration, so a new version moves
+ * `config_hash`: bumped whenever a rule could judge some Command or output differently
+ * (test/unit/rules-version.test.ts fails until it is).
+ */
+export const VERIFIER_VERSION = "countersign/0.2.0";
 export const SCHEMA_VERSION = "1.3";
 
 export interface CanonicalConfig {

@@ -1,0 +1,49 @@
+/**
+ * `config_hash` commits to the rules' scope data through `policy_version` and to their code through
+ * `verifier_version`. The data is digested at run time; the code cannot be, so this test digests
+ * the source of every file that decides a rule's verdict and holds each `verifier_version` to the
+ * code it was released with. Changing that code fails here until VERIFIER_VERSION is bumped and the
+ * new version is added below with the new digest: an entry already released is never rewritten, so
+ * two receipts with one `config_hash` were judged by the same code.
+ */
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+import { VERIFIER_VERSION } from "../../worker/protocol/issuing/config.js";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const ISSUING = join(ROOT, "worker/protocol/issuing");
+
+/** Every released verifier_version and the digest of its rules' code. */
+const RELEASED: Record<string, string> = {
+  "countersign/0.2.0": "eeba6724525743f485d30d229f5b8d871a1422590750a5b716206c845d242fad",
+};
+
+/** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */
+function rulesCode(): string[] {
+  const rules = readdirSync(join(ISSUING, "rules")).filter((f) => f.endsWith(".ts")).map((f) => join(ISSUING, "rules", f));
+  return [...rules, ...["command.ts", "hosts.ts", "policy-floor.ts", "shell.ts"].map((f) => join(ISSUING, f))].sort();
+}
+
+function rulesDigest(): string {
+  const hash = createHash("sha256");
+  for (const file of rulesCode()) {
+    const path = relative(ROOT, file);
+    // Line endings as committed: a checkout that rewrote them is the same code.
+    const text = readFileSync(file, "utf8").replace(/\r\n/g, "\n");
+    hash.update(`${path}\n${Buffer.byteLength(text)}\n${text}`);
+  }
+  return hash.digest("hex");
+}
+
+describe("verifier_version names the rules' code", () => {
+  it("the current version was released with exactly this code (else bump VERIFIER_VERSION and add it here)", () => {
+    const digest = rulesDigest();
+    expect(RELEASED[VERIFIER_VERSION], `rules' code is ${digest}: bump VERIFIER_VERSION in worker/protocol/issuing/config.ts and add the new version with this digest`).toBe(digest);
+  });
+
+  it("digests every rule module (sixteen rules, their index and types)", () => {
+    expect(rulesCode().filter((f) => /\/rules\/(sec|out)-\d{3}\.ts$/.test(f))).toHaveLength(16);
+  });
+});
