@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTransition, type JournalState } from "../../worker/protocol/journal/lifecycle.js";
 import { memoryJournal } from "../../worker/protocol/journal/memory.js";
-import { entryDigest, JournalInputError } from "../../worker/protocol/journal/core.js";
+import { entryDigest, JournalInputError, MAX_REPEATING_HISTORY, MAX_TRANSITION_BYTES } from "../../worker/protocol/journal/core.js";
 import { journalPortSuite, RECEIPT } from "../support/journal-suite.js";
 
 const AT = 1_900_000_000;
@@ -105,6 +105,48 @@ describe("the lifecycle", () => {
     expect((err as JournalInputError).code).toBe("MALFORMED_REQUEST");
     expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "awaiting_policy", verdict: null, revision } });
     expect(j.append({ record_id: id, expected_revision: revision, at: AT, to: "ready", effect: "not-started", receipt: RECEIPT })).toMatchObject({ kind: "appended", record: { state: "ready", verdict: "allow" } });
+  });
+});
+
+describe("a history's length", () => {
+  it("a repeated state is refused past MAX_REPEATING_HISTORY entries (nothing written), while every forward edge still closes the record", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "loop", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    let revision = 1;
+    const step = (to: JournalState) => j.append({ record_id: id, expected_revision: revision, at: AT, to, effect: "not-started", detail: { f: "x".repeat(1024) } });
+    expect(step("awaiting_policy")).toMatchObject({ kind: "appended" });
+    revision = 2;
+    // Before the bound, awaiting_approval → awaiting_approval could be appended for ever: ~1,100 entries of 32 KiB made a load of 36 MB, past what a Durable Object may answer.
+    while (revision < MAX_REPEATING_HISTORY) {
+      const a = step("awaiting_approval");
+      if (a.kind !== "appended") throw new Error(a.kind);
+      revision = a.record.revision;
+    }
+    expect(revision).toBe(MAX_REPEATING_HISTORY);
+    const err = (() => {
+      try {
+        step("awaiting_approval");
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(JournalInputError);
+    expect((err as JournalInputError).code).toBe("MALFORMED_REQUEST");
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "awaiting_approval", revision: MAX_REPEATING_HISTORY } });
+    // Forward edges are never refused: the record still goes ready → started → started (lapse) → succeeded → compensation.
+    expect(step("ready")).toMatchObject({ kind: "appended", record: { revision: MAX_REPEATING_HISTORY + 1 } });
+    const c = j.claim({ record_id: id, at: AT, lease_seconds: 30 });
+    if (c.kind !== "claimed") throw new Error(c.kind);
+    expect(() => j.append({ record_id: id, expected_revision: c.record.revision, at: AT, fence: c.fence, to: "started", effect: "unknown" })).toThrow(JournalInputError);
+    expect(j.append({ record_id: id, expected_revision: c.record.revision, at: AT, fence: c.fence + 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "fence-conflict" });
+    expect(j.lapseDue((AT + 30) * 1000)).toEqual([id]);
+    const lapsed = j.load(id);
+    if (lapsed.kind !== "found") throw new Error(lapsed.kind);
+    expect(j.append({ record_id: id, expected_revision: lapsed.record.revision, at: AT, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded" } });
+    // The bound keeps a full history's load within what one answer may carry.
+    expect(MAX_REPEATING_HISTORY * MAX_TRANSITION_BYTES).toBeLessThanOrEqual(16 * 1024 * 1024);
   });
 });
 

@@ -62,6 +62,15 @@ export const MAX_LEASE_SECONDS = 3600;
 /** Canonical bytes of a transition's receipt, detail and extensions together. */
 export const MAX_TRANSITION_BYTES = 32 * 1024;
 export const MAX_EXTENSION_NAMESPACES = 16;
+/**
+ * Entries a record's history may reach by repeating a state (awaiting_approval → awaiting_approval,
+ * started → started: the lifecycle's only cycles). Every other edge moves the record forward, at
+ * most a dozen more entries to a final state, so a record past this bound can still be closed. It
+ * bounds what a load answers (≤ ~8.5 MiB at MAX_TRANSITION_BYTES an entry, well inside the 32 MiB a
+ * Durable Object may return) and what each call replays: an unbounded loop made a record that no
+ * load could return again.
+ */
+export const MAX_REPEATING_HISTORY = 256;
 /** Reverse-DNS namespaces of at least three labels (`com.example.provider`). */
 export const EXTENSION_NAMESPACE = /^[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62})){2,}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
@@ -291,6 +300,10 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (step.to === "started" && holder === null) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "no lease is held: a lapsed execution leaves started only by its outcome" };
       // A fence given must be the lease's; leaving or staying in `started` under a lease needs it.
       if (drafts.length === 0 && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
+      // A repeated state is the only way a history grows without moving on: bounded, so every load can still answer it.
+      if (step.to === state && loaded.history.length + drafts.length + 1 > MAX_REPEATING_HISTORY) {
+        throw new JournalInputError("MALFORMED_REQUEST", `the record's history holds ${loaded.history.length + drafts.length} entries: ${state} → ${state} is refused past ${MAX_REPEATING_HISTORY}; record its next state instead`);
+      }
       drafts.push({ at, event: "append", from: state, to: step.to, effect: step.effect, fence: holder, lease_until: null, receipt: step.receipt, detail: step.detail, extensions: step.extensions });
       if (step.to !== "started") holder = null;
       state = step.to;
