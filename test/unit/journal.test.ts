@@ -188,6 +188,35 @@ describe("leases and recovery from history", () => {
     expect(j.claim({ record_id: id, at: AT, lease_seconds: 1 })).toMatchObject({ kind: "corrupt" });
   });
 
+  it("the latest entry, which no successor vouches for, cannot be altered either: the index row keeps its digest", () => {
+    const { j, id } = started();
+    const loaded = j.load(id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    const done = j.append({ record_id: id, expected_revision: loaded.record.revision, at: AT, fence: loaded.record.lease!.fence, to: "succeeded", effect: "applied", receipt: RECEIPT, detail: { note: "as recorded" } });
+    expect(done).toMatchObject({ kind: "appended", record: { verdict: "allow" } });
+    const entries = j.storage.entries.get(id)!;
+    const last = entries.length - 1;
+    const honest = entries[last];
+    // Before the head digest, each of these loaded as found: the altered receipt even became the record's verdict.
+    for (const altered of [{ ...honest, receipt: { ...RECEIPT, verdict: "deny" } }, { ...honest, detail: { note: "rewritten" } }, { ...honest, at: AT + 1 }, { ...honest, effect: "none" as const }]) {
+      entries[last] = altered;
+      expect(j.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/latest entry/) });
+    }
+    entries[last] = honest;
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "succeeded", verdict: "allow" } });
+    // So is the reservation while it is the only entry (its attributes name the invocation a usage receipt is checked against).
+    const r = j.reserve({ idempotency_key: "lone", action_digest: "d", at: AT, attributes: { invocation_id: "inv-1" } });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const lone = j.storage.entries.get(r.record.record_id)!;
+    lone[0] = { ...lone[0], detail: { ...lone[0].detail!, attributes: { invocation_id: "inv-2" } } };
+    expect(j.load(r.record.record_id)).toMatchObject({ kind: "corrupt" });
+    // A row written before the digest existed (head absent) is read as before, and its next write sets it.
+    const old = started();
+    const row = old.j.storage.rows.get(old.id)!;
+    old.j.storage.rows.set(old.id, { ...row, head: null });
+    expect(old.j.load(old.id)).toMatchObject({ kind: "found" });
+  });
+
   it("a rewritten chain with an illegal edge is refused, and so is an index row that disagrees", () => {
     const { j, id } = started();
     const entries = j.storage.entries.get(id)!;

@@ -432,6 +432,39 @@ describe("recovery from the stored history", () => {
   });
 });
 
+describe("the latest entry and the index row's head", () => {
+  it("an altered latest entry in SQLite is refused; a table from before the head column is migrated and its rows read as before", async () => {
+    const port = journalClient(durableJournalStub(env), "head", 1, 10_000).port;
+    const stub = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("head#0"));
+    const r = await port.reserve({ idempotency_key: "head-1", action_digest: "d", at: TEST_NOW, attributes: { invocation_id: "inv-1" } });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const entry = JSON.parse(sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = 1", id).one().entry);
+      entry.detail.attributes.invocation_id = "inv-2";
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 1", JSON.stringify(entry), id);
+    });
+    // Before the head digest this loaded as found, naming inv-2.
+    expect(await port.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/latest entry/) });
+
+    // A shard written before the column: no head, read as before; the next write sets it.
+    const old = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("old-head#0"));
+    const oldPort = journalClient(durableJournalStub(env), "old-head", 1, 10_000).port;
+    const o = await oldPort.reserve({ idempotency_key: "old-1", action_digest: "d", at: TEST_NOW });
+    if (o.kind !== "created") throw new Error(o.kind);
+    await runInDurableObject(old, (_instance, state) => {
+      state.storage.sql.exec("ALTER TABLE records DROP COLUMN head");
+    });
+    await abortAllDurableObjects();
+    expect(await oldPort.load(o.record.record_id)).toMatchObject({ kind: "found", record: { revision: 1 } });
+    expect(await oldPort.append({ record_id: o.record.record_id, expected_revision: 1, at: TEST_NOW, to: "awaiting_policy", effect: "not-started" })).toMatchObject({ kind: "appended" });
+    const again = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("old-head#0"));
+    const head = await runInDurableObject(again, (_instance, state) => state.storage.sql.exec<{ head: string | null }>("SELECT head FROM records WHERE record_id = ?", o.record.record_id).one().head);
+    expect(head).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
 describe("the /v1/journal port routes", () => {
   it("answer each port result by kind, in the calling relying party's own journal", async () => {
     const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);

@@ -38,6 +38,13 @@ export interface JournalRow {
   trace_id: string | null;
   verdict: string | null;
   outcome_status: string | null;
+  /**
+   * SHA-256 (hex) of the latest entry's canonical JSON: the history's chain ends here, so the
+   * latest entry cannot be altered without the row saying otherwise (each earlier one is covered by
+   * its successor's `prev`). Null or absent in a row written before the column existed; set by its
+   * next write.
+   */
+  head?: string | null;
 }
 
 /** What an adapter stores; called only from inside the adapter's transaction. */
@@ -210,7 +217,7 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
 
 const text = (v: JsonValue | undefined): string | null => (typeof v === "string" ? v : null);
 
-function rowOf(record: JournalRecord, deadlineMs: number | null): JournalRow {
+function rowOf(record: JournalRecord, deadlineMs: number | null, head: JournalEntry): JournalRow {
   return {
     record_id: record.record_id,
     idempotency_key: record.idempotency_key,
@@ -229,11 +236,14 @@ function rowOf(record: JournalRecord, deadlineMs: number | null): JournalRow {
     trace_id: text(record.attributes.trace_id),
     verdict: record.verdict,
     outcome_status: record.outcome_status,
+    head: entryDigest(head),
   };
 }
 
 /** The index row must say what the history says; otherwise one of them was altered. */
-function rowDisagrees(row: JournalRow, record: JournalRecord): string | null {
+function rowDisagrees(row: JournalRow, record: JournalRecord, history: readonly JournalEntry[]): string | null {
+  // The latest entry has no successor to vouch for it: the row's head does.
+  if (row.head != null && row.head !== entryDigest(history[history.length - 1])) return "the latest entry does not match the index row's head digest: it was altered";
   const pairs: [string, unknown, unknown][] = [
     ["state", row.state, record.state],
     ["effect", row.effect, record.effect],
@@ -256,7 +266,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     const history = storage.history(recordId);
     const replayed = replay(recordId, history);
     if (!replayed.ok) return { kind: "corrupt", record_id: recordId, reason: replayed.reason };
-    const disagreement = rowDisagrees(row, replayed.record);
+    const disagreement = rowDisagrees(row, replayed.record, history);
     if (disagreement) return { kind: "corrupt", record_id: recordId, reason: disagreement };
     return { kind: "found", record: replayed.record, history, row };
   }
@@ -272,7 +282,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     if (!replayed.ok) throw new Error(`journal: a checked step did not replay: ${replayed.reason}`);
     const added = history.slice(loaded.history.length);
     const keepDeadline = replayed.record.lease && replayed.record.lease.fence === loaded.row.lease_fence ? loaded.row.lease_deadline_ms : deadlineMs;
-    storage.write(rowOf(replayed.record, keepDeadline), added, false);
+    storage.write(rowOf(replayed.record, keepDeadline, history[history.length - 1]), added, false);
     return { record: replayed.record, entries: added };
   }
 
@@ -337,7 +347,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       };
       const replayed = replay(recordId, [entry]);
       if (!replayed.ok) throw new Error(`journal: a reservation did not replay: ${replayed.reason}`);
-      storage.write(rowOf(replayed.record, null), [entry], true);
+      storage.write(rowOf(replayed.record, null, entry), [entry], true);
       return { kind: "created", record: replayed.record };
     },
 
