@@ -173,6 +173,25 @@ describe("leases and recovery from history", () => {
     expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", outcome_status: "confirmed" } });
   });
 
+  it("a lease past its end holds no fence even before the alarm has lapsed it: a late result is fence-conflict, the outcome is recorded after the lapse", () => {
+    const { j, id } = started();
+    // The alarm has not run (lapseDue not called); the lease ended at AT + 30.
+    expect(j.verifyFence({ record_id: id, fence: 1, at: AT + 29 })).toMatchObject({ kind: "valid" });
+    expect(j.verifyFence({ record_id: id, fence: 1, at: AT + 30 })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    // Before, the old holder's fence still held here and this was appended.
+    expect(j.append({ record_id: id, expected_revision: 4, at: AT + 31, fence: 1, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect(j.append({ record_id: id, expected_revision: 4, at: AT + 31, fence: 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", reason: expect.stringMatching(/no lease is held/) });
+    expect(j.claim({ record_id: id, at: AT + 31, lease_seconds: 30 })).toEqual({ kind: "not-eligible", state: "started", lease_lapsed: true });
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { revision: 4, lease: { fence: 1 } } });
+    // The outcome, without a fence, is written after the lapse the alarm would have written, in one step.
+    const done = j.append({ record_id: id, expected_revision: 4, at: AT + 31, to: "failed_after_start", effect: "unknown" });
+    expect(done).toMatchObject({ kind: "appended", record: { state: "failed_after_start", revision: 6, fence: 2, lease: null } });
+    if (done.kind !== "appended") throw new Error(done.kind);
+    expect(done.entries.map((e) => [e.event, e.at, e.fence])).toEqual([["lapse", AT + 30, 2], ["append", AT + 31, null]]);
+    // The alarm, late, finds nothing left to lapse.
+    expect(j.lapseDue((AT + 60) * 1000)).toEqual([]);
+  });
+
   it("a reordered history is refused on load, never reinterpreted", () => {
     const { j, id } = started();
     const entries = j.storage.entries.get(id)!;

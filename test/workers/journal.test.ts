@@ -505,6 +505,34 @@ describe("the /v1/journal port routes", () => {
     expect((await local.loadByIdempotency("order-42")).kind).toBe("not-found");
   });
 
+  it("a lease past its lease_until holds no fence, though the alarm has not lapsed it yet: verify-fence, a late append and a late finalise are refused", async () => {
+    const at = (seconds: number) => {
+      const later = harness(env, ctx(), { now: () => TEST_NOW + seconds });
+      return (path: string, body: unknown, token = RP_TOKEN) => later.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    };
+    const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
+    const id = (await rp("reserve", { idempotency_key: "late-fence", action_digest: "d" })).body.record.record_id;
+    await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" });
+    await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started" });
+    expect((await rp("claim", { record_id: id, lease_seconds: 60 })).body).toMatchObject({ kind: "claimed", fence: 1, lease_until: TEST_NOW + 60 });
+    // Sixty-one seconds on (the test clock); the alarm, armed on the real clock a minute ahead, has not run.
+    const late = at(61);
+    expect((await late("/v1/journal/verify-fence", { record_id: id, fence: 1 })).body).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect((await late("/v1/journal/append", { record_id: id, expected_revision: 4, fence: 1, to: "succeeded", effect: "applied" })).body).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect((await at(59)("/v1/journal/verify-fence", { record_id: id, fence: 1 })).body.kind).toBe("valid");
+    const outcome = await late("/v1/journal/append", { record_id: id, expected_revision: 4, to: "failed_after_start", effect: "unknown" });
+    expect(outcome.body).toMatchObject({ kind: "appended", record: { state: "failed_after_start", fence: 2 }, entries: [{ event: "lapse", at: TEST_NOW + 60 }, { event: "append" }] });
+
+    // The intake path: a finalise after lease_until is FENCE_CONFLICT before anything is signed.
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    expect((await start(c.trace_id, { lease_seconds: 30 })).body).toMatchObject({ fence: 1, lease_until: TEST_NOW + 30 });
+    const before = await sequenceNow();
+    const finalised = await at(31)(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: { ok: true } }, INTAKE_TOKEN);
+    expect([finalised.status, finalised.body.error?.code]).toEqual([409, "FENCE_CONFLICT"]);
+    expect(await sequenceNow()).toBe(before);
+  });
+
   it("a prototype key at the top of attributes, detail, receipt or extensions is refused like one deeper, not silently dropped", async () => {
     const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
     const proto = () => JSON.parse('{"__proto__": {"polluted": true}}');

@@ -256,6 +256,17 @@ function rowDisagrees(row: JournalRow, record: JournalRecord, history: readonly 
   return off ? `the index row's ${off[0]} (${String(off[1])}) disagrees with the history (${String(off[2])})` : null;
 }
 
+/**
+ * The lapse of a lease whose end (`until`, caller's clock) is at or before `at`, as the alarm
+ * would write it (dated at the lease's end, a new fence), or null while the lease runs or when
+ * none is held. The alarm lapses a lease on the adapter's clock, and an alarm may run late: a
+ * fence must not outlive its lease meanwhile.
+ */
+function endedLease(record: JournalRecord, at: number): Omit<JournalEntry, "revision" | "prev"> | null {
+  if (record.state !== "started" || !record.lease || at < record.lease.until) return null;
+  return { at: record.lease.until, event: "lapse", from: "started", to: "started", effect: "unknown", fence: record.fence + 1, lease_until: null, receipt: null, detail: null, extensions: null };
+}
+
 type Loaded = { kind: "found"; record: JournalRecord; history: JournalEntry[]; row: JournalRow } | { kind: "not-found" } | Corrupt;
 
 /** The journal's operations over `storage`. Synchronous: the adapter decides the transaction around each call. */
@@ -302,6 +313,12 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     let state = record.state;
     let holder = record.state === "started" && record.lease ? record.lease.fence : null;
     const drafts: Omit<JournalEntry, "revision" | "prev">[] = [];
+    // A lease past its end holds nothing, whether or not the alarm has lapsed it yet: the lapse is written first, here.
+    const ended = endedLease(record, at);
+    if (ended) {
+      drafts.push(ended);
+      holder = null;
+    }
     for (const step of steps) {
       if (!isAllowedTransition(state, step.to)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${state} → ${step.to} is not a lifecycle edge` };
       if (!isConsistentEffect(step.to, step.effect)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${step.to} cannot carry the effect ${step.effect}` };
@@ -309,7 +326,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (step.to === "started" && state !== "started") return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "a record enters started only by a claim" };
       if (step.to === "started" && holder === null) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "no lease is held: a lapsed execution leaves started only by its outcome" };
       // A fence given must be the lease's; leaving or staying in `started` under a lease needs it.
-      if (drafts.length === 0 && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
+      if (drafts.length === (ended ? 1 : 0) && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
       // A repeated state is the only way a history grows without moving on: bounded, so every load can still answer it.
       if (step.to === state && loaded.history.length + drafts.length + 1 > MAX_REPEATING_HISTORY) {
         throw new JournalInputError("MALFORMED_REQUEST", `the record's history holds ${loaded.history.length + drafts.length} entries: ${state} → ${state} is refused past ${MAX_REPEATING_HISTORY}; record its next state instead`);
@@ -363,7 +380,11 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (loaded.kind !== "found") return loaded;
       const { record } = loaded;
       if (input.expected_revision !== undefined && record.revision !== input.expected_revision) return { kind: "revision-conflict", expected: input.expected_revision, actual: record.revision };
-      if (record.state === "started" && record.lease) return { kind: "held", lease_until: record.lease.until };
+      if (record.state === "started" && record.lease) {
+        if (!endedLease(record, at)) return { kind: "held", lease_until: record.lease.until };
+        // Its lease has ended (the alarm has not lapsed it yet): it is not held, and a lapsed start is never claimed again.
+        return { kind: "not-eligible", state: record.state, lease_lapsed: true };
+      }
       if (record.state !== "ready") return { kind: "not-eligible", state: record.state, lease_lapsed: record.lease_lapsed };
       const fence = record.fence + 1;
       const leaseUntil = Math.round((at + seconds) * 1000) / 1000;
@@ -374,7 +395,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     verifyFence(input: VerifyFenceInput): VerifyFenceResult | Corrupt {
       const loaded = read(input.record_id);
       if (loaded.kind !== "found") return loaded;
-      const current = loaded.record.lease?.fence ?? null;
+      const current = input.at !== undefined && endedLease(loaded.record, checkAt(input.at)) ? null : (loaded.record.lease?.fence ?? null);
       return current !== null && current === input.fence ? { kind: "valid", record: loaded.record } : { kind: "fence-conflict", fence: input.fence, current };
     },
 
