@@ -39,7 +39,7 @@ const SCHEMA = [
     state TEXT NOT NULL, effect TEXT NOT NULL, revision INTEGER NOT NULL, fence INTEGER NOT NULL,
     lease_fence INTEGER, lease_until REAL, lease_deadline_ms INTEGER,
     created_at REAL NOT NULL, updated_at REAL NOT NULL,
-    agent_id TEXT, tool TEXT, trace_id TEXT, verdict TEXT, outcome_status TEXT
+    agent_id TEXT, tool TEXT, trace_id TEXT, verdict TEXT, outcome_status TEXT, head TEXT
   ) WITHOUT ROWID`,
   "CREATE INDEX IF NOT EXISTS records_by_time ON records (created_at, record_id)",
   "CREATE INDEX IF NOT EXISTS records_by_lease ON records (lease_deadline_ms) WHERE lease_deadline_ms IS NOT NULL",
@@ -48,7 +48,7 @@ const SCHEMA = [
 
 const ROW_COLUMNS = [
   "record_id", "idempotency_key", "action_digest", "state", "effect", "revision", "fence", "lease_fence", "lease_until", "lease_deadline_ms",
-  "created_at", "updated_at", "agent_id", "tool", "trace_id", "verdict", "outcome_status",
+  "created_at", "updated_at", "agent_id", "tool", "trace_id", "verdict", "outcome_status", "head",
 ] as const;
 
 export class ReceiptJournal extends DurableObject<Env> {
@@ -63,6 +63,10 @@ export class ReceiptJournal extends DurableObject<Env> {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     this.hasSchema = hasTable(this.sql, "records");
+    // `head` (the latest entry's digest) came after the first shards were created: an older table gets the column, null until each row's next write.
+    if (this.hasSchema && !this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('records')").toArray().some((c) => c.name === "head")) {
+      this.sql.exec("ALTER TABLE records ADD COLUMN head TEXT");
+    }
     this.hasRevocationSchema = hasTable(this.sql, "admission_keys");
     this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
   }

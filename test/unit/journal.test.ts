@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTransition, type JournalState } from "../../worker/protocol/journal/lifecycle.js";
 import { memoryJournal } from "../../worker/protocol/journal/memory.js";
-import { entryDigest, JournalInputError } from "../../worker/protocol/journal/core.js";
+import { entryDigest, JournalInputError, MAX_REPEATING_HISTORY, MAX_TRANSITION_BYTES } from "../../worker/protocol/journal/core.js";
 import { journalPortSuite, RECEIPT } from "../support/journal-suite.js";
 
 const AT = 1_900_000_000;
@@ -108,6 +108,48 @@ describe("the lifecycle", () => {
   });
 });
 
+describe("a history's length", () => {
+  it("a repeated state is refused past MAX_REPEATING_HISTORY entries (nothing written), while every forward edge still closes the record", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "loop", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    let revision = 1;
+    const step = (to: JournalState) => j.append({ record_id: id, expected_revision: revision, at: AT, to, effect: "not-started", detail: { f: "x".repeat(1024) } });
+    expect(step("awaiting_policy")).toMatchObject({ kind: "appended" });
+    revision = 2;
+    // Before the bound, awaiting_approval → awaiting_approval could be appended for ever: ~1,100 entries of 32 KiB made a load of 36 MB, past what a Durable Object may answer.
+    while (revision < MAX_REPEATING_HISTORY) {
+      const a = step("awaiting_approval");
+      if (a.kind !== "appended") throw new Error(a.kind);
+      revision = a.record.revision;
+    }
+    expect(revision).toBe(MAX_REPEATING_HISTORY);
+    const err = (() => {
+      try {
+        step("awaiting_approval");
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(JournalInputError);
+    expect((err as JournalInputError).code).toBe("MALFORMED_REQUEST");
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "awaiting_approval", revision: MAX_REPEATING_HISTORY } });
+    // Forward edges are never refused: the record still goes ready → started → started (lapse) → succeeded → compensation.
+    expect(step("ready")).toMatchObject({ kind: "appended", record: { revision: MAX_REPEATING_HISTORY + 1 } });
+    const c = j.claim({ record_id: id, at: AT, lease_seconds: 30 });
+    if (c.kind !== "claimed") throw new Error(c.kind);
+    expect(() => j.append({ record_id: id, expected_revision: c.record.revision, at: AT, fence: c.fence, to: "started", effect: "unknown" })).toThrow(JournalInputError);
+    expect(j.append({ record_id: id, expected_revision: c.record.revision, at: AT, fence: c.fence + 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "fence-conflict" });
+    expect(j.lapseDue((AT + 30) * 1000)).toEqual([id]);
+    const lapsed = j.load(id);
+    if (lapsed.kind !== "found") throw new Error(lapsed.kind);
+    expect(j.append({ record_id: id, expected_revision: lapsed.record.revision, at: AT, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded" } });
+    // The bound keeps a full history's load within what one answer may carry.
+    expect(MAX_REPEATING_HISTORY * MAX_TRANSITION_BYTES).toBeLessThanOrEqual(16 * 1024 * 1024);
+  });
+});
+
 describe("leases and recovery from history", () => {
   function started() {
     const j = memoryJournal();
@@ -131,6 +173,25 @@ describe("leases and recovery from history", () => {
     expect(j.append({ record_id: id, expected_revision: 5, at: AT + 40, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded", outcome_status: "confirmed" } });
   });
 
+  it("a lease past its end holds no fence even before the alarm has lapsed it: a late result is fence-conflict, the outcome is recorded after the lapse", () => {
+    const { j, id } = started();
+    // The alarm has not run (lapseDue not called); the lease ended at AT + 30.
+    expect(j.verifyFence({ record_id: id, fence: 1, at: AT + 29 })).toMatchObject({ kind: "valid" });
+    expect(j.verifyFence({ record_id: id, fence: 1, at: AT + 30 })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    // Before, the old holder's fence still held here and this was appended.
+    expect(j.append({ record_id: id, expected_revision: 4, at: AT + 31, fence: 1, to: "succeeded", effect: "applied" })).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect(j.append({ record_id: id, expected_revision: 4, at: AT + 31, fence: 1, to: "started", effect: "unknown" })).toMatchObject({ kind: "illegal-transition", reason: expect.stringMatching(/no lease is held/) });
+    expect(j.claim({ record_id: id, at: AT + 31, lease_seconds: 30 })).toEqual({ kind: "not-eligible", state: "started", lease_lapsed: true });
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { revision: 4, lease: { fence: 1 } } });
+    // The outcome, without a fence, is written after the lapse the alarm would have written, in one step.
+    const done = j.append({ record_id: id, expected_revision: 4, at: AT + 31, to: "failed_after_start", effect: "unknown" });
+    expect(done).toMatchObject({ kind: "appended", record: { state: "failed_after_start", revision: 6, fence: 2, lease: null } });
+    if (done.kind !== "appended") throw new Error(done.kind);
+    expect(done.entries.map((e) => [e.event, e.at, e.fence])).toEqual([["lapse", AT + 30, 2], ["append", AT + 31, null]]);
+    // The alarm, late, finds nothing left to lapse.
+    expect(j.lapseDue((AT + 60) * 1000)).toEqual([]);
+  });
+
   it("a reordered history is refused on load, never reinterpreted", () => {
     const { j, id } = started();
     const entries = j.storage.entries.get(id)!;
@@ -144,6 +205,35 @@ describe("leases and recovery from history", () => {
     entries[2] = { ...entries[2], to: "awaiting_approval" };
     expect(j.load(id)).toMatchObject({ kind: "corrupt" });
     expect(j.claim({ record_id: id, at: AT, lease_seconds: 1 })).toMatchObject({ kind: "corrupt" });
+  });
+
+  it("the latest entry, which no successor vouches for, cannot be altered either: the index row keeps its digest", () => {
+    const { j, id } = started();
+    const loaded = j.load(id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    const done = j.append({ record_id: id, expected_revision: loaded.record.revision, at: AT, fence: loaded.record.lease!.fence, to: "succeeded", effect: "applied", receipt: RECEIPT, detail: { note: "as recorded" } });
+    expect(done).toMatchObject({ kind: "appended", record: { verdict: "allow" } });
+    const entries = j.storage.entries.get(id)!;
+    const last = entries.length - 1;
+    const honest = entries[last];
+    // Before the head digest, each of these loaded as found: the altered receipt even became the record's verdict.
+    for (const altered of [{ ...honest, receipt: { ...RECEIPT, verdict: "deny" } }, { ...honest, detail: { note: "rewritten" } }, { ...honest, at: AT + 1 }, { ...honest, effect: "none" as const }]) {
+      entries[last] = altered;
+      expect(j.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/latest entry/) });
+    }
+    entries[last] = honest;
+    expect(j.load(id)).toMatchObject({ kind: "found", record: { state: "succeeded", verdict: "allow" } });
+    // So is the reservation while it is the only entry (its attributes name the invocation a usage receipt is checked against).
+    const r = j.reserve({ idempotency_key: "lone", action_digest: "d", at: AT, attributes: { invocation_id: "inv-1" } });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const lone = j.storage.entries.get(r.record.record_id)!;
+    lone[0] = { ...lone[0], detail: { ...lone[0].detail!, attributes: { invocation_id: "inv-2" } } };
+    expect(j.load(r.record.record_id)).toMatchObject({ kind: "corrupt" });
+    // A row written before the digest existed (head absent) is read as before, and its next write sets it.
+    const old = started();
+    const row = old.j.storage.rows.get(old.id)!;
+    old.j.storage.rows.set(old.id, { ...row, head: null });
+    expect(old.j.load(old.id)).toMatchObject({ kind: "found" });
   });
 
   it("a rewritten chain with an illegal edge is refused, and so is an index row that disagrees", () => {

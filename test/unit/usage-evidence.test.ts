@@ -256,6 +256,17 @@ describe("deriveCostEstimate", () => {
     for (const e of [deriveCostEstimate(unreported(), null), deriveCostEstimate(attributed(), null)]) expect(JSON.stringify(e)).not.toMatch(/amount|currency|price_source/);
   });
 
+  it("refuses malformed assumptions whatever the outcome, even when the estimate is unavailable and carries none", () => {
+    for (const bad of [[{}], [1], ["x".repeat(300)], Array(17).fill("a"), "list prices"]) {
+      for (const src of [source(), null, source({ verified: false })]) {
+        expect(refused(() => deriveCostEstimate(attributed(), src, { assumptions: bad as string[] }))).toMatch(/assumptions/);
+      }
+      expect(refused(() => deriveCostEstimate(unreported(), source(), { assumptions: bad as string[] }))).toMatch(/assumptions/);
+    }
+    expect(deriveCostEstimate(attributed(), null, { assumptions: ["list prices"] })).toEqual({ kind: "unavailable", receipt: attributed(), reason: "no-pricing" });
+    expect(deriveCostEstimate(attributed(), source(), { assumptions: [] })).not.toHaveProperty("assumptions");
+  });
+
   it("refuses a price source with a float rate or pricing nothing", () => {
     expect(refused(() => createPriceSource({ ...SOURCE, per_million_tokens: { input_tokens: 2 } }))).toMatch(/decimal/);
     expect(refused(() => createPriceSource({ ...SOURCE, per_million_tokens: {} }))).toMatch(/prices no metric/);

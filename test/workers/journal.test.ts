@@ -451,6 +451,39 @@ describe("recovery from the stored history", () => {
   });
 });
 
+describe("the latest entry and the index row's head", () => {
+  it("an altered latest entry in SQLite is refused; a table from before the head column is migrated and its rows read as before", async () => {
+    const port = journalClient(durableJournalStub(env), "head", 1, 10_000).port;
+    const stub = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("head#0"));
+    const r = await port.reserve({ idempotency_key: "head-1", action_digest: "d", at: TEST_NOW, attributes: { invocation_id: "inv-1" } });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    await runInDurableObject(stub, (_instance, state) => {
+      const sql = state.storage.sql;
+      const entry = JSON.parse(sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = 1", id).one().entry);
+      entry.detail.attributes.invocation_id = "inv-2";
+      sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = 1", JSON.stringify(entry), id);
+    });
+    // Before the head digest this loaded as found, naming inv-2.
+    expect(await port.load(id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/latest entry/) });
+
+    // A shard written before the column: no head, read as before; the next write sets it.
+    const old = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("old-head#0"));
+    const oldPort = journalClient(durableJournalStub(env), "old-head", 1, 10_000).port;
+    const o = await oldPort.reserve({ idempotency_key: "old-1", action_digest: "d", at: TEST_NOW });
+    if (o.kind !== "created") throw new Error(o.kind);
+    await runInDurableObject(old, (_instance, state) => {
+      state.storage.sql.exec("ALTER TABLE records DROP COLUMN head");
+    });
+    await abortAllDurableObjects();
+    expect(await oldPort.load(o.record.record_id)).toMatchObject({ kind: "found", record: { revision: 1 } });
+    expect(await oldPort.append({ record_id: o.record.record_id, expected_revision: 1, at: TEST_NOW, to: "awaiting_policy", effect: "not-started" })).toMatchObject({ kind: "appended" });
+    const again = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName("old-head#0"));
+    const head = await runInDurableObject(again, (_instance, state) => state.storage.sql.exec<{ head: string | null }>("SELECT head FROM records WHERE record_id = ?", o.record.record_id).one().head);
+    expect(head).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
 describe("the /v1/journal port routes", () => {
   it("answer each port result by kind, in the calling relying party's own journal", async () => {
     const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
@@ -489,6 +522,34 @@ describe("the /v1/journal port routes", () => {
     // The intake journal is another tenant: the same key is unknown there.
     const local = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 10_000).port;
     expect((await local.loadByIdempotency("order-42")).kind).toBe("not-found");
+  });
+
+  it("a lease past its lease_until holds no fence, though the alarm has not lapsed it yet: verify-fence, a late append and a late finalise are refused", async () => {
+    const at = (seconds: number) => {
+      const later = harness(env, ctx(), { now: () => TEST_NOW + seconds });
+      return (path: string, body: unknown, token = RP_TOKEN) => later.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    };
+    const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
+    const id = (await rp("reserve", { idempotency_key: "late-fence", action_digest: "d" })).body.record.record_id;
+    await rp("append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" });
+    await rp("append", { record_id: id, expected_revision: 2, to: "ready", effect: "not-started" });
+    expect((await rp("claim", { record_id: id, lease_seconds: 60 })).body).toMatchObject({ kind: "claimed", fence: 1, lease_until: TEST_NOW + 60 });
+    // Sixty-one seconds on (the test clock); the alarm, armed on the real clock a minute ahead, has not run.
+    const late = at(61);
+    expect((await late("/v1/journal/verify-fence", { record_id: id, fence: 1 })).body).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect((await late("/v1/journal/append", { record_id: id, expected_revision: 4, fence: 1, to: "succeeded", effect: "applied" })).body).toEqual({ kind: "fence-conflict", fence: 1, current: null });
+    expect((await at(59)("/v1/journal/verify-fence", { record_id: id, fence: 1 })).body.kind).toBe("valid");
+    const outcome = await late("/v1/journal/append", { record_id: id, expected_revision: 4, to: "failed_after_start", effect: "unknown" });
+    expect(outcome.body).toMatchObject({ kind: "appended", record: { state: "failed_after_start", fence: 2 }, entries: [{ event: "lapse", at: TEST_NOW + 60 }, { event: "append" }] });
+
+    // The intake path: a finalise after lease_until is FENCE_CONFLICT before anything is signed.
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    expect((await start(c.trace_id, { lease_seconds: 30 })).body).toMatchObject({ fence: 1, lease_until: TEST_NOW + 30 });
+    const before = await sequenceNow();
+    const finalised = await at(31)(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: { ok: true } }, INTAKE_TOKEN);
+    expect([finalised.status, finalised.body.error?.code]).toEqual([409, "FENCE_CONFLICT"]);
+    expect(await sequenceNow()).toBe(before);
   });
 
   it("a prototype key at the top of attributes, detail, receipt or extensions is refused like one deeper, not silently dropped", async () => {

@@ -247,6 +247,10 @@ describe("POST /v1/costs/estimate", () => {
     const { post } = setup();
     expect((await post("/v1/costs/estimate", { receipt: receipt(), price_source: { ...SOURCE, per_million_tokens: { input_tokens: 2.5 } } })).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
     expect((await post("/v1/costs/estimate", { receipt: receipt(), price_source: SOURCE, assumptions: "x" })).status).toBe(400);
+    // Malformed assumptions are refused even where the estimate is unavailable (it carries none): before, they were dropped and answered 200.
+    for (const body of [{ receipt: receipt(), assumptions: [{}] }, { receipt: receipt(), price_source: { ...SOURCE, verified: false }, assumptions: ["x".repeat(300)] }]) {
+      expect((await post("/v1/costs/estimate", body)).body.error.code).toBe("USAGE_EVIDENCE_INVALID");
+    }
     expect((await post("/v1/costs/estimate", { invocation_id: "inv-never", price_source: SOURCE })).status).toBe(404);
     expect((await post("/v1/costs/estimate", { price_source: SOURCE })).body.error.code).toBe("MALFORMED_REQUEST");
   });

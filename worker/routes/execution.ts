@@ -141,7 +141,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     refuseOtherConfiguration(admission, context.configHash, "its final receipt cannot be signed; record the outcome without one (finalize with outcome \"indeterminate\", or reconcile it as indeterminate or reconciliation_required)");
     // The fence must still hold the lease before a sequence number and a signature are spent on it.
     if (fence !== null) {
-      const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence });
+      const check = await journalOf(c).verifyFence({ record_id: record.record_id, fence, at: c.get("services").now() });
       if (check.kind === "corrupt") corrupt(check);
       if (check.kind !== "valid") throw new ApiError(409, "FENCE_CONFLICT", "this fence no longer holds the execution lease");
     }

@@ -38,6 +38,6 @@ export const journalRoutes = new Hono<AppEnv>()
   const call = await body(c, ClaimCall);
   return reply(c, await port(c).claim({ ...call, lease_seconds: call.lease_seconds ?? leaseSeconds(c.env), at: now(c) }));
 })
-  .post("/verify-fence", async (c) => reply(c, await port(c).verifyFence(await body(c, VerifyFenceCall))))
+  .post("/verify-fence", async (c) => reply(c, await port(c).verifyFence({ ...(await body(c, VerifyFenceCall)), at: now(c) })))
   .post("/load", async (c) => reply(c, await port(c).load((await body(c, LoadCall)).record_id)))
   .post("/load-by-idempotency", async (c) => reply(c, await port(c).loadByIdempotency((await body(c, LoadByIdempotencyCall)).idempotency_key)));

@@ -38,6 +38,13 @@ export interface JournalRow {
   trace_id: string | null;
   verdict: string | null;
   outcome_status: string | null;
+  /**
+   * SHA-256 (hex) of the latest entry's canonical JSON: the history's chain ends here, so the
+   * latest entry cannot be altered without the row saying otherwise (each earlier one is covered by
+   * its successor's `prev`). Null or absent in a row written before the column existed; set by its
+   * next write.
+   */
+  head?: string | null;
 }
 
 /** What an adapter stores; called only from inside the adapter's transaction. */
@@ -62,6 +69,15 @@ export const MAX_LEASE_SECONDS = 3600;
 /** Canonical bytes of a transition's receipt, detail and extensions together. */
 export const MAX_TRANSITION_BYTES = 32 * 1024;
 export const MAX_EXTENSION_NAMESPACES = 16;
+/**
+ * Entries a record's history may reach by repeating a state (awaiting_approval → awaiting_approval,
+ * started → started: the lifecycle's only cycles). Every other edge moves the record forward, at
+ * most a dozen more entries to a final state, so a record past this bound can still be closed. It
+ * bounds what a load answers (≤ ~8.5 MiB at MAX_TRANSITION_BYTES an entry, well inside the 32 MiB a
+ * Durable Object may return) and what each call replays: an unbounded loop made a record that no
+ * load could return again.
+ */
+export const MAX_REPEATING_HISTORY = 256;
 /** Reverse-DNS namespaces of at least three labels (`com.example.provider`). */
 export const EXTENSION_NAMESPACE = /^[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62})){2,}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
@@ -201,7 +217,7 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
 
 const text = (v: JsonValue | undefined): string | null => (typeof v === "string" ? v : null);
 
-function rowOf(record: JournalRecord, deadlineMs: number | null): JournalRow {
+function rowOf(record: JournalRecord, deadlineMs: number | null, head: JournalEntry): JournalRow {
   return {
     record_id: record.record_id,
     idempotency_key: record.idempotency_key,
@@ -220,11 +236,14 @@ function rowOf(record: JournalRecord, deadlineMs: number | null): JournalRow {
     trace_id: text(record.attributes.trace_id),
     verdict: record.verdict,
     outcome_status: record.outcome_status,
+    head: entryDigest(head),
   };
 }
 
 /** The index row must say what the history says; otherwise one of them was altered. */
-function rowDisagrees(row: JournalRow, record: JournalRecord): string | null {
+function rowDisagrees(row: JournalRow, record: JournalRecord, history: readonly JournalEntry[]): string | null {
+  // The latest entry has no successor to vouch for it: the row's head does.
+  if (row.head != null && row.head !== entryDigest(history[history.length - 1])) return "the latest entry does not match the index row's head digest: it was altered";
   const pairs: [string, unknown, unknown][] = [
     ["state", row.state, record.state],
     ["effect", row.effect, record.effect],
@@ -237,6 +256,17 @@ function rowDisagrees(row: JournalRow, record: JournalRecord): string | null {
   return off ? `the index row's ${off[0]} (${String(off[1])}) disagrees with the history (${String(off[2])})` : null;
 }
 
+/**
+ * The lapse of a lease whose end (`until`, caller's clock) is at or before `at`, as the alarm
+ * would write it (dated at the lease's end, a new fence), or null while the lease runs or when
+ * none is held. The alarm lapses a lease on the adapter's clock, and an alarm may run late: a
+ * fence must not outlive its lease meanwhile.
+ */
+function endedLease(record: JournalRecord, at: number): Omit<JournalEntry, "revision" | "prev"> | null {
+  if (record.state !== "started" || !record.lease || at < record.lease.until) return null;
+  return { at: record.lease.until, event: "lapse", from: "started", to: "started", effect: "unknown", fence: record.fence + 1, lease_until: null, receipt: null, detail: null, extensions: null };
+}
+
 type Loaded = { kind: "found"; record: JournalRecord; history: JournalEntry[]; row: JournalRow } | { kind: "not-found" } | Corrupt;
 
 /** The journal's operations over `storage`. Synchronous: the adapter decides the transaction around each call. */
@@ -247,7 +277,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     const history = storage.history(recordId);
     const replayed = replay(recordId, history);
     if (!replayed.ok) return { kind: "corrupt", record_id: recordId, reason: replayed.reason };
-    const disagreement = rowDisagrees(row, replayed.record);
+    const disagreement = rowDisagrees(row, replayed.record, history);
     if (disagreement) return { kind: "corrupt", record_id: recordId, reason: disagreement };
     return { kind: "found", record: replayed.record, history, row };
   }
@@ -263,7 +293,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     if (!replayed.ok) throw new Error(`journal: a checked step did not replay: ${replayed.reason}`);
     const added = history.slice(loaded.history.length);
     const keepDeadline = replayed.record.lease && replayed.record.lease.fence === loaded.row.lease_fence ? loaded.row.lease_deadline_ms : deadlineMs;
-    storage.write(rowOf(replayed.record, keepDeadline), added, false);
+    storage.write(rowOf(replayed.record, keepDeadline, history[history.length - 1]), added, false);
     return { record: replayed.record, entries: added };
   }
 
@@ -283,6 +313,12 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     let state = record.state;
     let holder = record.state === "started" && record.lease ? record.lease.fence : null;
     const drafts: Omit<JournalEntry, "revision" | "prev">[] = [];
+    // A lease past its end holds nothing, whether or not the alarm has lapsed it yet: the lapse is written first, here.
+    const ended = endedLease(record, at);
+    if (ended) {
+      drafts.push(ended);
+      holder = null;
+    }
     for (const step of steps) {
       if (!isAllowedTransition(state, step.to)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${state} → ${step.to} is not a lifecycle edge` };
       if (!isConsistentEffect(step.to, step.effect)) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: `${step.to} cannot carry the effect ${step.effect}` };
@@ -290,7 +326,11 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (step.to === "started" && state !== "started") return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "a record enters started only by a claim" };
       if (step.to === "started" && holder === null) return { kind: "illegal-transition", from: state, to: step.to, effect: step.effect, reason: "no lease is held: a lapsed execution leaves started only by its outcome" };
       // A fence given must be the lease's; leaving or staying in `started` under a lease needs it.
-      if (drafts.length === 0 && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
+      if (drafts.length === (ended ? 1 : 0) && (input.fence !== undefined ? input.fence !== holder : holder !== null)) return { kind: "fence-conflict", fence: input.fence ?? null, current: holder };
+      // A repeated state is the only way a history grows without moving on: bounded, so every load can still answer it.
+      if (step.to === state && loaded.history.length + drafts.length + 1 > MAX_REPEATING_HISTORY) {
+        throw new JournalInputError("MALFORMED_REQUEST", `the record's history holds ${loaded.history.length + drafts.length} entries: ${state} → ${state} is refused past ${MAX_REPEATING_HISTORY}; record its next state instead`);
+      }
       drafts.push({ at, event: "append", from: state, to: step.to, effect: step.effect, fence: holder, lease_until: null, receipt: step.receipt, detail: step.detail, extensions: step.extensions });
       if (step.to !== "started") holder = null;
       state = step.to;
@@ -324,7 +364,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       };
       const replayed = replay(recordId, [entry]);
       if (!replayed.ok) throw new Error(`journal: a reservation did not replay: ${replayed.reason}`);
-      storage.write(rowOf(replayed.record, null), [entry], true);
+      storage.write(rowOf(replayed.record, null, entry), [entry], true);
       return { kind: "created", record: replayed.record };
     },
 
@@ -340,7 +380,11 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (loaded.kind !== "found") return loaded;
       const { record } = loaded;
       if (input.expected_revision !== undefined && record.revision !== input.expected_revision) return { kind: "revision-conflict", expected: input.expected_revision, actual: record.revision };
-      if (record.state === "started" && record.lease) return { kind: "held", lease_until: record.lease.until };
+      if (record.state === "started" && record.lease) {
+        if (!endedLease(record, at)) return { kind: "held", lease_until: record.lease.until };
+        // Its lease has ended (the alarm has not lapsed it yet): it is not held, and a lapsed start is never claimed again.
+        return { kind: "not-eligible", state: record.state, lease_lapsed: true };
+      }
       if (record.state !== "ready") return { kind: "not-eligible", state: record.state, lease_lapsed: record.lease_lapsed };
       const fence = record.fence + 1;
       const leaseUntil = Math.round((at + seconds) * 1000) / 1000;
@@ -351,7 +395,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     verifyFence(input: VerifyFenceInput): VerifyFenceResult | Corrupt {
       const loaded = read(input.record_id);
       if (loaded.kind !== "found") return loaded;
-      const current = loaded.record.lease?.fence ?? null;
+      const current = input.at !== undefined && endedLease(loaded.record, checkAt(input.at)) ? null : (loaded.record.lease?.fence ?? null);
       return current !== null && current === input.fence ? { kind: "valid", record: loaded.record } : { kind: "fence-conflict", fence: input.fence, current };
     },
 

@@ -136,6 +136,8 @@ export type ClaimResult =
 export interface VerifyFenceInput {
   record_id: string;
   fence: number;
+  /** Unix seconds on the caller's clock: a lease whose `until` has passed holds no fence, lapse entry written or not. */
+  at?: number;
 }
 export type VerifyFenceResult =
   | { kind: "valid"; record: JournalRecord }

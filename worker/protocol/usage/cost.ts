@@ -151,6 +151,8 @@ export function priceSourceAt(value: JsonValue | undefined, path: (string | numb
  * error naming the computed amount.
  */
 export function deriveCostEstimate(receipt: UsageReceipt, source: PriceSource | null, options: { assumptions?: readonly string[] } = {}): CostEstimate {
+  // Assumptions are checked whatever the outcome: an unavailable estimate carries none, but a malformed list is refused, not dropped.
+  const labels = options.assumptions === undefined ? undefined : assumptions(snapshot(options.assumptions), ["assumptions"]);
   const unavailable = (reason: EstimateUnavailableReason) => createCostEstimate({ kind: "unavailable", receipt, reason });
   if (!receipt.usage) return unavailable("incomplete-usage");
   if (!source) return unavailable("no-pricing");
@@ -182,7 +184,7 @@ export function deriveCostEstimate(receipt: UsageReceipt, source: PriceSource | 
     effective_at: source.effective_at,
     currency: source.currency,
     amount,
-    ...(options.assumptions?.length ? { assumptions: options.assumptions } : {}),
+    ...(labels?.length ? { assumptions: labels } : {}),
   };
   return receipt.attribution.kind === "partial"
     ? createCostEstimate({ kind: "partial", missing: receipt.attribution.missing, ...valuation })
