@@ -51,7 +51,11 @@ export function errorResponse(c: Context, err: unknown): Response {
   else if (err instanceof ConfigurationError) e = new ApiError(500, "SERVICE_MISCONFIGURED", err.message);
   else if (err instanceof JournalInputError) e = new ApiError(400, err.code, err.message);
   else e = new ApiError(500, "INTERNAL_ERROR", "internal error; nothing was decided");
-  if (!(err instanceof ApiError) && !(err instanceof JournalInputError)) console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
+  if (!(err instanceof ApiError) && !(err instanceof JournalInputError)) {
+    // A failed dependency's own error is its cause: logged beside it, so an outage and a fault inside the object can be told apart.
+    const cause = err instanceof VerifierUnavailable && err.cause !== undefined ? { cause: String(err.cause) } : {};
+    console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err), ...cause }));
+  }
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const error = { code: e.code, detail: e.detail };
   // The path as routed (percent-decoded), so `/v1/receipts/%76erify` is the decision route it reached.

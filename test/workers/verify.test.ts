@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../worker/env.js";
 import type { LedgerStub } from "../../worker/stores.js";
 import { DISCARD_LIMIT } from "../../worker/http.js";
@@ -184,8 +184,16 @@ describe("fail closed", () => {
     expect(res.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, error: { code: "VERIFIER_UNAVAILABLE" } });
     // And off the decision routes: an anchor read that fails is 503 too.
     const failAll = { ...env, ANCHORS: { ...env.ANCHORS, get: () => Promise.reject(new Error("kv down")) } } as unknown as Env;
-    const unreadable = await harness(failAll, createExecutionContext()).call(`/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`);
-    expect([unreadable.status, unreadable.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const logged = vi.spyOn(console, "error");
+    try {
+      const unreadable = await harness(failAll, createExecutionContext()).call(`/v1/issuers/${encodeURIComponent(issuer.id.issuer)}`);
+      expect([unreadable.status, unreadable.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+      // The log line names the store and carries its own error, so an outage and a fault can be told apart.
+      const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)));
+      expect(lines).toContainEqual(expect.objectContaining({ event: "request_failed", error: "VerifierUnavailable: anchor store unavailable", cause: "Error: kv down" }));
+    } finally {
+      logged.mockRestore();
+    }
   });
 
   it("a relying-party store that fails yields 503 VERIFIER_UNAVAILABLE, not 500 INTERNAL_ERROR", async () => {
