@@ -52,6 +52,12 @@ describe("the sixteen rules: each fires on its trigger and not on a near miss", 
     for (const url of ["http://08.8.8.8/", "http://011.0.0.1/", "http://0300.0251.0.1/", "http://1.01.1.1/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
   });
 
+  it("SEC-001 reads an IPv6 address's embedded dotted quad with leading zeros as decimal too", async () => {
+    for (const url of ["http://[::ffff:0127.0.0.1]/", "http://[::ffff:010.0.0.1]/", "http://[::0169.0254.0169.0254]/", "http://[64:ff9b::0127.0.0.1]/"])
+      expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("deny");
+    for (const url of ["http://[::ffff:08.8.8.8]/", "http://[::ffff:0300.0251.0.1]/", "http://[2001:db8::1]/"]) expect(await judgeIn("SEC-001", input("fetch_url", { url })), url).toBe("allow");
+  });
+
   it("SEC-001 judges IPv6 SIIT, 6to4 and NAT64 local-use addresses by the IPv4 address they carry", async () => {
     for (const url of [
       "http://[::ffff:0:127.0.0.1]/", "http://[::ffff:0:7f00:1]/", "http://[::ffff:0:10.0.0.1]/", "http://[::ffff:0:169.254.169.254]/",
