@@ -18,6 +18,9 @@ const ISSUING = join(ROOT, "worker/protocol/issuing");
 /** Every released verifier_version and the digest of its rules' code. */
 const RELEASED: Record<string, string> = {
   "countersign/0.2.0": "eeba6724525743f485d30d229f5b8d871a1422590750a5b716206c845d242fad",
+  "countersign/0.2.1": "a733b93b59f7959504c433eecdac5b5fd2892f6338f172f0998a768266775590",
+  "countersign/0.2.2": "de8a0bdfcf945e984d2233658a224d7cea41b7ac6a96a4b4263d8c53c9087917",
+  "countersign/0.2.3": "dd3485a90dbd32f5802feb362ffd3019a8c76519e426da0d2dd80c333b840198",
 };
 
 /** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */

@@ -182,7 +182,13 @@ export function classifyHost(raw: string): HostClass | null {
   if (host === "localhost" || host.endsWith(".localhost")) return "loopback";
   if (host.includes(":")) {
     const groups = parseIPv6(host);
-    return groups ? classifyV6(groups) : null;
+    const cls = groups ? classifyV6(groups) : null;
+    if (cls) return cls;
+    // An embedded dotted quad with leading zeros read as decimal too (`::ffff:0127.0.0.1`), as classifyV4Decimal reads a bare one.
+    const tail = /(^|:)(\d+\.\d+\.\d+\.\d+)$/.exec(host);
+    if (!tail || !/(?:^|\.)0\d/.test(tail[2]) || tail[2].split(".").some((p) => Number(p) > 255)) return null;
+    const decimal = parseIPv6(host.slice(0, tail.index + tail[1].length) + tail[2].split(".").map(Number).join("."));
+    return decimal ? classifyV6(decimal) : null;
   }
   const v4 = parseIPv4(host);
   const cls = v4 === null ? null : classifyV4(v4);

@@ -10,13 +10,21 @@ const PERCENT_ASCII = /%([0-7][0-9a-fA-F])/g;
 /**
  * The readings of a text the secret patterns are tried on: the text as it is, its backslash escapes
  * decoded (a JSON or C string written out, `"keys:\nAKIA…"`) and its percent-encoded ASCII decoded
- * (`k%3DAKIA…`). Each pattern starts at a word boundary, so as written the `n` of `\n` or the `D`
- * of `%3D` glued a credential to the word before it and hid it.
+ * (`k%3DAKIA…`), and that decoded text's escapes decoded (a JSON string percent-encoded,
+ * `%22keys%3A%5CnAKIA…`). Each pattern starts at a word boundary, so as written the `n` of `\n`
+ * or the `D` of `%3D` glued a credential to the word before it and hid it.
  */
 function secretReadings(text: string): string[] {
+  const unescape = (t: string) => t.replace(BACKSLASH_ESCAPE, (_m, u, x, c, other) => (u ? String.fromCharCode(parseInt(u, 16)) : x ? String.fromCharCode(parseInt(x, 16)) : c ? CONTROL_ESCAPE[c] : other));
   const out = [text];
-  if (text.includes("\\")) out.push(text.replace(BACKSLASH_ESCAPE, (_m, u, x, c, other) => (u ? String.fromCharCode(parseInt(u, 16)) : x ? String.fromCharCode(parseInt(x, 16)) : c ? CONTROL_ESCAPE[c] : other)));
-  for (const t of [...out]) if (t.includes("%")) out.push(t.replace(PERCENT_ASCII, (_m, h) => String.fromCharCode(parseInt(h, 16))));
+  if (text.includes("\\")) out.push(unescape(text));
+  for (const t of [...out]) {
+    if (!t.includes("%")) continue;
+    const decoded = t.replace(PERCENT_ASCII, (_m, h) => String.fromCharCode(parseInt(h, 16)));
+    out.push(decoded);
+    // A JSON string percent-encoded (`%22keys%3A%5CnAKIA…`): its escapes show only once its bytes are decoded.
+    if (decoded.includes("\\")) out.push(unescape(decoded));
+  }
   return out;
 }
 

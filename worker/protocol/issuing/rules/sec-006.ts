@@ -67,8 +67,11 @@ export function downloadExecutes(p: ParsedShell): boolean {
   for (const c of p.commands) {
     const name = programName(c);
     if (EXEC_PRIMITIVE.has(name) && (fetched || c.substitutions.some(fetches) || (c.processSubstitutions ?? []).some(fetches))) return true;
-    const program = invocationOf(c)?.argv[0] ?? "";
-    if (program.includes("/") && downloads.has(baseName(program))) return true;
+    const inv = invocationOf(c);
+    const program = inv?.argv[0] ?? "";
+    // A bare name is a PATH lookup, unless the command sets PATH itself (`PATH=. i`, `env PATH=/tmp i`): then it can be the download.
+    const setsPath = inv !== null && c.words.slice(0, inv.at).some((w) => w.startsWith("PATH="));
+    if ((program.includes("/") || setsPath) && downloads.has(baseName(program))) return true;
     if (FETCH_PRIMITIVE.has(name)) {
       fetched = true;
       downloadedFiles(c, name).forEach((f) => downloads.add(f));
