@@ -21,6 +21,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.1": "a733b93b59f7959504c433eecdac5b5fd2892f6338f172f0998a768266775590",
   "countersign/0.2.2": "de8a0bdfcf945e984d2233658a224d7cea41b7ac6a96a4b4263d8c53c9087917",
   "countersign/0.2.3": "dd3485a90dbd32f5802feb362ffd3019a8c76519e426da0d2dd80c333b840198",
+  "countersign/0.2.4": "33dbd27241a0e3dc20e237831cd271b9429dd1953da9811d328111d58a33d92f",
 };
 
 /** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */

@@ -11,14 +11,9 @@ import { allow, argumentStrings, deny, type InputRule } from "./types.js";
  * worst case is assumed). `\` counts as a separator and `%2e`/`%2f` are decoded first.
  */
 export function traversalTarget(path: string): string | null {
-  let p = path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
+  let p = decodePath(path);
   if (p.startsWith("~/")) p = p.slice(1);
-  // A segment that is `..` (or `.`) once its variable expansions are taken as empty (`..$x`,
-  // `.${x}.`) is read as that: the worst case of a value the verifier cannot see.
-  const segments = p.split("/").map((seg) => {
-    const bare = seg.replace(VARIABLE, "");
-    return bare !== seg && (bare === ".." || bare === ".") ? bare : seg;
-  });
+  const segments = p.split("/").map(bareSegment);
   if (!segments.includes("..")) return null;
   const absolute = p.startsWith("/");
   const stack: string[] = [];
@@ -31,6 +26,18 @@ export function traversalTarget(path: string): string | null {
     } else stack.push(seg);
   }
   return absolute || escaped ? "/" + stack.join("/") : null;
+}
+
+/** `%2e`, `%2f`, `%5c` decoded and `\` read as `/`, as a path is judged. */
+const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
+
+/**
+ * A segment that is `..` (or `.`) once its variable expansions are taken as empty (`..$x`,
+ * `.${x}.`) is read as that: the worst case of a value the verifier cannot see.
+ */
+function bareSegment(seg: string): string {
+  const bare = seg.replace(VARIABLE, "");
+  return bare !== seg && (bare === ".." || bare === ".") ? bare : seg;
 }
 
 /** A variable expansion, `$name` or `${name}`. */
@@ -80,20 +87,121 @@ export function fileUrlPath(text: string): string | null {
  * word is a path from its own start, so `cat ../../etc/shadow` climbs. Absolute URLs are not
  * paths, except that a local `file:` URL is read as its path (`file:///tmp/../etc/shadow`).
  */
-export function pathCandidates(text: string): string[] {
-  const out = new Set<string>();
-  if (urlHost(text) === null) out.add(text);
+export function blockedTraversal(text: string): string | null {
+  const judge = (path: string): string | null => {
+    const target = traversalTarget(path);
+    return target !== null && isBlockedPath(target) ? target : null;
+  };
+  let found = urlHost(text) === null ? judge(text) : null;
+  if (found !== null) return found;
   for (const raw of [text, ...text.split(WORD_BREAK), ...shellWords(parseShell(text), [])]) {
     const word = raw.replace(/^['"]+|['"]+$/g, "");
     const local = fileUrlPath(word);
-    if (local !== null) out.add(local);
+    if (local !== null && (found = judge(local)) !== null) return found;
     if (word === "" || urlHost(word) !== null) continue;
-    out.add(word);
+    if ((found = judge(word)) !== null) return found;
     const unredirected = word.replace(/^(?:\d*[<>]+&?|[|&(]+)/, "");
-    out.add(unredirected);
-    for (let at = unredirected.indexOf("="); at >= 0; at = unredirected.indexOf("=", at + 1)) out.add(unredirected.slice(at + 1));
+    if ((found = judge(unredirected)) !== null || (found = blockedAfterEquals(unredirected)) !== null) return found;
   }
-  return [...out];
+  return null;
+}
+
+/**
+ * The first of the paths that follow each `=` of `word` (in order) that traversalTarget resolves
+ * to a blocked path (isBlockedPath), as that target, or null; in one pass over the word. Resolving
+ * each such suffix apart costs its length, so a word of many `=` took time quadratic in its length
+ * (60 KB of `=/` took 21 s).
+ *
+ * A suffix begins inside one segment of the word (its `/`-separated parts, read as traversalTarget
+ * reads them) and goes on through all the segments after that one. Resolved from the left, a `..`
+ * removes the nearest segment before it that is still there, and which one that is does not depend
+ * on where the resolution began, as long as it began before that segment. So one resolution of the
+ * whole word tells, for every segment s, which segments from s on survive (those no later `..`
+ * removes: a suffix of one list, the survivors) and how many of the `..` from s on find nothing of
+ * the suffix left to remove, so climb above its start. What the suffix's first, partial segment
+ * does then follows from what it is: nothing (the suffix is absolute), `..`, `.`, or a name, which
+ * the first climbing `..` removes. Only the last `=` of a segment can leave a partial segment that
+ * is not a name (any other holds the next `=`).
+ */
+export function blockedAfterEquals(word: string): string | null {
+  const p = decodePath(word);
+  if (!p.includes("=")) return null;
+  const raw = p.split("/");
+  const segs = raw.map(bareSegment);
+  const n = segs.length;
+  const isName = (seg: string) => seg !== "" && seg !== "." && seg !== "..";
+  const removed = new Uint8Array(n);
+  const open: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (segs[i] === "..") {
+      const j = open.pop();
+      if (j !== undefined) removed[j] = 1;
+    } else if (isName(segs[i])) open.push(i);
+  }
+  const survivors: string[] = [];
+  const survivorAt: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (isName(segs[i]) && !removed[i]) {
+      survivors.push(segs[i]);
+      survivorAt.push(i);
+    }
+  }
+  // From segment s on: climbs[s], the `..` that climb above s; traverses[s], whether any `..` is
+  // there; kept[s], the first survivor at or after s.
+  const climbs = new Int32Array(n + 1);
+  const traverses = new Uint8Array(n + 1);
+  const kept = new Int32Array(n + 1);
+  kept[n] = survivors.length;
+  for (let s = n - 1, k = survivors.length; s >= 0; s--) {
+    const dots = segs[s] === "..";
+    climbs[s] = climbs[s + 1] + (dots ? 1 : 0) - (isName(segs[s]) && removed[s] ? 1 : 0);
+    traverses[s] = traverses[s + 1] | (dots ? 1 : 0);
+    if (k > 0 && survivorAt[k - 1] === s) k--;
+    kept[s] = k;
+  }
+  const blocked = survivorsBlocked(survivors);
+  let seg = 0;
+  let segStart = 0;
+  for (let q = p.indexOf("="); q >= 0; q = p.indexOf("=", q + 1)) {
+    while (seg + 1 < n && segStart + raw[seg].length < q) {
+      segStart += raw[seg].length + 1;
+      seg++;
+    }
+    const segEnd = segStart + raw[seg].length;
+    if (q + 1 === p.length) break;
+    const rest = seg + 1;
+    const last = p.indexOf("=", q + 1);
+    const partial = last >= 0 && last < segEnd ? null : p.slice(q + 1, segEnd);
+    let resolves: boolean;
+    if (partial === "" || (partial === "~" && segEnd < p.length)) resolves = traverses[rest] === 1;
+    else if (partial === null) resolves = climbs[rest] >= 2;
+    else {
+      const bare = bareSegment(partial);
+      resolves = bare === ".." || (bare === "." ? climbs[rest] >= 1 : climbs[rest] >= 2);
+    }
+    if (resolves && blocked(kept[rest])) return "/" + survivors.slice(kept[rest]).join("/");
+  }
+  return null;
+}
+
+/**
+ * Whether the path "/" + names.slice(m).join("/") is blocked (isBlockedPath), for any m, each
+ * answered in time independent of the path's length.
+ */
+function survivorsBlocked(names: readonly string[]): (m: number) => boolean {
+  const blocked = BLOCKED_ABSOLUTE_PATH.map((b) => ({ b, parts: b.split("/").filter((x) => x !== "") }));
+  const at = (m: number, parts: readonly string[]) => parts.every((part, j) => names[m + j] === part);
+  // Whether a `/.`-rooted blocked path (`/.ssh`) appears anywhere from m on, and whether a glob character does.
+  const dotted = new Uint8Array(names.length + 1);
+  const glob = new Uint8Array(names.length + 1);
+  for (let m = names.length - 1; m >= 0; m--) {
+    dotted[m] = dotted[m + 1] | (blocked.some(({ b, parts }) => b.startsWith("/.") && at(m, parts)) ? 1 : 0);
+    glob[m] = glob[m + 1] | (/[*?[]/.test(names[m]) ? 1 : 0);
+  }
+  return (m) =>
+    dotted[m] === 1 ||
+    blocked.some(({ parts }) => at(m, parts)) ||
+    (glob[m] === 1 && blocked.some(({ parts }) => names.length - m >= parts.length && parts.every((part, j) => globSegment(names[m + j]).test(part))));
 }
 
 export const SEC_004: InputRule = {
@@ -102,10 +210,8 @@ export const SEC_004: InputRule = {
   scope: "string arguments of any tool and their words, absolute URLs other than local file: URLs excepted",
   judge({ command }) {
     for (const s of argumentStrings(command.params)) {
-      for (const path of pathCandidates(s)) {
-        const target = traversalTarget(path);
-        if (target !== null && isBlockedPath(target)) return deny(`SEC-004: path traversal reaches ${target}`);
-      }
+      const target = blockedTraversal(s);
+      if (target !== null) return deny(`SEC-004: path traversal reaches ${target}`);
     }
     return allow();
   },
