@@ -77,6 +77,10 @@ describe("the OpenAPI document", () => {
     expect(schema.required).toEqual(["receipt", "rules"]);
   });
 
+  it("documents the issuer view's previous keys, revocations and sequence resets, which GET /v1/issuers/{issuer} answers", () => {
+    expect(doc.components.schemas.IssuerView.required).toEqual(expect.arrayContaining(["previous_keys", "revoked", "sequence_resets"]));
+  });
+
   it("documents the receipt with exactly the fields the hand-written check knows", () => {
     expect(Object.keys(Receipt.shape).sort()).toEqual([...DOCUMENTED_RECEIPT_FIELDS].sort());
     for (const v of ccsVectors.vectors) for (const c of v.calls as { body?: { receipt: unknown; level?: 0 }; expect: { valid: boolean } }[]) if (c.body && c.expect.valid && c.body.level === undefined) expect(Receipt.safeParse(c.body.receipt).success).toBe(true);
