@@ -81,6 +81,12 @@ describe("the OpenAPI document", () => {
     expect(doc.components.schemas.IssuerView.required).toEqual(expect.arrayContaining(["previous_keys", "revoked", "sequence_resets"]));
   });
 
+  it("documents the Idempotency-Key header on both routes that honour it, the receipt and the envelope route", () => {
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      expect((doc.paths[path].post.parameters ?? []).map((p: { name: string }) => p.name), path).toContain("Idempotency-Key");
+    }
+  });
+
   it("documents the receipt with exactly the fields the hand-written check knows", () => {
     expect(Object.keys(Receipt.shape).sort()).toEqual([...DOCUMENTED_RECEIPT_FIELDS].sort());
     for (const v of ccsVectors.vectors) for (const c of v.calls as { body?: { receipt: unknown; level?: 0 }; expect: { valid: boolean } }[]) if (c.body && c.expect.valid && c.body.level === undefined) expect(Receipt.safeParse(c.body.receipt).success).toBe(true);
