@@ -7,6 +7,7 @@ import { Validator, type Schema } from "@cfworker/json-schema";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../worker/app.js";
 import { OPERATIONS } from "../../worker/contract/openapi.js";
+import { admissionAnswer } from "../../worker/routes/challenges.js";
 import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../../worker/protocol/codes.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
@@ -67,6 +68,23 @@ describe("the OpenAPI document", () => {
     const served = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${r.path.replace(/\{[^}]*\}/g, "")}`);
     const documented = OPERATIONS.map((op) => `${op.method} ${honoPath(op.path)}`);
     expect([...new Set(served)].sort()).toEqual([...new Set(documented)].sort());
+  });
+
+  it("documents the intake answer with every member the intake and challenge routes answer", () => {
+    const schema = doc.components.schemas.IntakeAnswer;
+    const full = admissionAnswer({ receipt: {}, runtime_context: { x: 1 }, results: [] } as never, {} as never);
+    expect(Object.keys(schema.properties).sort()).toEqual([...Object.keys(full), "idempotent_replay"].sort());
+    expect(schema.required).toEqual(["receipt", "rules"]);
+  });
+
+  it("documents the issuer view's previous keys, revocations and sequence resets, which GET /v1/issuers/{issuer} answers", () => {
+    expect(doc.components.schemas.IssuerView.required).toEqual(expect.arrayContaining(["previous_keys", "revoked", "sequence_resets"]));
+  });
+
+  it("documents the Idempotency-Key header on both routes that honour it, the receipt and the envelope route", () => {
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      expect((doc.paths[path].post.parameters ?? []).map((p: { name: string }) => p.name), path).toContain("Idempotency-Key");
+    }
   });
 
   it("documents the receipt with exactly the fields the hand-written check knows", () => {

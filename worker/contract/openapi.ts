@@ -74,6 +74,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "post", path: "/v1/envelopes/verify", summary: "an Evidence Envelope, same-org or self-contained cross-org", tag: "verification", auth: "relying-party", body: S.EnvelopeCall,
+    parameters: [{ name: "Idempotency-Key", in: "header", description: "1-255 visible ASCII: makes an enforce call retry-safe" }],
     responses: { 200: { description: "a decision with the envelope's hop", schema: S.Decision }, ...decisionErrors(400, 401, 403, 413, 500, 503) },
   },
   {

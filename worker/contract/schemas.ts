@@ -274,6 +274,9 @@ export const IssuerView = z
     sequence_policy: z.enum(["repeat", "window"]),
     chain_sealer: z.boolean(),
     keys: z.array(z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string(), fingerprint: hex(64), short_fingerprint: hex(16), not_before: z.number().nullable(), not_after: z.number().nullable(), revoked: z.boolean() })),
+    previous_keys: z.array(z.object({ kid, fingerprint: hex(64), revoked: z.boolean() }).passthrough()).meta({ description: "keys pinned before and replaced (newest last, at most 256), each marked revoked or not" }),
+    revoked: z.array(z.object({ fingerprint: hex(64), kid: z.string(), revoked_at: z.number() })).meta({ description: "the issuer's revoked keys, by fingerprint (read from its ledger)" }),
+    sequence_resets: z.array(z.object({ fingerprint: hex(64), kid: z.string(), at: z.number(), reason: z.string(), by: z.literal("admin"), previous_highest: z.number().nullable() })).meta({ description: "the audited sequence resets" }),
     verifier_class: VerifierClass,
     audit: z.object({ report: z.string(), date: z.string() }).nullable().meta({ description: "the independent audit a Class B anchor names" }),
     level0: z.boolean().meta({ description: "pinned with a shared secret (by reference; the secret is never answered): its Level 0 receipts are verifiable" }),
@@ -332,7 +335,16 @@ export const Challenge = z
   .meta({ id: "Challenge", description: "rides on a deny receipt: the evidence missing, its form, and the deadline to supply it (CCS §4.7)" });
 
 export const IntakeCall = z.unknown().meta({ id: "IntakeCall", description: "a CCS §3 Command: {intake_version: \"1.3\", agent_id, tool, params, timestamp, trace_id, runtime_context?, delegation_chain?} plus the optional audience, human_approval and server_profile (README, Intake); checked by the intake parser itself, whose failures are the Figure 3 codes" });
-export const IntakeAnswer = z.object({ receipt: Receipt, challenge: Challenge.optional() }).passthrough().meta({ id: "IntakeAnswer" });
+export const IntakeAnswer = z
+  .object({
+    receipt: Receipt,
+    runtime_context: jsonObject.optional().meta({ description: "the runtime context the receipt binds (runtime_context_hash), the caller's plus what intake wrote; absent when it binds none" }),
+    rules: z.array(z.object({ name: z.string(), verdict: z.string(), reason: z.string() }).passthrough()).meta({ description: "each rule's result (and the policy floor's, delegation's, evidence's), as rule_summary lists them" }),
+    challenge: Challenge.optional(),
+    idempotent_replay: z.literal(true).optional().meta({ description: "the same intake again: the admission as first issued, no new sequence or nonce" }),
+  })
+  .passthrough()
+  .meta({ id: "IntakeAnswer" });
 export const IntakeError = z
   .object({ error: z.object({ code: z.string(), retry: z.enum(["MAY", "MUST NOT"]).optional(), detail: z.string(), trace_id: z.string().optional() }).passthrough() })
   .meta({ id: "IntakeError", description: "never carries a receipt" });
