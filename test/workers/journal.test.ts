@@ -33,6 +33,15 @@ const evidence = (traceId: string, token = INTAKE_TOKEN) => h.call(`/v1/evidence
 const start = (traceId: string, body: unknown = {}) => post(`/v1/receipts/${traceId}/start`, body);
 const finalize = (traceId: string, body: unknown) => post(`/v1/receipts/${traceId}/finalize`, body);
 const reconcile = (traceId: string, body: unknown, token = INTAKE_TOKEN) => post(`/v1/receipts/${traceId}/reconcile`, body, token);
+/** A trace admitted, started with a 0.1 s lease and lapsed by its shard's alarm; its trace_id. */
+const lapsedTrace = async () => {
+  const c = command();
+  await h.intake(c);
+  expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
+  await sleep(200);
+  await runDurableObjectAlarm(shardOfTrace(c.trace_id));
+  return c.trace_id;
+};
 const sequenceNow = async () => {
   const doc = await h.call("/.well-known/ccs-issuer");
   const fingerprint = doc.body.keys[0].fingerprint as string;
@@ -246,35 +255,23 @@ describe("execution: start, finalise, reconcile", () => {
   });
 
   it("a reconciliation's reason is kept in its entries with credentials redacted; none is kept when none is given", async () => {
-    const lapsed = async () => {
-      const c = command();
-      await h.intake(c);
-      expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
-      await sleep(200);
-      await runDurableObjectAlarm(shardOfTrace(c.trace_id));
-      return c.trace_id;
-    };
-    const one = await lapsed();
+    const one = await lapsedTrace();
     const r = await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log; retried with password=hunter2 at https://admin:pw@db.example/" }, ADMIN_TOKEN);
     expect(r.status, r.text).toBe(200);
     const e = await evidence(one);
     const reasons = e.body.history.slice(-2).map((x: any) => x.detail.reason);
     expect(reasons).toEqual(Array(2).fill("no tool log; retried with password=[redacted] at https://[redacted]@db.example/"));
     expect(e.text).not.toMatch(/hunter2|admin:pw/);
-    const two = await lapsed();
+    const two = await lapsedTrace();
     expect((await reconcile(two, { outcome: "indeterminate" })).status).toBe(200);
     expect((await evidence(two)).body.history.at(-1).detail).not.toHaveProperty("reason");
   });
 
   it("a lapsed lease reconciled as reconciliation_required goes there through indeterminate, in one step; indeterminate alone is a reconciliation too", async () => {
     const lapsed = async () => {
-      const c = command();
-      await h.intake(c);
-      expect((await start(c.trace_id, { lease_seconds: 0.1 })).status).toBe(200);
-      await sleep(200);
-      await runDurableObjectAlarm(shardOfTrace(c.trace_id));
-      expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "started", lease_lapsed: true, outcome_status: "unknown" });
-      return c.trace_id;
+      const traceId = await lapsedTrace();
+      expect((await evidence(traceId)).body.record).toMatchObject({ state: "started", lease_lapsed: true, outcome_status: "unknown" });
+      return traceId;
     };
     const one = await lapsed();
     const r = await reconcile(one, { outcome: "reconciliation_required", reason: "no tool log" }, ADMIN_TOKEN);
