@@ -81,6 +81,10 @@ describe("the OpenAPI document", () => {
     expect(doc.components.schemas.IssuerView.required).toEqual(expect.arrayContaining(["previous_keys", "revoked", "sequence_resets"]));
   });
 
+  it("documents the decision stats with every member GET /v1/admin/stats answers", () => {
+    expect(doc.components.schemas.DecisionStats.required).toEqual(expect.arrayContaining(["from", "to", "retention_minutes", "totals", "per_minute", "isolate"]));
+  });
+
   it("documents the Idempotency-Key header on both routes that honour it, the receipt and the envelope route", () => {
     for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
       expect((doc.paths[path].post.parameters ?? []).map((p: { name: string }) => p.name), path).toContain("Idempotency-Key");

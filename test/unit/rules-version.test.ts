@@ -7,8 +7,8 @@
  * two receipts with one `config_hash` were judged by the same code.
  */
 import { createHash } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative, resolve } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { VERIFIER_VERSION } from "../../worker/protocol/issuing/config.js";
 
@@ -22,12 +22,44 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.2": "de8a0bdfcf945e984d2233658a224d7cea41b7ac6a96a4b4263d8c53c9087917",
   "countersign/0.2.3": "dd3485a90dbd32f5802feb362ffd3019a8c76519e426da0d2dd80c333b840198",
   "countersign/0.2.4": "33dbd27241a0e3dc20e237831cd271b9429dd1953da9811d328111d58a33d92f",
+  "countersign/0.2.5": "9fa338c8ad56de3894cff5a752953e4e7c142842f5bbeb6186b98f84359a05ab",
 };
 
-/** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */
-function rulesCode(): string[] {
+/**
+ * The rules, the shell and host readers they share, the Command's normalisation, the policy floor,
+ * and the issuing lifecycle that turns their results into a receipt's verdict, block_reason and
+ * rule_summary (the policy floor's reason, the evidence check of challenge.ts).
+ */
+function rulesRoots(): string[] {
   const rules = readdirSync(join(ISSUING, "rules")).filter((f) => f.endsWith(".ts")).map((f) => join(ISSUING, "rules", f));
-  return [...rules, ...["command.ts", "hosts.ts", "policy-floor.ts", "shell.ts"].map((f) => join(ISSUING, f))].sort();
+  return [...rules, ...["command.ts", "hosts.ts", "lifecycle.ts", "policy-floor.ts", "shell.ts"].map((f) => join(ISSUING, f))];
+}
+
+/** A module's relative imports and re-exports that exist at run time (`import type`/`export type` name no code). */
+const RELATIVE_IMPORT = /(?:^|\n)\s*(?:import|export)\s(?!type\s)[^;]*?\bfrom\s+"(\.{1,2}\/[^"]+)"|(?:^|\n)\s*import\s+"(\.{1,2}\/[^"]+)"/g;
+
+/**
+ * The roots and every module they import, transitively: a helper outside issuing/ decides a
+ * verdict as much as the rule calling it (OUT-008 reads receipts through receipt.ts and
+ * checks/signature.ts, OUT-004 sizes through digest.ts and encoding.ts, the normalisation uses
+ * strict-json.ts and boundary.ts), so it is digested too.
+ */
+function rulesCode(): string[] {
+  const seen = new Set<string>();
+  const pending = rulesRoots();
+  while (pending.length > 0) {
+    const file = pending.pop()!;
+    if (seen.has(file)) continue;
+    seen.add(file);
+    if (!file.endsWith(".ts")) continue;
+    for (const m of readFileSync(file, "utf8").matchAll(RELATIVE_IMPORT)) {
+      const spec = m[1] ?? m[2];
+      const target = join(dirname(file), spec.replace(/\.js$/, ".ts"));
+      expect(existsSync(target), `${relative(ROOT, file)} imports ${spec}`).toBe(true);
+      pending.push(target);
+    }
+  }
+  return [...seen].sort();
 }
 
 function rulesDigest(): string {
@@ -49,5 +81,12 @@ describe("verifier_version names the rules' code", () => {
 
   it("digests every rule module (sixteen rules, their index and types)", () => {
     expect(rulesCode().filter((f) => /\/rules\/(sec|out)-\d{3}\.ts$/.test(f))).toHaveLength(16);
+  });
+
+  it("digests the helpers outside issuing/ that a rule's verdict runs through, as the rules import them", () => {
+    const files = rulesCode().map((f) => relative(ROOT, f));
+    for (const helper of ["worker/protocol/receipt.ts", "worker/protocol/checks/signature.ts", "worker/protocol/digest.ts", "worker/protocol/encoding.ts", "worker/protocol/strict-json.ts", "worker/protocol/boundary.ts", "worker/protocol/issuing/scopes.ts", "worker/protocol/issuing/challenge.ts"]) {
+      expect(files, helper).toContain(helper);
+    }
   });
 });

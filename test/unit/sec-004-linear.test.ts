@@ -95,6 +95,26 @@ describe("SEC-004 after each `=`, judged in one pass", () => {
     }
   });
 
+  it("agrees on a richer alphabet: single characters, partial escapes, variables, globs, quotes, separators and file: URLs", () => {
+    // Single characters let `=`, `%`, `$`, `~`, `\\` and `.` meet in every order (`%2=e`, `$x=..`, `=~\\..`);
+    // the pieces keep blocked names and `..` frequent enough to reach blocked targets.
+    const RICH = [
+      ..."=/.~$x{}%2e5cfE\\*?[]etcshoa_ '\";|&(,<>",
+      "..", "/..", "=..", "=/", "==", "=~/", "etc", "root", ".ssh", ".config/gcloud", "var/run/secrets", "%2e", "%2E%2e", "%2f", "%5c", "${x}", "..$y", ".$x.", "$IFS",
+      "file://", "file:///", "http://h.example/", "2>", "--f=", "if=",
+    ];
+    const next = random(2612);
+    let blocked = 0;
+    for (let i = 0; i < 40_000; i++) {
+      const w = word(next, 1 + Math.floor(next() * (i % 5 === 0 ? 48 : 20)), i % 2 === 0 ? RICH : DENSE);
+      const expected = referenceAfterEquals(w);
+      if (expected !== null) blocked++;
+      expect(blockedAfterEquals(w), JSON.stringify(w)).toBe(expected);
+      if (i % 4 === 0) expect(blockedTraversal(w), JSON.stringify(w)).toBe(reference(w));
+    }
+    expect(blocked).toBeGreaterThan(500);
+  });
+
   it("stays linear on the inputs that were quadratic: many `=` in one word, as Command arguments up to the params limit", () => {
     const denied = ["x=".repeat(20_000) + "../../etc/shadow", "=/..".repeat(15_000) + "=/../etc/passwd", "=/a".repeat(20_000) + "/..".repeat(20_001) + "/etc"];
     for (const text of ["=/".repeat(30_000), "=".repeat(60_000), "=/..".repeat(15_000), "a=http://x.example/ ".repeat(3_000), ...denied]) {

@@ -11,6 +11,7 @@ import { uriMemoSize } from "../../worker/protocol/receipt.js";
 import { anchorFor, identity, makeReceipt } from "../../vectors/ccs/factory.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 import { databaseRows } from "../support/ledger-rows.js";
+import { Stats } from "../../worker/contract/schemas.js";
 
 const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
 const ledgerOf = (issuer: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(issuer));
@@ -62,6 +63,8 @@ describe("refused calls write nothing on the issuer's ledger", () => {
     const stats = await h.admin("GET", "/v1/admin/stats?minutes=5");
     expect(stats.body.totals[issuer.id.issuer]).toEqual({ ACCEPTED: 1, REPLAY_DETECTED: 1, AUDIENCE_MISMATCH: 1 });
     expect(stats.body.per_minute.length).toBeGreaterThan(0);
+    // The answer is the DecisionStats of /openapi.json, member for member.
+    expect(Stats.strict().safeParse(stats.body).error).toBeUndefined();
     expect((await h.call("/v1/admin/stats")).status).toBe(401);
     expect((await h.admin("GET", "/v1/admin/stats?minutes=zero")).status).toBe(400);
     for (const odd of ["0x10", "1e3", "%205", "5.0", "-5", "0"]) expect((await h.admin("GET", `/v1/admin/stats?minutes=${odd}`)).status).toBe(400);

@@ -513,7 +513,17 @@ export const JournalResult = z
   .passthrough()
   .meta({ id: "JournalResult" });
 
-export const Stats = z.object({}).passthrough().meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
+export const Stats = z
+  .object({
+    from: z.number().int().meta({ description: "the first minute counted, Unix seconds (a whole minute)" }),
+    to: z.number().int().meta({ description: "the last minute counted, Unix seconds (a whole minute, the current one)" }),
+    retention_minutes: z.number().int().meta({ description: "how far back counts are kept (1440: a `minutes` above it reads what is kept)" }),
+    totals: z.record(z.string(), z.record(z.string(), z.number().int())).meta({ description: "per pinned issuer (else `unpinned`), per code: the decisions from `from` to `to`" }),
+    per_minute: z.array(z.object({ minute: z.number().int(), counts: z.record(z.string(), z.number().int()) })).meta({ description: "each minute with a decision, oldest first, its counts per code (all issuers)" }),
+    isolate: z.object({ anchor_cache: z.number().int(), uri_memo: z.number().int(), decision_labels: z.number().int() }).passthrough().meta({ description: "this isolate's cache sizes (anchors, URI parses, decision labels)" }),
+  })
+  .passthrough()
+  .meta({ id: "DecisionStats", description: "decision counts per minute by pinned issuer (else unpinned) and code" });
 export const Health = z.object({ ok: z.literal(true) }).meta({ id: "Health" });
 export const OpenApiDocument = z.object({ openapi: z.string() }).passthrough().meta({ id: "OpenApiDocument" });
 
