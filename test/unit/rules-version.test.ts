@@ -22,6 +22,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.2": "de8a0bdfcf945e984d2233658a224d7cea41b7ac6a96a4b4263d8c53c9087917",
   "countersign/0.2.3": "dd3485a90dbd32f5802feb362ffd3019a8c76519e426da0d2dd80c333b840198",
   "countersign/0.2.4": "33dbd27241a0e3dc20e237831cd271b9429dd1953da9811d328111d58a33d92f",
+  "countersign/0.2.5": "54c4193fe3d3c2606e539bd7723f009b572c3f7a294844d7266013f0e1ea6929",
 };
 
 /** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */
