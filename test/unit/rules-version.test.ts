@@ -23,6 +23,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.3": "dd3485a90dbd32f5802feb362ffd3019a8c76519e426da0d2dd80c333b840198",
   "countersign/0.2.4": "33dbd27241a0e3dc20e237831cd271b9429dd1953da9811d328111d58a33d92f",
   "countersign/0.2.5": "54c4193fe3d3c2606e539bd7723f009b572c3f7a294844d7266013f0e1ea6929",
+  "countersign/0.2.6": "5ed76bffa480cfeffef22b92b4f0d42e013cae60fb2c169a353e9d7e253c5372",
 };
 
 /** The rules, the shell and host readers they share, the Command's normalisation and the policy floor. */
