@@ -14,10 +14,24 @@ function instructionReadings(text: string): string[] {
   return folded === text ? [text] : [text, folded];
 }
 
+/**
+ * chat-role-marker's line form as deployed, and the same language written so that a backtracking
+ * engine runs it in linear time. As deployed, `^\s*` (multiline) let every line start of a run of
+ * blank lines scan the whole run (256 KiB of newlines: tens of seconds), and `\s*:?\s*$` split a run of
+ * spaces after `system` both ways (quadratic in the run). A match whose leading `\s*` crosses a line
+ * terminator is also a match from the line start after the last one crossed, so the leading
+ * whitespace need not cross one; `:?` between two `\s*` accepts what `(?::\s*)?` after one does.
+ */
+export const ROLE_MARKER_LINE = "^\\s*#{2,}\\s*system\\s*:?\\s*$";
+export const ROLE_MARKER_LINE_LINEAR = "^[^\\S\\n\\r\\u2028\\u2029]*#{2,}\\s*system\\s*(?::\\s*)?$";
+
+/** The source a deployed instruction pattern is compiled from: the pattern, its role-marker line in the linear form. */
+export const compiledInstructionSource = (pattern: string): string => pattern.split(ROLE_MARKER_LINE).join(ROLE_MARKER_LINE_LINEAR);
+
 /** The instruction patterns `text` matches in any of its readings, by name (each counted once). */
 export function instructionPatternsIn(text: string, onlySystemPrompt = false): string[] {
   const readings = instructionReadings(text);
-  return INSTRUCTION_PATTERN.filter((p) => (!onlySystemPrompt || p.addresses_system_prompt) && readings.some((t) => regex(p.pattern, "im").test(t))).map((p) => p.name);
+  return INSTRUCTION_PATTERN.filter((p) => (!onlySystemPrompt || p.addresses_system_prompt) && readings.some((t) => regex(compiledInstructionSource(p.pattern), "im").test(t))).map((p) => p.name);
 }
 
 export const OUT_002: OutputRule = {
