@@ -24,6 +24,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.4": "33dbd27241a0e3dc20e237831cd271b9429dd1953da9811d328111d58a33d92f",
   "countersign/0.2.5": "9fa338c8ad56de3894cff5a752953e4e7c142842f5bbeb6186b98f84359a05ab",
   "countersign/0.2.6": "f38a8373f2ad86b9e629f0121b6033d198d9c349e08cc6cddb072cbf2c7e6559",
+  "countersign/0.2.7": "d667aded105d0055cab52afd1977c5aab2c446758c5cb196f22bd64c68938920",
 };
 
 /**

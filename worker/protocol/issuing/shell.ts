@@ -231,10 +231,50 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
   return { text, end: i };
 }
 
+/**
+ * How much reading one command line may take: characters read, summed over every nested read
+ * (a substitution, a script, a process substitution is read again at its own depth), at most
+ * SHELL_WORK_PER_CHAR per character of the line plus SHELL_WORK_BASE. Ordinary lines read each
+ * character a few times; nested process substitutions (`<(<(<(…`) made the reading polynomial of
+ * degree ~9 in the line's length (3 KB: no answer within 15 s). Past the bound the line is not
+ * judged: ShellTooComplex, which a rule answers with a deny (fail closed).
+ */
+export const SHELL_WORK_PER_CHAR = 16;
+export const SHELL_WORK_BASE = 65_536;
+
+/** A command line whose reading would pass the work bound: judged as a deny by the rule that read it. */
+export class ShellTooComplex extends Error {
+  constructor(length: number) {
+    super(`a command line of ${length} characters whose reading passes ${SHELL_WORK_PER_CHAR} reads a character (nested substitutions): not judged, refused`);
+    this.name = "ShellTooComplex";
+  }
+}
+
+/** Characters the current top-level reading may still read (Infinity when none is under way), and that line's length. */
+let workLeft = Infinity;
+let lineLength = 0;
+
+/** Counts `n` characters read against the top-level reading's bound. */
+function spend(n: number): void {
+  workLeft -= n;
+  if (workLeft < 0) throw new ShellTooComplex(lineLength);
+}
+
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
-  const { text, bodies, expanding } = extractHeredocs(input);
-  return parseCommands(text, bodies, depth, expanding);
+  // Reading is synchronous, so one counter serves the top-level call and every read nested in it.
+  const top = workLeft === Infinity;
+  if (top) {
+    workLeft = SHELL_WORK_PER_CHAR * input.length + SHELL_WORK_BASE;
+    lineLength = input.length;
+  }
+  try {
+    spend(input.length);
+    const { text, bodies, expanding } = extractHeredocs(input);
+    return parseCommands(text, bodies, depth, expanding);
+  } finally {
+    if (top) workLeft = Infinity;
+  }
 }
 
 /**
@@ -262,6 +302,7 @@ function bodySubstitutions(body: string, depth: number): ParsedShell[] {
 }
 
 function parseCommands(s: string, bodies: readonly string[], depth: number, expanding: readonly boolean[] = []): ParsedShell {
+  spend(s.length);
   const commands: SimpleCommand[] = [];
   let words: string[] = [];
   let subs: ParsedShell[] = [];

@@ -19,17 +19,27 @@ import { SEC_005 } from "./sec-005.js";
 import { SEC_006 } from "./sec-006.js";
 import { SEC_007 } from "./sec-007.js";
 import { SEC_008 } from "./sec-008.js";
+import { ShellTooComplex } from "../shell.js";
 import type { InputRule, OutputRule, RuleResult, RuleVerdict } from "./types.js";
 
 export const INPUT_RULES: readonly InputRule[] = [SEC_001, SEC_002, SEC_003, SEC_004, SEC_005, SEC_006, SEC_007, SEC_008];
 export const OUTPUT_RULES: readonly OutputRule[] = [OUT_001, OUT_002, OUT_003, OUT_004, OUT_005, OUT_006, OUT_007, OUT_008];
 export const RULE_NAMES: readonly string[] = [...INPUT_RULES, ...OUTPUT_RULES].map((r) => r.name);
 
-/** Runs `rules` in order; every rule runs, so the summary is complete even after a deny. */
+/**
+ * Runs `rules` in order; every rule runs, so the summary is complete even after a deny. A rule
+ * that cannot read a command line within its work bound (ShellTooComplex) denies: fail closed.
+ */
 export async function judge<C>(rules: readonly { name: string; judge(c: C): unknown }[], context: C): Promise<RuleResult[]> {
   const out: RuleResult[] = [];
   for (const rule of rules) {
-    const o = (await rule.judge(context)) as Omit<RuleResult, "name">;
+    let o: Omit<RuleResult, "name">;
+    try {
+      o = (await rule.judge(context)) as Omit<RuleResult, "name">;
+    } catch (err) {
+      if (!(err instanceof ShellTooComplex)) throw err;
+      o = { verdict: "deny", reason: `${rule.name}: ${err.message}` };
+    }
     out.push({ name: rule.name, verdict: o.verdict, reason: o.reason });
   }
   return out;

@@ -1,0 +1,39 @@
+/**
+ * Reading a command line is bounded: nested process substitutions (`<(<(<(…`) made the shell
+ * reader polynomial of degree ~9 in the line's length, so 3 KB held an intake for more than 15 s.
+ * Past SHELL_WORK_PER_CHAR reads a character the line is not judged, and every rule that reads it
+ * denies (fail closed); ordinary lines, nested substitutions included, stay well inside the bound.
+ */
+import { describe, expect, it } from "vitest";
+import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
+import { parseShell, SHELL_WORK_BASE, SHELL_WORK_PER_CHAR, ShellTooComplex } from "../../worker/protocol/issuing/shell.js";
+
+const HASH = "sha256:" + "a".repeat(64);
+const context = (tool: string, params: Record<string, unknown>) => ({
+  command: { intake_version: "1.3", agent_id: "a", tool, params, timestamp: 1, trace_id: "0123456789abcdef" },
+  requestHash: HASH, humanApproval: null, configHash: HASH, pinnedConfigHashes: null,
+});
+const denials = async (tool: string, params: Record<string, unknown>) =>
+  (await judge(INPUT_RULES as never, context(tool, params) as never)).filter((r) => r.verdict === "deny");
+
+describe("the shell reader's work bound", () => {
+  it("refuses nested process substitutions past the bound, and each rule that reads the line denies", async () => {
+    expect(() => parseShell("<(".repeat(1_500))).toThrow(ShellTooComplex);
+    const refused = await denials("bash", { command: "<(".repeat(1_500) });
+    expect(refused.map((r) => r.name)).toEqual(["SEC-001", "SEC-002", "SEC-004", "SEC-006"]);
+    for (const r of refused) expect(r.reason).toMatch(new RegExp(`^${r.name}: a command line of 3000 characters whose reading passes ${SHELL_WORK_PER_CHAR} reads`));
+    // Any tool's string argument is read as a command line by SEC-004: a file's content too.
+    expect((await denials("write_file", { path: "a", content: "<(".repeat(30_000) })).map((r) => r.name)).toEqual(["SEC-004"]);
+  });
+
+  it("leaves the reader usable after a refusal, and reads ordinary lines as before", async () => {
+    expect(() => parseShell("<(".repeat(1_500))).toThrow(ShellTooComplex);
+    expect(parseShell("diff <(sort a) <(sort b)").commands.map((c) => c.words[0])).toEqual(["diff", "sort", "sort"]);
+    for (const command of ["diff <(sort a) <(sort b) | head", "cat <(cat <(cat <(cat <(cat <(cat <(cat <(echo hi)))))))", "x=$(echo $(echo $(echo $(echo $(echo $(echo hi))))))", "bash -c 'sh -c \"echo hi\"'"]) {
+      expect(await denials("bash", { command }), command).not.toContainEqual(expect.objectContaining({ reason: expect.stringMatching(/reading passes/) }));
+    }
+    // A long ordinary line is read whole: the bound grows with the line.
+    expect(() => parseShell("echo $(echo $(echo hi)) <(sort a); ".repeat(1_500))).not.toThrow();
+    expect(SHELL_WORK_BASE).toBeGreaterThan(0);
+  });
+});
