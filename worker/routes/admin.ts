@@ -13,7 +13,7 @@ import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keys
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
-import { isHttpsUri, uriMemoSize } from "../protocol/receipt.js";
+import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
@@ -250,13 +250,12 @@ export const adminRoutes = new Hono<AppEnv>()
   .put("/manifests", async (c) => {
   const body = await readStrictJson(c, MAX_ADMIN_BODY);
   const id = pinnedVerifierId(body);
-  const problem = id === null ? "manifest.verifier_id is required" : issuerProblem(id);
-  if (problem) throw new ApiError(400, "MANIFEST_INVALID", problem);
-  // Every issuer is pinned as an https:// URI with a host: any other id is out of form (as GET
-  // /v1/verifiers/{id}/manifest answers it), not an issuer to look up and report unpinned.
-  if (!isHttpsUri(id)) throw new ApiError(400, "MANIFEST_INVALID", "manifest.verifier_id must be an https:// URI with a host, without whitespace or control characters");
+  // Every issuer is pinned as an https:// URI with a host of at most MAX_URI_BYTES: any other id is
+  // out of form (as GET /v1/verifiers/{id}/manifest answers it), not an issuer to look up and report unpinned.
+  if (id === null) throw new ApiError(400, "MANIFEST_INVALID", "manifest.verifier_id is required");
+  if (!isHttpsUri(id)) throw new ApiError(400, "MANIFEST_INVALID", `manifest.verifier_id must be an https:// URI with a host, of at most ${MAX_URI_BYTES} UTF-8 bytes, without whitespace or control characters`);
   const { now, anchors, ledgers, verifier } = c.get("services");
-  const record = await anchors.fresh(id!);
+  const record = await anchors.fresh(id);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${id} is not pinned; pin its anchor first`);
   const revoked = new Set((await ledgers.revocations(record.issuer, record.ledger_shards ?? 1)).map((r) => r.fingerprint));
   const keys = pinnedIssuer(record).keys.filter((k) => !revoked.has(k.fingerprint));
