@@ -282,7 +282,7 @@ async function main() {
     const cpuRuns = await cpuBench(server, CPU_N);
     const cpu = cpuRuns.best;
     log("CPU: timing stages");
-    const stageNames = ["route:dispatch", "route:auth", "route:body-read", "route:call-validation", "route:answer", "route:log-line", "stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding", "native:json-parse", "native:utf8", "native:digests"];
+    const stageNames = ["route:dispatch", "route:auth", "route:body-read", "route:call-validation", "route:answer", "route:log-line", "stage:parse", "stage:schema", "stage:canonical", "stage:freshness+audience", "stage:params_digest", "stage:request_hash", "stage:receipt_hash", "stage:signature", "stage:binding", "native:json-parse", "native:utf8", "native:digests", "digest:subtle-120B", "digest:noble-120B", "digest:subtle-1300B", "digest:noble-1300B"];
     const stageRuns = await cpuBench(server, Object.fromEntries(stageNames.map((s) => [s, STAGE_N])));
     const stages = stageRuns.best;
 
