@@ -10,6 +10,7 @@ import { OPERATIONS } from "../../worker/contract/openapi.js";
 import { admissionAnswer } from "../../worker/routes/challenges.js";
 import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../../worker/protocol/codes.js";
+import { parseReceipt } from "../../worker/protocol/receipt.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
@@ -88,6 +89,15 @@ describe("the OpenAPI document", () => {
   it("documents the Idempotency-Key header on both routes that honour it, the receipt and the envelope route", () => {
     for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
       expect((doc.paths[path].post.parameters ?? []).map((p: { name: string }) => p.name), path).toContain("Idempotency-Key");
+    }
+  });
+
+  it("documents the receipt's length bounds on tool, issuer and audience, as the hand-written check refuses them", () => {
+    const valid = ccsVectors.vectors.flatMap((v) => v.calls as { body?: { receipt: Record<string, unknown>; level?: 0 }; expect: { valid: boolean } }[]).find((c) => c.body && c.expect.valid && c.body.level === undefined)!.body!.receipt;
+    for (const [field, long] of [["tool", "t".repeat(257)], ["issuer", `https://${"a".repeat(249)}`], ["audience", `https://${"a".repeat(249)}`]] as const) {
+      expect(parseReceipt({ ...valid, [field]: long }).ok, field).toBe(false);
+      expect(Receipt.safeParse({ ...valid, [field]: long }).success, field).toBe(false);
+      expect(doc.components.schemas.Receipt.properties[field].maxLength, field).toBe(256);
     }
   });
 

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
-import { MAX_NONCE_HEX, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
+import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 import { isJsonObject } from "../protocol/strict-json.js";
@@ -20,7 +20,7 @@ const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
  * key the boundary refuses at any depth would be accepted, and dropped, at the top level.
  */
 const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
-export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} bytes` });
+export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes (maxLength counts characters, a weaker bound)` });
 const seconds = z.number().meta({ description: "Unix seconds" });
 const kid = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
 
@@ -51,7 +51,7 @@ export const Receipt = z
     sequence: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
     signature: hex(128).meta({ description: "Ed25519 over the RFC 8785 bytes of every other field present" }),
     timestamp: seconds,
-    tool: z.string().min(1),
+    tool: z.string().min(1).max(MAX_TOOL_BYTES).meta({ description: `at most ${MAX_TOOL_BYTES} UTF-8 bytes (maxLength counts characters, a weaker bound)` }),
     trace_id: hex(16),
     verdict: z.enum(["allow", "deny", "escalate"]),
     verified_at: seconds,
