@@ -107,10 +107,13 @@ const need = (value: string | undefined, flag: string): string => {
   return value;
 };
 
+/** A decimal number as JSON writes one (`30`, `2.5`, `1e2`); `Number()` alone would also take `0x10`, `0b1`, ` 7 ` and `Infinity`. */
+const DECIMAL = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
 const number = (value: string | undefined, flag: string, fallback: number): number => {
   if (value === undefined) return fallback;
-  const n = Number(value);
-  if (!Number.isFinite(n) || value.trim() === "") throw new UsageError(`${flag} must be a number`);
+  const n = DECIMAL.test(value) ? Number(value) : NaN;
+  if (!Number.isFinite(n)) throw new UsageError(`${flag} must be a decimal number`);
   return n;
 };
 

@@ -203,6 +203,12 @@ describe("countersign sign and verify", () => {
       [["--lifetime=100000"], /--lifetime must be above 0 and at most 300/],
       [["--lifetime=1e-300"], /--lifetime must be above 0/],
       [["--skew=-1"], /--skew must be a number of seconds >= 0/],
+      // Number() reads these as 16, 1, 7 and 8: a typo would have signed a skew or lifetime nobody wrote.
+      [["--skew", "0x10"], /--skew must be a decimal number/],
+      [["--skew", "0b1"], /--skew must be a decimal number/],
+      [["--lifetime", " 7 "], /--lifetime must be a decimal number/],
+      [["--lifetime", "0o10"], /--lifetime must be a decimal number/],
+      [["--skew", "Infinity"], /--skew must be a decimal number/],
       // Serialised as 10000000000000000 or 1e+308: an integer strict JSON refuses, so the service would refuse the receipt.
       [["--skew", "1e16"], /--skew must be at most 2\^53-1/],
       [["--skew", "1e308"], /--skew must be at most 2\^53-1/],
@@ -214,7 +220,7 @@ describe("countersign sign and verify", () => {
       expect({ flags, code: res.code, out: res.out }).toEqual({ flags, code: 2, out: "" });
       expect(res.err).toMatch(message);
     }
-    for (const flags of [["--lifetime", "300", "--sequence", "0"], ["--sequence", "9007199254740991", "--skew", "0"], ["--verdict", "deny", "--block-reason", "no"]]) {
+    for (const flags of [["--lifetime", "1e2", "--skew", "2.5"], ["--lifetime", "300", "--sequence", "0"], ["--sequence", "9007199254740991", "--skew", "0"], ["--verdict", "deny", "--block-reason", "no"]]) {
       const signed = await run(...base, ...flags);
       expect(signed.code).toBe(0);
       writeFileSync(at("flags-receipt.json"), signed.out);
