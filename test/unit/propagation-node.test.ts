@@ -43,6 +43,19 @@ describe("chain verification offline, under plain Node, from the pure protocol c
     });
   }
 
+  it("a hop after hop 0 without previous_receipt_hash is CHAIN_BROKEN, and the detail says it is missing (README: optional at hop 0 only)", async () => {
+    const v = pv.chains.find((c) => c.id === "CV-010")!;
+    const chain = structuredClone(v.body.chain) as { entries: Record<string, unknown>[] };
+    delete chain.entries[1].previous_receipt_hash;
+    const parsed = parseChain(chain);
+    if (!parsed.ok) throw new Error("does not parse");
+    const verdict = await verifyChain(parsed.chain, { checkFreshness: false, now: pv.now, policy: DEFAULT_FRESHNESS }, { anchors: async (issuer) => pinned.get(issuer) ?? null, verifier: nobleVerifier });
+    if ("malformed" in verdict) throw new Error(verdict.malformed);
+    expect(verdict.chain_valid).toBe(false);
+    const broken = verdict.failures.filter((f) => f.code === "CHAIN_BROKEN").map((f) => f.detail);
+    expect(broken).toContain("hop 1 has no previous_receipt_hash: every hop after hop 0 names the receipt hash of the hop before");
+  });
+
   it("links report verified hops only: a sealed chain's pruned hops are in no link, and neither the contract nor the README offers a pruned status", async () => {
     const v = pv.chains.find((c) => c.id === "CHAIN-pruned-sealed")!;
     const parsed = parseChain(v.body.chain);

@@ -248,7 +248,8 @@ export function judgeHop(claim: HopClaim, before: ChainSoFar, sealed: boolean): 
   const expected = n === 0 ? null : before.hashes[n - 1];
   const claimed = claim.previous_receipt_hash ?? null;
   if (n === 0 && claimed !== null) fail("CHAIN_BROKEN", "hop 0 names a predecessor that is not in the chain");
-  if (n > 0 && claimed !== expected) fail("CHAIN_BROKEN", `hop ${n}'s previous_receipt_hash is not the receipt hash of hop ${n - 1}`);
+  if (n > 0 && claimed === null) fail("CHAIN_BROKEN", `hop ${n} has no previous_receipt_hash: every hop after hop 0 names the receipt hash of the hop before`);
+  else if (n > 0 && claimed !== expected) fail("CHAIN_BROKEN", `hop ${n}'s previous_receipt_hash is not the receipt hash of hop ${n - 1}`);
   const delegation = delegationOf(claim.runtime_context);
   let link: LinkStatus = n === 0 ? "none" : "unsigned";
   if (delegation === null) fail("CHAIN_BROKEN", `hop ${n}'s runtime_context.delegation is not {previous_receipt_hash, parent_trace_id, hop_count}`);
