@@ -9,7 +9,7 @@ import { createApp } from "../../worker/app.js";
 import { OPERATIONS } from "../../worker/contract/openapi.js";
 import { admissionAnswer } from "../../worker/routes/challenges.js";
 import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
-import { CALL_ERROR_CODES, FAILURE_CODES } from "../../worker/protocol/codes.js";
+import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
@@ -62,6 +62,30 @@ describe("the OpenAPI document", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.components.schemas.FailureCode.enum).toEqual([...FAILURE_CODES]);
     expect(doc.components.schemas.CallErrorCode.enum).toEqual([...CALL_ERROR_CODES]);
+  });
+
+  it("lists every intake error code, with its retry hint required, and the intake 401 in the shape it has", async () => {
+    expect(doc.components.schemas.IntakeErrorCode.enum).toEqual([...INTAKE_ERROR_CODES]);
+    const intake = { ...env, INTAKE_TOKEN: "openapi-intake-token" } as typeof env;
+    const post = async (headers: Record<string, string>, body: string) => {
+      const res = await app.request("/v1/intake", { method: "POST", headers, body }, intake, ctx);
+      const text = await res.text();
+      return { status: res.status, text, json: JSON.parse(text) };
+    };
+    const unauthorised = await post({ "content-type": "application/json" }, "{}");
+    expect([unauthorised.status, unauthorised.json.error.code]).toEqual([401, "UNAUTHORIZED"]);
+    conforms("/v1/intake", "post", undefined, unauthorised);
+    const token = { authorization: "Bearer openapi-intake-token", "content-type": "application/json" };
+    for (const [body, code] of [["{not json", "INTAKE_MALFORMED"], ["{}", "INTAKE_MISSING_FIELD"], [JSON.stringify({ intake_version: "1.2" }), "INTAKE_VERSION_UNSUPPORTED"]] as const) {
+      const answer = await post(token, body);
+      expect([answer.json.error.code, answer.json.error.retry]).toEqual([code, INTAKE_RETRY[code]]);
+      conforms("/v1/intake", "post", undefined, answer);
+      // What the document allows is what the route answers: a code outside the list, or no retry hint, does not validate.
+      const schema = schemaAt(doc.paths["/v1/intake"].post.responses[String(answer.status)].content["application/json"].schema.$ref);
+      expect(schema.validate({ error: { ...answer.json.error, code: "SOMETHING_ELSE" } }).valid).toBe(false);
+      const { retry: _retry, ...noRetry } = answer.json.error;
+      expect(schema.validate({ error: noRetry }).valid).toBe(false);
+    }
   });
 
   it("documents every route the app serves, and nothing it does not", () => {
