@@ -144,6 +144,15 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, request: { blob: "x".repeat(300_000) } })));
     conforms("/v1/issuers/{issuer}", "get", undefined, await exercise("get", `/v1/issuers/${encodeURIComponent("https://nobody.example")}`, {}));
     conforms("/v1/admin/relying-parties", "post", undefined, await exercise("post", "/v1/admin/relying-parties", { "content-type": "application/json" }, "{}"));
+    // A method a decision route does not serve: 404 in the decision routes' error shape, as its 401 is; elsewhere {error} alone.
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      const unauthenticated = await exercise("patch", path, { "content-type": "application/json" }, "{}");
+      const wrongMethod = await exercise("patch", path, RP, "{}");
+      expect([unauthenticated.status, unauthenticated.json.decision, wrongMethod.status, wrongMethod.json.error.code, wrongMethod.json.decision]).toEqual([401, "reject", 404, "NOT_FOUND", "reject"]);
+      expect(schemaAt("#/components/schemas/Decision").validate(wrongMethod.json).errors).toEqual([]);
+    }
+    const elsewhere = await exercise("get", "/v1/nothing-here", {});
+    expect([elsewhere.status, elsewhere.json]).toEqual([404, { error: { code: "NOT_FOUND", detail: "no route GET /v1/nothing-here" } }]);
   });
 
   it("the admin and identity routes", async () => {
