@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
-import { ApiError } from "../http.js";
+import { ApiError, queryDecodes } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { fromBase64Url, HEX16, toBase64Url, utf8 } from "../protocol/encoding.js";
 import { recordIdOf, RECORD_ID } from "../protocol/journal/core.js";
@@ -46,6 +46,7 @@ const seconds = (text: string | undefined, name: string): number | undefined => 
 
 export const evidenceRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
+  if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
   const q = c.req.query();
   for (const name of Object.keys(q)) if (!QUERY_PARAMS.has(name)) bad(`unknown query parameter ${name}`);
   // One value each: the router answers the first of a repeated parameter, so ?limit=2&limit=300 would be read as 2, silently.
