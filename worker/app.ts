@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
 import type { Mode } from "./protocol/verify.js";
-import { errorResponse } from "./http.js";
+import { ApiError, errorResponse } from "./http.js";
 import { decisionFlush, dependencyTimeout, journalShards, ledgerShardKey, reviewThreshold } from "./config.js";
 import { DecisionCounter, type FlushPolicy } from "./metrics.js";
 import { requestContext } from "./observability.js";
@@ -181,7 +181,8 @@ export function createApp(options: AppOptions = {}) {
     .route("/v1/issuers", issuerRoutes)
     .route("/v1/admin", adminRoutes)
     .route("/v1", manifestRoutes);
-  app.notFound((c) => c.json({ error: { code: "NOT_FOUND", detail: `no route ${c.req.method} ${new URL(c.req.url).pathname}` } }, 404));
+  // In the one error shape: on a decision route's path (a method it does not serve) with the decision fields too, as its 401 has.
+  app.notFound((c) => errorResponse(c, new ApiError(404, "NOT_FOUND", `no route ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => errorResponse(c, err));
   return app;
 }

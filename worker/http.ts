@@ -206,6 +206,20 @@ export function percentDecodes(c: Context): boolean {
 }
 
 /**
+ * Whether the request's query string, as sent, is valid percent-encoded UTF-8. The router leaves a
+ * parameter that does not decode as it was sent, so `?agent_id=%ff` would be read as the literal
+ * text `%ff` (`%25ff` is how that text is sent); a route that filters on its query asks this first.
+ */
+export function queryDecodes(c: Context): boolean {
+  try {
+    decodeURIComponent(new URL(c.req.url).search.replace(/\+/g, " "));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A dependency's answer (a KV or Durable Object call), or VerifierUnavailable (503) when it fails
  * or takes longer than `ms`; the dependency is named in the 503. Refusals the dependency means
  * (ApiError, JournalInputError, ConfigurationError) pass through as they are: the Durable Objects

@@ -9,7 +9,7 @@ import { createApp } from "../../worker/app.js";
 import { OPERATIONS } from "../../worker/contract/openapi.js";
 import { admissionAnswer } from "../../worker/routes/challenges.js";
 import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
-import { CALL_ERROR_CODES, FAILURE_CODES } from "../../worker/protocol/codes.js";
+import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
 import { parseReceipt } from "../../worker/protocol/receipt.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
@@ -63,6 +63,30 @@ describe("the OpenAPI document", () => {
     expect(doc.openapi).toBe("3.1.0");
     expect(doc.components.schemas.FailureCode.enum).toEqual([...FAILURE_CODES]);
     expect(doc.components.schemas.CallErrorCode.enum).toEqual([...CALL_ERROR_CODES]);
+  });
+
+  it("lists every intake error code, with its retry hint required, and the intake 401 in the shape it has", async () => {
+    expect(doc.components.schemas.IntakeErrorCode.enum).toEqual([...INTAKE_ERROR_CODES]);
+    const intake = { ...env, INTAKE_TOKEN: "openapi-intake-token" } as typeof env;
+    const post = async (headers: Record<string, string>, body: string) => {
+      const res = await app.request("/v1/intake", { method: "POST", headers, body }, intake, ctx);
+      const text = await res.text();
+      return { status: res.status, text, json: JSON.parse(text) };
+    };
+    const unauthorised = await post({ "content-type": "application/json" }, "{}");
+    expect([unauthorised.status, unauthorised.json.error.code]).toEqual([401, "UNAUTHORIZED"]);
+    conforms("/v1/intake", "post", undefined, unauthorised);
+    const token = { authorization: "Bearer openapi-intake-token", "content-type": "application/json" };
+    for (const [body, code] of [["{not json", "INTAKE_MALFORMED"], ["{}", "INTAKE_MISSING_FIELD"], [JSON.stringify({ intake_version: "1.2" }), "INTAKE_VERSION_UNSUPPORTED"]] as const) {
+      const answer = await post(token, body);
+      expect([answer.json.error.code, answer.json.error.retry]).toEqual([code, INTAKE_RETRY[code]]);
+      conforms("/v1/intake", "post", undefined, answer);
+      // What the document allows is what the route answers: a code outside the list, or no retry hint, does not validate.
+      const schema = schemaAt(doc.paths["/v1/intake"].post.responses[String(answer.status)].content["application/json"].schema.$ref);
+      expect(schema.validate({ error: { ...answer.json.error, code: "SOMETHING_ELSE" } }).valid).toBe(false);
+      const { retry: _retry, ...noRetry } = answer.json.error;
+      expect(schema.validate({ error: noRetry }).valid).toBe(false);
+    }
   });
 
   it("documents every route the app serves, and nothing it does not", () => {
@@ -130,6 +154,15 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/receipts/verify", "post", undefined, await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, request: { blob: "x".repeat(300_000) } })));
     conforms("/v1/issuers/{issuer}", "get", undefined, await exercise("get", `/v1/issuers/${encodeURIComponent("https://nobody.example")}`, {}));
     conforms("/v1/admin/relying-parties", "post", undefined, await exercise("post", "/v1/admin/relying-parties", { "content-type": "application/json" }, "{}"));
+    // A method a decision route does not serve: 404 in the decision routes' error shape, as its 401 is; elsewhere {error} alone.
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      const unauthenticated = await exercise("patch", path, { "content-type": "application/json" }, "{}");
+      const wrongMethod = await exercise("patch", path, RP, "{}");
+      expect([unauthenticated.status, unauthenticated.json.decision, wrongMethod.status, wrongMethod.json.error.code, wrongMethod.json.decision]).toEqual([401, "reject", 404, "NOT_FOUND", "reject"]);
+      expect(schemaAt("#/components/schemas/Decision").validate(wrongMethod.json).errors).toEqual([]);
+    }
+    const elsewhere = await exercise("get", "/v1/nothing-here", {});
+    expect([elsewhere.status, elsewhere.json]).toEqual([404, { error: { code: "NOT_FOUND", detail: "no route GET /v1/nothing-here" } }]);
   });
 
   it("the admin and identity routes", async () => {

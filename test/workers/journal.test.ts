@@ -345,7 +345,14 @@ describe("execution: start, finalise, reconcile", () => {
     const before = await sequenceNow();
     expect((await finalize(c.trace_id, { fence: 1, response: {}, effect: "compensated" })).body.error.code).toBe("ILLEGAL_TRANSITION");
     expect((await finalize(c.trace_id, { fence: 1, error: { message: "x" }, effect: "applied" })).body.error.code).toBe("ILLEGAL_TRANSITION");
+    // So are extensions the journal refuses: out of form, or over a step's 32 KiB on their own.
+    expect((await finalize(c.trace_id, { fence: 1, response: {}, extensions: { openai: { id: "x" } } })).body.error.code).toBe("EXTENSION_INVALID");
+    const big = await finalize(c.trace_id, { fence: 1, response: {}, extensions: { "com.example.big": { blob: "x".repeat(40_000) } } });
+    expect([big.status, big.body.error?.code, big.body.error?.detail]).toEqual([400, "MALFORMED_REQUEST", "receipt, detail and extensions exceed 32768 bytes"]);
     expect(await sequenceNow()).toBe(before);
+    expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "started" });
+    expect((await finalize(c.trace_id, { fence: 1, response: {}, extensions: { "com.example.small": { id: "x" } } })).body).toMatchObject({ state: "succeeded" });
+    expect(await sequenceNow()).toBe(before + 1);
     expect((await start("00000000000000ff")).status).toBe(404);
     expect((await evidence("00000000000000ff")).status).toBe(404);
   });

@@ -115,7 +115,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "post", path: "/v1/intake", summary: "an agent runtime's Command, judged by the sixteen rules: a signed admission receipt, durable in the journal before it is answered", tag: "issuing", auth: "intake", body: S.IntakeCall,
-    responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.IntakeError }, 409: { description: "INTAKE_TRACE_CONFLICT: the trace_id was admitted for another Command", schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT, or INTAKE_FAILED (a dependency failed, or this deployment's signing key is revoked)", schema: S.IntakeError } },
+    responses: { 200: { description: "the signed receipt (allow, deny or escalate)", schema: S.IntakeAnswer }, 400: { description: "INTAKE_MALFORMED, INTAKE_MISSING_FIELD or INTAKE_VERSION_UNSUPPORTED", schema: S.IntakeError }, 401: { description: ERROR_TEXT[401], schema: S.ErrorAnswer }, 409: { description: "INTAKE_TRACE_CONFLICT: the trace_id was admitted for another Command", schema: S.IntakeError }, 413: { description: "INTAKE_OVERFLOW", schema: S.IntakeError }, 500: { description: "INTAKE_FAILED", schema: S.IntakeError }, 503: { description: "INTAKE_TIMEOUT, or INTAKE_FAILED (a dependency failed, or this deployment's signing key is revoked)", schema: S.IntakeError } },
   },
   {
     method: "post", path: "/v1/intake/{trace_id}/evidence", summary: "answer a challenge with the missing evidence before its deadline: the same Command judged again, a fresh receipt", tag: "issuing", auth: "intake", body: S.EvidenceCall,
@@ -149,8 +149,8 @@ export const OPERATIONS: Operation[] = [
       { name: "tool", in: "query", description: "exact tool" },
       { name: "verdict", in: "query", description: "allow, deny or escalate (of the latest receipt)" },
       { name: "state", in: "query", description: "a journal state" },
-      { name: "from", in: "query", description: "created at or after, Unix seconds" },
-      { name: "to", in: "query", description: "created at or before, Unix seconds" },
+      { name: "from", in: "query", description: "created at or after, Unix seconds in decimal (up to 6 fractional digits)" },
+      { name: "to", in: "query", description: "created at or before, Unix seconds in decimal (up to 6 fractional digits)" },
       { name: "cursor", in: "query", description: "next_cursor of the previous page" },
       { name: "limit", in: "query", description: "1-200 (default 50)" },
     ],

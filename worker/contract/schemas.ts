@@ -6,7 +6,7 @@
  * and a test holds the two to the same field set.
  */
 import { z } from "zod";
-import { CALL_ERROR_CODES, FAILURE_CODES } from "../protocol/codes.js";
+import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES } from "../protocol/codes.js";
 import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
@@ -345,9 +345,11 @@ export const IntakeAnswer = z
   })
   .passthrough()
   .meta({ id: "IntakeAnswer" });
+export const IntakeErrorCode = z.enum(INTAKE_ERROR_CODES).meta({ id: "IntakeErrorCode", description: "why POST /v1/intake issued nothing (CCS Figure 3, plus INTAKE_TRACE_CONFLICT and INTAKE_FAILED); each has one retry hint" });
 export const IntakeError = z
-  .object({ error: z.object({ code: z.string(), retry: z.enum(["MAY", "MUST NOT"]).optional(), detail: z.string(), trace_id: z.string().optional() }).passthrough() })
-  .meta({ id: "IntakeError", description: "never carries a receipt" });
+  .object({ error: z.object({ code: IntakeErrorCode, retry: z.enum(["MAY", "MUST NOT"]), detail: z.string(), trace_id: z.string().optional() }).strict() })
+  .strict()
+  .meta({ id: "IntakeError", description: "every intake error but the 401: {error: {code, retry, detail, trace_id?}}; never carries a receipt" });
 export const ConfigAnswer = z
   .object({ config: z.object({}).passthrough(), config_hash: sha256Ref, manifest: z.object({}).passthrough().meta({ description: "the content of the manifest config.manifest_hash names: the manifest without published_at, expires_at and signature" }) })
   .meta({ id: "ConfigAnswer" });

@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
-import { ApiError } from "../http.js";
+import { ApiError, queryDecodes } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { fromBase64Url, HEX16, toBase64Url, utf8 } from "../protocol/encoding.js";
 import { recordIdOf, RECORD_ID } from "../protocol/journal/core.js";
@@ -37,16 +37,20 @@ function decodeCursor(text: string): { created_at: number; record_id: string } {
   return { created_at: value[0], record_id: value[1] };
 }
 
+/** Unix seconds in decimal, as limit: Number() would also take "0x10" (16), "0b1", "1e3", " 5" and "Infinity"-like spellings. */
+const SECONDS = /^[0-9]{1,15}(\.[0-9]{1,6})?$/;
 const seconds = (text: string | undefined, name: string): number | undefined => {
   if (text === undefined) return undefined;
-  const n = Number(text);
-  return text !== "" && Number.isFinite(n) && n >= 0 ? n : bad(`${name} must be Unix seconds`);
+  return SECONDS.test(text) ? Number(text) : bad(`${name} must be Unix seconds in decimal (at most 15 digits, and 6 after a point)`);
 };
 
 export const evidenceRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
+  if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
   const q = c.req.query();
   for (const name of Object.keys(q)) if (!QUERY_PARAMS.has(name)) bad(`unknown query parameter ${name}`);
+  // One value each: the router answers the first of a repeated parameter, so ?limit=2&limit=300 would be read as 2, silently.
+  for (const [name, values] of Object.entries(c.req.queries())) if (values.length > 1) bad(`query parameter ${name} is given ${values.length} times; give it once`);
   for (const [name, max] of [["agent_id", 512], ["tool", 256]] as const) if (q[name] !== undefined && (q[name] === "" || q[name].length > max)) bad(`${name} must be 1-${max} characters`);
   if (q.verdict !== undefined && !["allow", "deny", "escalate"].includes(q.verdict)) bad("verdict must be allow, deny or escalate");
   if (q.state !== undefined && !isJournalState(q.state)) bad("state must be a journal state");

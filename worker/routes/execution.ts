@@ -19,7 +19,7 @@ import { HEX16 } from "../protocol/encoding.js";
 import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import type { ToolOutput } from "../protocol/issuing/rules/types.js";
-import { recordIdOf } from "../protocol/journal/core.js";
+import { prepareTransition, recordIdOf } from "../protocol/journal/core.js";
 import { grantedSkew, seconds } from "../protocol/checks/freshness.js";
 import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
@@ -125,6 +125,8 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
   let effect: EffectDisposition;
   let receipt: Receipt | null = null;
   let rules: RuleResult[] = [];
+  // The reason is evidence of the reconciliation itself, so the entry keeps it (its credential-shaped parts redacted, as in extensions).
+  const reason = call.reason === undefined ? {} : { reason: snapshotJson(call.reason, { credentials: "redact" }) as string };
   if ("outcome" in outcome) {
     to = outcome.outcome;
     effect = call.effect ?? "unknown";
@@ -134,6 +136,11 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     effect = call.effect ?? DEFAULT_EFFECT[kind];
     // Nor are they spent on an outcome the journal would refuse to record (the append judges it again).
     if (!isConsistentEffect(to, effect)) throw new ApiError(409, "ILLEGAL_TRANSITION", `${to} cannot carry the effect ${effect}`);
+    // Nor on a step whose own parts the journal refuses: extensions out of form, or extensions and
+    // reason already past MAX_TRANSITION_BYTES. Judged as the append judges it, with the admission
+    // standing in for the final receipt (which only outgrows it) and no rules' results yet: a step
+    // refused here would be refused there, after a sequence number and a signature were spent.
+    prepareTransition({ to, effect, receipt: admissionOf(history), detail: { outcome_call: { via, digest, fence }, rules: [], ...reason }, extensions: call.extensions });
     const services = c.get("services");
     const own = await issuing(c.env);
     const { identity, signer, context } = own;
@@ -160,8 +167,6 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     receipt = finalised.receipt;
     rules = finalised.results;
   }
-  // The reason is evidence of the reconciliation itself, so the entry keeps it (its credential-shaped parts redacted, as in extensions).
-  const reason = call.reason === undefined ? {} : { reason: snapshotJson(call.reason, { credentials: "redact" }) as string };
   const step = { effect, detail: { outcome_call: { via, digest, fence }, rules, ...reason }, extensions: call.extensions };
   // The lifecycle has no started → reconciliation_required edge: a lapsed execution gets there through
   // indeterminate, both steps in one append, so nothing sees it half-way.

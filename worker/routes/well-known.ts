@@ -18,8 +18,10 @@ export function noneMatch(header: string | undefined, etag: string): boolean {
 export const wellKnownRoutes = new Hono<AppEnv>()
   /** This verifier's issuer and public keys, in exactly the form `PUT /v1/admin/anchors` accepts. */
   .get("/ccs-issuer", (c) => {
+  // Read first: a configuration refused here (500 SERVICE_MISCONFIGURED) is not made cacheable for five minutes.
+  const document = issuerDocument(signingIdentity(c.env));
   c.header("cache-control", "public, max-age=300");
-  return c.json(issuerDocument(signingIdentity(c.env)));
+  return c.json(document);
 })
   /**
    * This verifier's signed capability manifest (CCS §4.6), as its canonical (RFC 8785) text. The
