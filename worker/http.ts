@@ -220,6 +220,23 @@ export function queryDecodes(c: Context): boolean {
 }
 
 /**
+ * The query of a route that takes named parameters once each: a query string that does not decode,
+ * a parameter outside `allowed`, or one given twice (the router answers the first of a repeated
+ * parameter, so `?limit=2&limit=300` would be read as 2, silently) is 400 MALFORMED_REQUEST.
+ */
+export function strictQuery(c: Context, allowed: ReadonlySet<string>): Record<string, string> {
+  const bad = (detail: string): never => {
+    throw new ApiError(400, "MALFORMED_REQUEST", detail);
+  };
+  if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
+  for (const [name, values] of Object.entries(c.req.queries())) {
+    if (!allowed.has(name)) bad(`unknown query parameter ${JSON.stringify(name)}`);
+    if (values.length > 1) bad(`query parameter ${name} is given ${values.length} times; give it once`);
+  }
+  return c.req.query();
+}
+
+/**
  * A dependency's answer (a KV or Durable Object call), or VerifierUnavailable (503) when it fails
  * or takes longer than `ms`; the dependency is named in the 503. Refusals the dependency means
  * (ApiError, JournalInputError, ConfigurationError) pass through as they are: the Durable Objects

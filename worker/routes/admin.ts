@@ -6,7 +6,10 @@ import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { ApiError, jsonBody, readStrictJson, strictQuery, validateBody, withTimeout } from "../http.js";
+
+/** GET /v1/admin/stats takes one parameter, once. */
+const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
@@ -232,7 +235,7 @@ export const adminRoutes = new Hono<AppEnv>()
    * (pinned ones; everything else is "unpinned") and code, plus this isolate's cache sizes.
    */
   .get("/stats", async (c) => {
-  const text = c.req.query("minutes");
+  const text = strictQuery(c, STATS_QUERY).minutes;
   // Decimal digits only: Number() would also take "0x10", "1e3" and " 5".
   const minutes = text === undefined ? 60 : /^[0-9]{1,6}$/.test(text) ? Number(text) : NaN;
   if (!Number.isInteger(minutes) || minutes < 1) throw new ApiError(400, "MALFORMED_REQUEST", "minutes must be a positive integer of at most 6 decimal digits");

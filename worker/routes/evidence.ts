@@ -7,7 +7,7 @@
  */
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
-import { ApiError, queryDecodes } from "../http.js";
+import { ApiError, strictQuery } from "../http.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { fromBase64Url, HEX16, toBase64Url, utf8 } from "../protocol/encoding.js";
 import { recordIdOf, RECORD_ID } from "../protocol/journal/core.js";
@@ -46,11 +46,7 @@ const seconds = (text: string | undefined, name: string): number | undefined => 
 
 export const evidenceRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
-  if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
-  const q = c.req.query();
-  for (const name of Object.keys(q)) if (!QUERY_PARAMS.has(name)) bad(`unknown query parameter ${name}`);
-  // One value each: the router answers the first of a repeated parameter, so ?limit=2&limit=300 would be read as 2, silently.
-  for (const [name, values] of Object.entries(c.req.queries())) if (values.length > 1) bad(`query parameter ${name} is given ${values.length} times; give it once`);
+  const q = strictQuery(c, QUERY_PARAMS);
   for (const [name, max] of [["agent_id", 512], ["tool", 256]] as const) if (q[name] !== undefined && (q[name] === "" || q[name].length > max)) bad(`${name} must be 1-${max} characters`);
   if (q.verdict !== undefined && !["allow", "deny", "escalate"].includes(q.verdict)) bad("verdict must be allow, deny or escalate");
   if (q.state !== undefined && !isJournalState(q.state)) bad("state must be a journal state");
