@@ -147,6 +147,20 @@ describe("relying parties authenticate", () => {
       expect(res.body.error.code).toBe("MALFORMED_REQUEST");
     }
   });
+
+  it("refuses the names . and ..: a URL normalises them away, so such a party could never be deleted and its token never revoked", async () => {
+    // A DELETE /v1/admin/relying-parties/.. (or %2E%2E) reaches /v1/admin/ once the URL is parsed: no route.
+    expect((await h().call("/v1/admin/relying-parties/..", admin("DELETE"))).status).toBe(404);
+    for (const name of [".", ".."]) {
+      const res = await h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE] }));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+    for (const name of ["...", ".a", "a..", "-"]) {
+      expect((await h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE] }))).status).toBe(201);
+      expect((await h().call(`/v1/admin/relying-parties/${name}`, admin("DELETE"))).status).toBe(200);
+    }
+  });
 });
 
 describe("bad input is a 400, never an outage", () => {

@@ -230,7 +230,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "delete", path: "/v1/admin/relying-parties/{name}", summary: "delete a relying party: its token is refused from then on", tag: "admin", auth: "admin",
-    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-]")],
+    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-], not . or ..")],
     responses: { 200: { description: "deleted", schema: S.Deleted }, ...errors(400, 401, 404, 500, 503) },
   },
 ];

@@ -14,7 +14,7 @@ import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
-import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
+import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
 import { readDecisionStats, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
 import { pinnedIssuer } from "../protocol/anchors.js";
@@ -109,7 +109,7 @@ export const adminRoutes = new Hono<AppEnv>()
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
   const name = c.req.param("name");
-  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", "name must be 1-64 of [A-Za-z0-9._-]");
+  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", `name must be ${RELYING_PARTY_NAME_RULE}`);
   if (!(await c.get("services").relyingParties.delete(name))) throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
   return c.json({ name, deleted: true });
 })
