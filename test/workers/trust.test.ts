@@ -336,6 +336,20 @@ describe("keys and tokens belong to one holder", () => {
     expect(listed.body.relying_parties.map((p: { name: string }) => p.name)).not.toContain("second-holder");
   });
 
+  it("a supplied relying-party token may not be one of this deployment's own secrets: the party would hold intake or admin with it", async () => {
+    const secret = "own-secret-token-0123456789abcdef0123456789";
+    for (const name of ["ADMIN_TOKEN", "INTAKE_TOKEN", "LEDGER_SHARD_KEY"]) {
+      const app = harness({ ...env, [name]: secret } as Env, createExecutionContext());
+      const adminToken = name === "ADMIN_TOKEN" ? secret : ADMIN_TOKEN;
+      const res = await app.call("/v1/admin/relying-parties", json("POST", { name: "secret-holder", audiences: [AUDIENCE], token: secret }, `Bearer ${adminToken}`));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+      expect(res.text).not.toContain(secret);
+    }
+    const fine = await h().call("/v1/admin/relying-parties", admin("POST", { name: "secret-holder", audiences: [AUDIENCE], token: secret }));
+    expect(fine.status).toBe(201);
+  });
+
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
     // KV has no compare-and-set: two concurrent registrations of one name both pass the name
     // check and both write; the name keeps the last, and the first token's record stays behind.

@@ -23,6 +23,9 @@ import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinn
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
 const OWN_SECRETS = new Set(["ADMIN_TOKEN", "SIGNING_KEY", "INTAKE_TOKEN", "DEMO_RP_TOKEN", "LEDGER_SHARD_KEY"]);
 
+/** Secrets a supplied relying-party token may not equal (DEMO_RP_TOKEN is the demo party's own token). */
+const OWN_TOKEN_SECRETS = ["ADMIN_TOKEN", "INTAKE_TOKEN", "SIGNING_KEY", "LEGACY_HMAC_KEY", "LEDGER_SHARD_KEY"];
+
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
 
@@ -94,6 +97,11 @@ export const adminRoutes = new Hono<AppEnv>()
   const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
+  // A relying party is another organisation: handing it one of this deployment's own secrets as its
+  // token would let it sign through intake or administer the deployment with the same string.
+  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => (c.env as unknown as Record<string, string | undefined>)[secret] === supplied)) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
+  }
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
   const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
