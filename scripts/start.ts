@@ -41,7 +41,15 @@ try {
   const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${server.url}/.well-known/ccs-issuer`));
   const identity = (await own.json()) as { issuer: string };
   await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
-  await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()));
+  // The demo key's seed is public, so revoking it is a natural thing to do on a local state: that
+  // revocation stands (a revoked key is never pinned again), and the instance starts without it.
+  const demoPin = await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()), [200, 409]);
+  let demoRevoked = false;
+  if (demoPin.status === 409) {
+    const text = await demoPin.text();
+    demoRevoked = text.includes('"code":"ANCHOR_KEY_REVOKED"');
+    if (!demoRevoked) throw new Error(`pinning the demo issuer failed: 409 ${text}`);
+  }
   // Kept when this state already holds it as .dev.vars says (registered by an earlier start with
   // the token whose digest that start noted beside the state, for the demo's audience), so its
   // usage records and journal survive a restart; re-registered otherwise.
@@ -57,7 +65,9 @@ try {
     writeFileSync(noted, tokenDigest + "\n");
   }
   console.log(`countersign is listening on ${server.url}`);
-  console.log(`  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
+  console.log(demoRevoked
+    ? `  own issuer ${identity.issuer} pinned; demo issuer ${DEMO_ISSUER}'s key was revoked on this state, and stays so`
+    : `  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
   console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
 } catch (err) {
   console.error(`countersign started on ${server.url} but is not ready: ${(err as Error).message}`);
