@@ -53,8 +53,16 @@ try {
   // Kept when this state already holds it as .dev.vars says (registered by an earlier start with
   // the token whose digest that start noted beside the state, for the demo's audience), so its
   // usage records and journal survive a restart; re-registered otherwise.
-  const listed = (await (await step("listing relying parties", () => admin("GET", "/v1/admin/relying-parties"))).json()) as { relying_parties: { name: string; audiences: string[] }[] };
-  const demo = listed.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
+  // The list is paged (name order): read pages until the demo party's name is passed or the list ends.
+  type Page = { next_cursor: string | null; relying_parties: { name: string; audiences: string[] }[] };
+  let demo: Page["relying_parties"][number] | undefined;
+  for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
+    const query: string = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
+    const page = (await (await step("listing relying parties", () => admin("GET", `/v1/admin/relying-parties${query}`))).json()) as Page;
+    demo = page.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
+    if (demo || page.relying_parties.some((p) => p.name > DEMO_RELYING_PARTY)) break;
+    cursor = page.next_cursor;
+  }
   const noted = resolve(persistTo, "demo-relying-party.sha256");
   const tokenDigest = createHash("sha256").update(vars.DEMO_RP_TOKEN ?? "").digest("hex");
   const sameToken = existsSync(noted) && readFileSync(noted, "utf8").trim() === tokenDigest;

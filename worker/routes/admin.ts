@@ -15,7 +15,7 @@ import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
-import { readDecisionStats, requireShardKey } from "../stores.js";
+import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
 import { pinnedIssuer } from "../protocol/anchors.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
@@ -111,8 +111,13 @@ export const adminRoutes = new Hono<AppEnv>()
   return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
-  const parties = await c.get("services").relyingParties.list();
-  return c.json({ relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
+  const limitText = c.req.query("limit");
+  const limit = limitText === undefined ? RELYING_PARTY_PAGE_MAX : /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+  if (!(limit >= 1 && limit <= RELYING_PARTY_PAGE_MAX)) throw new ApiError(400, "MALFORMED_REQUEST", `limit must be an integer from 1 to ${RELYING_PARTY_PAGE_MAX}`);
+  const cursor = c.req.query("cursor");
+  if (cursor !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(cursor)) throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
+  const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor: cursor ?? null });
+  return c.json({ next_cursor: next, relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
 })
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
