@@ -20,7 +20,7 @@ import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
-import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
+import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
 import { OutputError, writeOutputs } from "./output.js";
@@ -477,7 +477,7 @@ async function relyingParties(io: Io, args: string[]): Promise<number> {
   if (action !== "add") throw new UsageError("relying-parties takes add");
   const { values, positionals } = parse(rest, { ...remoteOptions, audience: { type: "string", multiple: true }, token: { type: "string" } }, 1);
   const body = { name: need(positionals[0], "the relying party's name"), audiences: values.audience ?? [], ...(values.token !== undefined ? { token: values.token } : {}) };
-  if (!RELYING_PARTY_NAME.test(body.name)) throw new UsageError("the relying party's name must be 1-64 of [A-Za-z0-9._-]");
+  if (!RELYING_PARTY_NAME.test(body.name)) throw new UsageError(`the relying party's name must be ${RELYING_PARTY_NAME_RULE}`);
   if (body.audiences.length === 0) throw new UsageError("--audience is required (repeat it for several)");
   if (body.audiences.length > MAX_AUDIENCES_PER_PARTY) throw new UsageError(`at most ${MAX_AUDIENCES_PER_PARTY} --audience`);
   for (const a of body.audiences) httpsUri(a, "--audience");

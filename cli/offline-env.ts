@@ -39,7 +39,13 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       },
       put: async (key: string, value: string) => void kv.set(key, value),
       delete: async (key: string) => void kv.delete(key),
-      list: async ({ prefix = "" }: { prefix?: string } = {}) => ({ keys: [...kv.keys()].filter((k) => k.startsWith(prefix)).sort().map((name) => ({ name })) }),
+      // As KV lists: at most `limit` (1,000) keys in key order a page, `cursor` to go on from, `list_complete` on the last.
+      list: async ({ prefix = "", limit = 1000, cursor }: { prefix?: string; limit?: number; cursor?: string } = {}) => {
+        const all = [...kv.keys()].filter((k) => k.startsWith(prefix)).sort();
+        const start = cursor ? Number(cursor) : 0;
+        const end = Math.min(all.length, start + limit);
+        return { keys: all.slice(start, end).map((name) => ({ name })), list_complete: end >= all.length, ...(end < all.length ? { cursor: String(end) } : {}) };
+      },
     },
     // Decision counts are operational figures of a deployment: offline they are dropped.
     DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => [], tally: async () => ({ allows: 0, others: 0 }) }) },

@@ -41,12 +41,28 @@ try {
   const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${server.url}/.well-known/ccs-issuer`));
   const identity = (await own.json()) as { issuer: string };
   await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
-  await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()));
+  // The demo key's seed is public, so revoking it is a natural thing to do on a local state: that
+  // revocation stands (a revoked key is never pinned again), and the instance starts without it.
+  const demoPin = await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()), [200, 409]);
+  let demoRevoked = false;
+  if (demoPin.status === 409) {
+    const text = await demoPin.text();
+    demoRevoked = text.includes('"code":"ANCHOR_KEY_REVOKED"');
+    if (!demoRevoked) throw new Error(`pinning the demo issuer failed: 409 ${text}`);
+  }
   // Kept when this state already holds it as .dev.vars says (registered by an earlier start with
   // the token whose digest that start noted beside the state, for the demo's audience), so its
   // usage records and journal survive a restart; re-registered otherwise.
-  const listed = (await (await step("listing relying parties", () => admin("GET", "/v1/admin/relying-parties"))).json()) as { relying_parties: { name: string; audiences: string[] }[] };
-  const demo = listed.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
+  // The list is paged (name order): read pages until the demo party's name is passed or the list ends.
+  type Page = { next_cursor: string | null; relying_parties: { name: string; audiences: string[] }[] };
+  let demo: Page["relying_parties"][number] | undefined;
+  for (let cursor: string | null = null, first = true; first || cursor !== null; first = false) {
+    const query: string = cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`;
+    const page = (await (await step("listing relying parties", () => admin("GET", `/v1/admin/relying-parties${query}`))).json()) as Page;
+    demo = page.relying_parties.find((p) => p.name === DEMO_RELYING_PARTY);
+    if (demo || page.relying_parties.some((p) => p.name > DEMO_RELYING_PARTY)) break;
+    cursor = page.next_cursor;
+  }
   const noted = resolve(persistTo, "demo-relying-party.sha256");
   const tokenDigest = createHash("sha256").update(vars.DEMO_RP_TOKEN ?? "").digest("hex");
   const sameToken = existsSync(noted) && readFileSync(noted, "utf8").trim() === tokenDigest;
@@ -57,7 +73,9 @@ try {
     writeFileSync(noted, tokenDigest + "\n");
   }
   console.log(`countersign is listening on ${server.url}`);
-  console.log(`  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
+  console.log(demoRevoked
+    ? `  own issuer ${identity.issuer} pinned; demo issuer ${DEMO_ISSUER}'s key was revoked on this state, and stays so`
+    : `  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
   console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
 } catch (err) {
   console.error(`countersign started on ${server.url} but is not ready: ${(err as Error).message}`);

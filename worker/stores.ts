@@ -240,8 +240,16 @@ export interface RelyingPartyStore {
   create(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
   /** False when there was no such party. */
   delete(name: string): Promise<boolean>;
-  list(): Promise<RelyingParty[]>;
+  /**
+   * One page of the parties, in name order: at most `limit` (1-RELYING_PARTY_PAGE_MAX), after the
+   * page `cursor` ended; `cursor` is null on the last page. KV answers at most 1,000 keys a list,
+   * and each party is one more read, so the parties are never read all at once.
+   */
+  list(page?: { limit?: number; cursor?: string | null }): Promise<{ parties: RelyingParty[]; cursor: string | null }>;
 }
+
+/** The most relying parties one page lists (each is one KV read beside the list). */
+export const RELYING_PARTY_PAGE_MAX = 100;
 
 const partyKey = (name: string) => `rp:${name}`;
 const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
@@ -289,10 +297,11 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
       return true;
     },
-    async list() {
-      const { keys } = await kv(env.ANCHORS.list({ prefix: "rp:" }));
-      const parties = await Promise.all(keys.map((k) => get(k.name)));
-      return parties.filter((p): p is RelyingParty => p !== null);
+    async list(page = {}) {
+      const limit = Math.min(Math.max(1, page.limit ?? RELYING_PARTY_PAGE_MAX), RELYING_PARTY_PAGE_MAX);
+      const listed = await kv(env.ANCHORS.list({ prefix: "rp:", limit, ...(page.cursor ? { cursor: page.cursor } : {}) }));
+      const parties = await Promise.all(listed.keys.map((k) => get(k.name)));
+      return { parties: parties.filter((p): p is RelyingParty => p !== null), cursor: listed.list_complete ? null : listed.cursor };
     },
   };
 }

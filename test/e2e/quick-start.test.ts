@@ -17,9 +17,8 @@ let url: string;
 let output = "";
 
 describe("the quick start", () => {
-  beforeAll(async () => {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
+  const start = async (port: number) => {
+    output = "";
     child = spawn(process.execPath, [tsx, "scripts/start.ts"], {
       cwd: PROJECT_ROOT,
       // As a user runs it: no WRANGLER_LOG of the suite's own.
@@ -30,16 +29,25 @@ describe("the quick start", () => {
     child.stdout!.on("data", (d) => (output += d));
     child.stderr!.on("data", (d) => (output += d));
     const deadline = Date.now() + 90_000;
-    while (!output.includes("demo relying party") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
-    expect(output, output).toContain("pinned");
-  });
-
-  afterAll(async () => {
+    while (!output.includes("demo relying party") && !output.includes("not ready") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
+  };
+  const stop = async () => {
     if (child?.pid && child.exitCode === null) {
       const exited = new Promise((r) => child.once("exit", r));
       process.kill(-child.pid, "SIGTERM");
       await exited;
     }
+  };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    await start(port);
+    expect(output, output).toContain("pinned");
+  });
+
+  afterAll(async () => {
+    await stop();
     rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -81,5 +89,17 @@ describe("the quick start", () => {
     expect(own.keys[0]).toMatchObject({ kid: "countersign-demo-1", alg: "Ed25519" });
     const pinned = (await (await fetch(`${url}/v1/issuers/${encodeURIComponent(own.issuer)}`)).json()) as any;
     expect(pinned.keys.map((k: any) => k.fingerprint)).toEqual(own.keys.map((k: any) => k.fingerprint));
+  });
+
+  it("a restart on a state where the demo issuer's key was revoked starts, and the revocation stands", async () => {
+    const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
+    const revoked = await fetch(`${url}/v1/admin/anchors/revoke`, { method: "POST", headers: admin, body: JSON.stringify({ issuer: "https://demo-issuer.example", kid: "demo-2026" }) });
+    expect(revoked.status).toBe(200);
+    await stop();
+    await start(Number(new URL(url).port));
+    expect(output, output).toContain("countersign is listening");
+    expect(output).toContain("key was revoked on this state, and stays so");
+    const anchor = (await (await fetch(`${url}/v1/issuers/${encodeURIComponent("https://demo-issuer.example")}`)).json()) as any;
+    expect(anchor.revoked.map((r: any) => r.kid)).toEqual(["demo-2026"]);
   });
 });

@@ -274,6 +274,7 @@ describe("countersign sign and verify", () => {
       [["anchors", "show", "notauri", ...url], /the issuer must be an https:\/\/ URI/],
       [["relying-parties", "add", "rp1", "--audience", "notauri", ...url], /--audience must be an https:\/\/ URI/],
       [["relying-parties", "add", "rp 1", "--audience", AUDIENCE, ...url], /name must be 1-64/],
+      [["relying-parties", "add", "..", "--audience", AUDIENCE, ...url], /not \. or \.\./],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", AUDIENCE, ...url], /one audience twice/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "", ...url], /--token must be 32-256/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],

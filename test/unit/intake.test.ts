@@ -4,12 +4,13 @@ import { finaliseReceipt, issueAdmission, type IssuingContext } from "../../work
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
 import { webCryptoSigner } from "../../worker/protocol/issuing/signer.js";
 import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
-import { parseSigningIdentity } from "../../worker/protocol/issuing/identity.js";
+import { issuerDocument, parseSigningIdentity } from "../../worker/protocol/issuing/identity.js";
+import { buildAnchorRecord } from "../../worker/protocol/anchors.js";
 import { canonicalReceipt } from "../../worker/protocol/receipt.js";
 import { parseStrictJson } from "../../worker/protocol/strict-json.js";
 import { jcs } from "../../worker/protocol/digest.js";
-import { nobleVerifier } from "../../worker/protocol/ed25519.js";
-import { fromHex, toHex, utf8 } from "../../worker/protocol/encoding.js";
+import { nobleVerifier, publicKeyFromSeed } from "../../worker/protocol/ed25519.js";
+import { fromHex, toBase64Url, toHex, utf8 } from "../../worker/protocol/encoding.js";
 import { createApp } from "../../worker/app.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import intakeVectors from "../../vectors/ccs/intake.json" with { type: "json" };
@@ -97,6 +98,23 @@ describe("intake refuses prototype keys rather than letting them hide content", 
     expect(jcs(command.params)).toBe('{"__proto":1,"proto":{"cmd":"ls"}}');
     expect(Object.getPrototypeOf(command.params)).toBe(Object.prototype);
     expect(command.runtime_context).toEqual({ constructors: 1 });
+  });
+});
+
+describe("this deployment's identity", () => {
+  const config = { ISSUER: "https://issuer.example", SIGNING_KEY: "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", SIGNING_KID: "k1", LEGACY_HMAC_KEY: "01".repeat(32) };
+  // Distinct valid Ed25519 public keys: those of seeds 1..16.
+  const retired = (n: number) => Array.from({ length: n }, (_, i) => ({ kid: `old-${i}`, public_key: toBase64Url(publicKeyFromSeed(new Uint8Array(32).fill(i + 1))) }));
+  it("refuses a PUBLISHED_KEYS whose issuer document would not fit one anchor pin (16 keys with the signing key)", async () => {
+    const fifteen = parseSigningIdentity({ ...config, PUBLISHED_KEYS: JSON.stringify(retired(15)) });
+    expect(fifteen.ok && fifteen.identity.published.length).toBe(16);
+    const sixteen = parseSigningIdentity({ ...config, PUBLISHED_KEYS: JSON.stringify(retired(16)) });
+    expect(sixteen.ok).toBe(false);
+    if (!sixteen.ok) expect(sixteen.problems.join(" ")).toMatch(/PUBLISHED_KEYS lists at most 15 keys/);
+    // What /.well-known/ccs-issuer would publish with fifteen pins as it is.
+    if (!fifteen.ok) throw new Error("identity");
+    const built = await buildAnchorRecord(issuerDocument(fifteen.identity), 1796000000);
+    expect(built.kind).toBe("built");
   });
 });
 

@@ -140,4 +140,26 @@ describe("revoking this deployment's own key under its receipt journal", () => {
     expect(listed.body.chains).toEqual([]);
     expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready, started].sort());
   });
+
+  it("a marked admission still lapses: once past its window, a start closes it expired like any other, instead of leaving it ready for good", async () => {
+    // A signing key of its own: the test above revoked the configured one in this file's storage.
+    const keyed = { ...env, SIGNING_KEY: "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", SIGNING_KID: "test-signing-lapse" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const c = command();
+    const admitted = await h.intake(c);
+    expect(admitted.status, admitted.text).toBe(200);
+    expect((await h.admin("POST", "/v1/admin/anchors/revoke", { issuer: own.issuer, fingerprint: own.keys[0].fingerprint })).status).toBe(200);
+    const evidence = async () => (await h.call(`/v1/evidence/${c.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body;
+    expect((await evidence()).record.state).toBe("ready");
+    // Later than the admission's expires_at plus any skew: nothing can start on it, revoked or not.
+    const later = harness(keyed, createExecutionContext(), { now: () => admitted.body.receipt.expires_at + 3600 });
+    const refused = await later.call(`/v1/receipts/${c.trace_id}/start`, post({}, INTAKE_TOKEN));
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+    const after = await evidence();
+    expect(after.record.state).toBe("expired");
+    expect(after.reconciliation).toMatchObject({ state: "expired", trace_id: c.trace_id, fingerprint: own.keys[0].fingerprint });
+  });
 });

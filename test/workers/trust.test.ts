@@ -147,6 +147,50 @@ describe("relying parties authenticate", () => {
       expect(res.body.error.code).toBe("MALFORMED_REQUEST");
     }
   });
+
+  it("lists the parties a page at a time with next_cursor, so none is left out however many there are (a KV list stops at 1,000)", async () => {
+    const names = Array.from({ length: 130 }, (_, i) => `paged-${String(i).padStart(3, "0")}`);
+    for (let i = 0; i < names.length; i += 10) {
+      await Promise.all(names.slice(i, i + 10).map((name) => h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE] }))));
+    }
+    const get = (query: string) => h().call(`/v1/admin/relying-parties${query}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await get(cursor === null ? "" : `?cursor=${encodeURIComponent(cursor)}`);
+      expect(page.status).toBe(200);
+      expect(page.body.relying_parties.length).toBeLessThanOrEqual(100);
+      seen.push(...page.body.relying_parties.map((p: { name: string }) => p.name));
+      cursor = page.body.next_cursor;
+      pages += 1;
+    } while (cursor !== null && pages < 10);
+    expect(pages).toBeGreaterThan(1);
+    for (const name of names) expect(seen).toContain(name);
+    expect(new Set(seen).size).toBe(seen.length);
+    const small = await get("?limit=7");
+    expect(small.body.relying_parties).toHaveLength(7);
+    expect(typeof small.body.next_cursor).toBe("string");
+    for (const bad of ["?limit=0", "?limit=101", "?limit=x", "?limit=1e2", "?cursor="]) {
+      const res = await get(bad);
+      expect(res.status, bad).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+  });
+
+  it("refuses the names . and ..: a URL normalises them away, so such a party could never be deleted and its token never revoked", async () => {
+    // A DELETE /v1/admin/relying-parties/.. (or %2E%2E) reaches /v1/admin/ once the URL is parsed: no route.
+    expect((await h().call("/v1/admin/relying-parties/..", admin("DELETE"))).status).toBe(404);
+    for (const name of [".", ".."]) {
+      const res = await h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE] }));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+    for (const name of ["...", ".a", "a..", "-"]) {
+      expect((await h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE] }))).status).toBe(201);
+      expect((await h().call(`/v1/admin/relying-parties/${name}`, admin("DELETE"))).status).toBe(200);
+    }
+  });
 });
 
 describe("bad input is a 400, never an outage", () => {
@@ -320,6 +364,20 @@ describe("keys and tokens belong to one holder", () => {
     expect(res.status).toBe(200);
     const listed = await h().call("/v1/admin/relying-parties", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(listed.body.relying_parties.map((p: { name: string }) => p.name)).not.toContain("second-holder");
+  });
+
+  it("a supplied relying-party token may not be one of this deployment's own secrets: the party would hold intake or admin with it", async () => {
+    const secret = "own-secret-token-0123456789abcdef0123456789";
+    for (const name of ["ADMIN_TOKEN", "INTAKE_TOKEN", "LEDGER_SHARD_KEY"]) {
+      const app = harness({ ...env, [name]: secret } as Env, createExecutionContext());
+      const adminToken = name === "ADMIN_TOKEN" ? secret : ADMIN_TOKEN;
+      const res = await app.call("/v1/admin/relying-parties", json("POST", { name: "secret-holder", audiences: [AUDIENCE], token: secret }, `Bearer ${adminToken}`));
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+      expect(res.text).not.toContain(secret);
+    }
+    const fine = await h().call("/v1/admin/relying-parties", admin("POST", { name: "secret-holder", audiences: [AUDIENCE], token: secret }));
+    expect(fine.status).toBe(201);
   });
 
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {

@@ -225,12 +225,16 @@ export const OPERATIONS: Operation[] = [
     responses: { 201: { description: "registered", schema: S.Registered }, ...errors(400, 401, 409, 413, 500, 503) },
   },
   {
-    method: "get", path: "/v1/admin/relying-parties", summary: "the relying parties (never their tokens)", tag: "admin", auth: "admin",
-    responses: { 200: { description: "the list", schema: S.RelyingParties }, ...errors(401, 500, 503) },
+    method: "get", path: "/v1/admin/relying-parties", summary: "the relying parties (never their tokens), a page at a time in name order", tag: "admin", auth: "admin",
+    parameters: [
+      { name: "limit", in: "query", description: "parties per page, 1-100 (default 100)" },
+      { name: "cursor", in: "query", description: "next_cursor of the previous page" },
+    ],
+    responses: { 200: { description: "one page", schema: S.RelyingParties }, ...errors(400, 401, 500, 503) },
   },
   {
     method: "delete", path: "/v1/admin/relying-parties/{name}", summary: "delete a relying party: its token is refused from then on", tag: "admin", auth: "admin",
-    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-]")],
+    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-], not . or ..")],
     responses: { 200: { description: "deleted", schema: S.Deleted }, ...errors(400, 401, 404, 500, 503) },
   },
 ];

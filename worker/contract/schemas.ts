@@ -294,7 +294,7 @@ export const Registration = z
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
 export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
-export const RelyingParties = z.object({ relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number(), min_verifier_class: MinVerifierClass.optional() })) }).meta({ id: "RelyingParties" });
+export const RelyingParties = z.object({ next_cursor: z.string().nullable().meta({ description: "pass as `cursor` for the next page; null on the last" }), relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number(), min_verifier_class: MinVerifierClass.optional() })) }).meta({ id: "RelyingParties" });
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });
 
 export const EcVerifyCall = z.object({ receipt: z.unknown(), corpus: z.unknown(), events: z.unknown() }).strict().meta({ id: "EcVerifyCall", description: "docs/ec-receipts.md: the receipt, the corpus map and the ordered events" });

@@ -7,7 +7,14 @@ import { isJsonObject } from "./strict-json.js";
 import { toBase64Url } from "./encoding.js";
 import { VERIFIER_CLASSES, type VerifierClass } from "./conformance/verifier-class.js";
 
-export const RELYING_PARTY_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+/**
+ * 1-64 of [A-Za-z0-9._-], but not `.` or `..`: a URL's path normalisation removes those segments,
+ * so `DELETE /v1/admin/relying-parties/..` (or `%2E%2E`) reaches `/v1/admin/` and a party so named
+ * could never be deleted, nor its token revoked.
+ */
+export const RELYING_PARTY_NAME = /^(?!\.\.?$)[A-Za-z0-9._-]{1,64}$/;
+/** How a refused name is explained. */
+export const RELYING_PARTY_NAME_RULE = "1-64 of [A-Za-z0-9._-], not . or ..";
 /** A supplied token: 32 to 256 characters of the URL-safe set. Generated ones are 43 + prefix. */
 export const RELYING_PARTY_TOKEN = /^[A-Za-z0-9._~-]{32,256}$/;
 export const MAX_AUDIENCES_PER_PARTY = 16;
@@ -55,7 +62,7 @@ export function parseRegistration(body: unknown, served: ReadonlySet<string>): R
   if (!isJsonObject(body)) return bad("body must be {name, audiences, token?}");
   for (const key of Object.keys(body)) if (!["name", "audiences", "token", "min_verifier_class"].includes(key)) return bad(`unknown field ${JSON.stringify(key)}`);
   const { name, audiences, token, min_verifier_class: floor } = body as Record<string, unknown>;
-  if (typeof name !== "string" || !RELYING_PARTY_NAME.test(name)) return bad("name must be 1-64 of [A-Za-z0-9._-]");
+  if (typeof name !== "string" || !RELYING_PARTY_NAME.test(name)) return bad(`name must be ${RELYING_PARTY_NAME_RULE}`);
   if (!Array.isArray(audiences) || audiences.length === 0 || audiences.length > MAX_AUDIENCES_PER_PARTY) {
     return bad(`audiences must be a non-empty array of at most ${MAX_AUDIENCES_PER_PARTY} audiences`);
   }

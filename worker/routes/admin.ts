@@ -17,14 +17,17 @@ import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
-import { newToken, parseRegistration, RELYING_PARTY_NAME } from "../protocol/relying-parties.js";
-import { readDecisionStats, requireShardKey } from "../stores.js";
+import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
+import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey } from "../stores.js";
 import { freshnessPolicy } from "../config.js";
 import { pinnedIssuer } from "../protocol/anchors.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
 const OWN_SECRETS = new Set(["ADMIN_TOKEN", "SIGNING_KEY", "INTAKE_TOKEN", "DEMO_RP_TOKEN", "LEDGER_SHARD_KEY"]);
+
+/** Secrets a supplied relying-party token may not equal (DEMO_RP_TOKEN is the demo party's own token). */
+const OWN_TOKEN_SECRETS = ["ADMIN_TOKEN", "INTAKE_TOKEN", "SIGNING_KEY", "LEGACY_HMAC_KEY", "LEDGER_SHARD_KEY"];
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
@@ -97,6 +100,11 @@ export const adminRoutes = new Hono<AppEnv>()
   const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
+  // A relying party is another organisation: handing it one of this deployment's own secrets as its
+  // token would let it sign through intake or administer the deployment with the same string.
+  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => (c.env as unknown as Record<string, string | undefined>)[secret] === supplied)) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
+  }
   const { now, relyingParties } = c.get("services");
   const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
   const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
@@ -106,13 +114,18 @@ export const adminRoutes = new Hono<AppEnv>()
   return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
-  const parties = await c.get("services").relyingParties.list();
-  return c.json({ relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
+  const limitText = c.req.query("limit");
+  const limit = limitText === undefined ? RELYING_PARTY_PAGE_MAX : /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : NaN;
+  if (!(limit >= 1 && limit <= RELYING_PARTY_PAGE_MAX)) throw new ApiError(400, "MALFORMED_REQUEST", `limit must be an integer from 1 to ${RELYING_PARTY_PAGE_MAX}`);
+  const cursor = c.req.query("cursor");
+  if (cursor !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(cursor)) throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
+  const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor: cursor ?? null });
+  return c.json({ next_cursor: next, relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
 })
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
   const name = c.req.param("name");
-  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", "name must be 1-64 of [A-Za-z0-9._-]");
+  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", `name must be ${RELYING_PARTY_NAME_RULE}`);
   if (!(await c.get("services").relyingParties.delete(name))) throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
   return c.json({ name, deleted: true });
 })

@@ -210,12 +210,14 @@ export const executionRoutes = new Hono<AppEnv>()
   // Every member is optional, so no body at all is `{}`.
   const body = validateBody(StartCall, await readOptionalStrictJson(c, MAX_VERIFY_BODY));
   const { record, history } = await loadTrace(c, traceId);
+  const now = c.get("services").now();
+  // An admission past its window is closed expired first, marked or not: a revocation's mark must
+  // not keep a record that can never start `ready` for good.
+  if (record.state === "ready") await refuseExpired(c, record, history, now);
   // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
   if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
-  const now = c.get("services").now();
   if (record.state === "ready") {
-    await refuseExpired(c, record, history, now);
     // Nothing is written: the admission stays as it was issued, and the same Command is admitted again under a new trace_id.
     refuseOtherConfiguration(admissionOf(history), (await issuing(c.env)).context.configHash, "its outcome could never be signed, so it is not started; admit the Command again under a new trace_id");
   }

@@ -122,10 +122,10 @@ const STATUS_PARTY_LIMIT = 50;
 
 /** Usage evidence counts summed over the first STATUS_PARTY_LIMIT relying parties (no name is shown). */
 async function usageFigures(c: Context<AppEnv>) {
-  const parties = await c.get("services").relyingParties.list();
-  const asked = parties.slice(0, STATUS_PARTY_LIMIT).map(partyScope);
+  const { parties, cursor } = await c.get("services").relyingParties.list({ limit: STATUS_PARTY_LIMIT });
+  const asked = parties.map(partyScope);
   const counts = await readUsageCounts(c.env, asked, dependencyTimeout(c.env));
-  return { ...counts, parties: asked.length, moreParties: parties.length > asked.length };
+  return { ...counts, parties: asked.length, moreParties: cursor !== null };
 }
 
 export const statusRoutes = new Hono<AppEnv>()

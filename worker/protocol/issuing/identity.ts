@@ -43,6 +43,9 @@ export interface IdentityConfig {
 
 export type IdentityParse = { ok: true; identity: SigningIdentity } | { ok: false; problems: string[] };
 
+/** The most keys one anchor pin takes (`kv-schemas/anchor-pin.schema.json`, `keys.maxItems`). */
+export const MAX_PINNED_KEYS = 16;
+
 export const fingerprintOf = (publicKey: Uint8Array): string => toHex(sha256(publicKey));
 
 /** Validates the configuration; every problem is named, none carries a secret. */
@@ -78,6 +81,12 @@ function parseRetired(text: string | undefined, problems: string[]): PublishedKe
   }
   if (!Array.isArray(list)) {
     problems.push("PUBLISHED_KEYS must be a JSON array of {kid, public_key}");
+    return [];
+  }
+  // The issuer document lists the signing key and these, and a pin takes at most MAX_PINNED_KEYS keys:
+  // more would publish a /.well-known/ccs-issuer that PUT /v1/admin/anchors refuses (npm start's included).
+  if (list.length > MAX_PINNED_KEYS - 1) {
+    problems.push(`PUBLISHED_KEYS lists at most ${MAX_PINNED_KEYS - 1} keys (with the signing key, the ${MAX_PINNED_KEYS} one anchor pin takes)`);
     return [];
   }
   const out: PublishedKey[] = [];
