@@ -8,8 +8,9 @@ import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, strictQuery, validateBody, withTimeout } from "../http.js";
 
-/** GET /v1/admin/stats takes one parameter, once. */
+/** GET /v1/admin/stats and the relying-party list take these parameters, each once. */
 const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
+const LIST_QUERY: ReadonlySet<string> = new Set(["limit", "cursor"]);
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
@@ -114,10 +115,11 @@ export const adminRoutes = new Hono<AppEnv>()
   return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
-  const limitText = c.req.query("limit");
+  const query = strictQuery(c, LIST_QUERY);
+  const limitText = query.limit;
   const limit = limitText === undefined ? RELYING_PARTY_PAGE_MAX : /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : NaN;
   if (!(limit >= 1 && limit <= RELYING_PARTY_PAGE_MAX)) throw new ApiError(400, "MALFORMED_REQUEST", `limit must be an integer from 1 to ${RELYING_PARTY_PAGE_MAX}`);
-  const cursor = c.req.query("cursor");
+  const cursor = query.cursor;
   if (cursor !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(cursor)) throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
   const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor: cursor ?? null });
   return c.json({ next_cursor: next, relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
