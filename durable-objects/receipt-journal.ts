@@ -16,12 +16,12 @@ import { hasTable } from "./sql.js";
 
 /**
  * CCS §14, revocation of evidence in flight: the key each admission was signed under (its
- * entry's `detail.admitted_under`), indexed by key; the keys revoked; the records marked for
- * reconciliation because they were in flight under a revoked key. Created with the first
- * admission or the first revocation a shard is told of.
+ * entry's `detail.admitted_under`) and the admission's `expires_at`, indexed by key; the keys
+ * revoked; the records marked for reconciliation because they were in flight under a revoked key.
+ * Created with the first admission or the first revocation a shard is told of.
  */
 const REVOCATION_SCHEMA = [
-  "CREATE TABLE IF NOT EXISTS admission_keys (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL) WITHOUT ROWID",
+  "CREATE TABLE IF NOT EXISTS admission_keys (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, expires_at REAL) WITHOUT ROWID",
   "CREATE INDEX IF NOT EXISTS admission_keys_by_key ON admission_keys (fingerprint)",
   "CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, revoked_at REAL NOT NULL) WITHOUT ROWID",
   "CREATE TABLE IF NOT EXISTS reconciliation_marks (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, revoked_at REAL NOT NULL, marked_at REAL NOT NULL) WITHOUT ROWID",
@@ -68,6 +68,10 @@ export class ReceiptJournal extends DurableObject<Env> {
       this.sql.exec("ALTER TABLE records ADD COLUMN head TEXT");
     }
     this.hasRevocationSchema = hasTable(this.sql, "admission_keys");
+    // An admission's expires_at came after the first shards were created: older rows hold null, and a null is judged in flight.
+    if (this.hasRevocationSchema && !this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().some((c) => c.name === "expires_at")) {
+      this.sql.exec("ALTER TABLE admission_keys ADD COLUMN expires_at REAL");
+    }
     this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
   }
 
@@ -97,7 +101,7 @@ export class ReceiptJournal extends DurableObject<Env> {
           c.toArray();
           this.rowsWritten += c.rowsWritten;
           const under = (e.detail as { admitted_under?: unknown } | null)?.admitted_under;
-          if (e.receipt && typeof under === "string" && HEX64.test(under)) this.noteAdmission(row.record_id, under, row.state, e.at);
+          if (e.receipt && typeof under === "string" && HEX64.test(under)) this.noteAdmission(row.record_id, under, e.receipt.expires_at, row.state, e.at);
         }
       },
       due: (nowMs) =>
@@ -112,9 +116,13 @@ export class ReceiptJournal extends DurableObject<Env> {
   }
 
   /** Indexes an admission by its signing key; one admitted under a key already revoked is marked at once. */
-  private noteAdmission(recordId: string, fingerprint: string, state: string, at: number): void {
+  private noteAdmission(recordId: string, fingerprint: string, expiresAt: unknown, state: string, at: number): void {
     this.revocationSchema();
-    this.exec("INSERT INTO admission_keys (record_id, fingerprint) VALUES (?, ?) ON CONFLICT (record_id) DO UPDATE SET fingerprint = excluded.fingerprint", recordId, fingerprint).toArray();
+    const expires = typeof expiresAt === "number" && Number.isFinite(expiresAt) ? expiresAt : null;
+    this.exec(
+      "INSERT INTO admission_keys (record_id, fingerprint, expires_at) VALUES (?, ?, ?) ON CONFLICT (record_id) DO UPDATE SET fingerprint = excluded.fingerprint, expires_at = excluded.expires_at",
+      recordId, fingerprint, expires,
+    ).toArray();
     const revoked = this.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).toArray()[0];
     if (revoked && (IN_FLIGHT_STATES as readonly string[]).includes(state)) {
       this.exec("INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", recordId, fingerprint, revoked.revoked_at, at).toArray();
@@ -132,10 +140,13 @@ export class ReceiptJournal extends DurableObject<Env> {
   /**
    * CCS §14: `fingerprint` has been revoked. Every record of this shard admitted under it and still
    * in flight is marked for reconciliation, in one transaction with recording the revocation (so an
-   * admission written later under that key is marked as it is written). Answers every record this
-   * key's revocation has marked here. Idempotent.
+   * admission written later under that key is marked as it is written). A record still `ready`
+   * whose admission is past `expires_at + grace` (the most skew a start grants it) is not in flight:
+   * nothing can start on it any more, and it is closed expired when a start is tried, so the marks
+   * stay as many as the admissions that could still run, not every admission the key ever signed.
+   * Answers every record this key's revocation has marked here. Idempotent.
    */
-  revokeKey(fingerprint: string, revokedAt: number, at: number): ReconciliationMark[] {
+  revokeKey(fingerprint: string, revokedAt: number, at: number, grace: number): ReconciliationMark[] {
     return this.ctx.storage.transactionSync(() => {
       this.revocationSchema();
       this.exec("INSERT INTO revoked_keys (fingerprint, revoked_at) VALUES (?, ?) ON CONFLICT DO NOTHING", fingerprint, revokedAt).toArray();
@@ -144,8 +155,9 @@ export class ReceiptJournal extends DurableObject<Env> {
         this.exec(
           `INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at)
            SELECT a.record_id, a.fingerprint, ?, ? FROM admission_keys a JOIN records r ON r.record_id = a.record_id
-           WHERE a.fingerprint = ? AND r.state IN (${IN_FLIGHT}) ON CONFLICT DO NOTHING`,
-          first, at, fingerprint,
+           WHERE a.fingerprint = ? AND r.state IN (${IN_FLIGHT})
+             AND NOT (r.state = 'ready' AND a.expires_at IS NOT NULL AND a.expires_at + ? < ?) ON CONFLICT DO NOTHING`,
+          first, at, fingerprint, grace, at,
         ).toArray();
       }
       return this.marks("fingerprint", fingerprint);

@@ -27,7 +27,8 @@ export interface JournalClient {
   /** One page over every shard, and the position to resume after when more remain. */
   query(q: JournalQuery): Promise<{ records: RecordSummary[]; next: { created_at: number; record_id: string } | null }>;
   /** CCS §14 over every shard: marks the records in flight under a revoked key; answers all it marked. */
-  revokeKey(fingerprint: string, revokedAt: number, at: number): Promise<ReconciliationMark[]>;
+  /** `grace`: the most skew a start grants an admission past its expires_at (the policy's skew cap). */
+  revokeKey(fingerprint: string, revokedAt: number, at: number, grace: number): Promise<ReconciliationMark[]>;
   marksFor(fingerprint: string): Promise<ReconciliationMark[]>;
   /** A record's reconciliation mark, from its own shard. */
   markOf(recordId: string): Promise<ReconciliationMark | null>;
@@ -56,7 +57,7 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
       load: (recordId) => call(stub(recordId).load(recordId)),
       loadByIdempotency: (key) => call(stub(recordIdOf(checkIdempotencyKey(key))).loadByIdempotency(key)),
     },
-    revokeKey: async (fingerprint, revokedAt, at) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at))).flat(),
+    revokeKey: async (fingerprint, revokedAt, at, grace) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at, grace))).flat(),
     marksFor: async (fingerprint) => (await everyShard((s) => s.marksFor(fingerprint))).flat(),
     markOf: (recordId) => withTimeout(Promise.resolve(stub(recordId).markOf(recordId)), timeoutMs, "receipt journal"),
     async query(q) {

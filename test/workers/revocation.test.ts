@@ -6,9 +6,11 @@
  * never signed stay as they were.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { makeChainHops } from "../../vectors/ccs/factory.js";
+import { journalShards } from "../../worker/config.js";
+import { INTAKE_TENANT } from "../../worker/journal-store.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
 
 let counter = 0;
@@ -161,5 +163,64 @@ describe("revoking this deployment's own key under its receipt journal", () => {
     const after = await evidence();
     expect(after.record.state).toBe("expired");
     expect(after.reconciliation).toMatchObject({ state: "expired", trace_id: c.trace_id, fingerprint: own.keys[0].fingerprint });
+  });
+});
+
+describe("revoking a key long after most of its admissions lapsed", () => {
+  it("marks only the ready admissions that could still start: one past expires_at + skew cap is not in flight, so a key's whole history is never marked", async () => {
+    const keyed = { ...env, SIGNING_KEY: "5a466203db803373799431f290a1349e8daed31d4a564b5379552a178ac53fbf", SIGNING_KID: "test-signing-history" } as typeof env;
+    const at = (now: number) => harness(keyed, createExecutionContext(), { now: () => now });
+    const early = at(TEST_NOW);
+    const own = (await early.call("/.well-known/ccs-issuer")).body;
+    expect((await early.pin(own)).status).toBe(200);
+    const command = (now: number) => ({ intake_version: "1.3", agent_id: "history-agent", tool: "search_web", params: { query: "weather" }, timestamp: now - 1, trace_id: crypto.randomUUID().replaceAll("-", "").slice(0, 16) });
+    const old = command(TEST_NOW);
+    const lapsed = await early.intake(old);
+    expect(lapsed.status, lapsed.text).toBe(200);
+    // Revoked one skew cap (30 s) and one second after the old admission's window: it cannot start any more.
+    const later = lapsed.body.receipt.expires_at + 31;
+    const late = at(later);
+    const fresh = command(later);
+    expect((await late.intake(fresh)).status).toBe(200);
+    const revoked = await late.admin("POST", "/v1/admin/anchors/revoke", { issuer: own.issuer, fingerprint: own.keys[0].fingerprint });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 1 });
+    const listed = await late.admin("GET", `/v1/admin/revocations/${own.keys[0].fingerprint}`);
+    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id)).toEqual([fresh.trace_id]);
+    // The lapsed one still closes expired when a start is tried, marked or not.
+    const refused = await late.call(`/v1/receipts/${old.trace_id}/start`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: "{}" });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.code).toBe("EXECUTION_NOT_ELIGIBLE");
+  });
+
+  it("an admission noted before expires_at was kept (a migrated shard) is judged in flight, conservatively, and the column is added on wake", async () => {
+    const keyed = { ...env, SIGNING_KEY: "6b577314ec914484800542a401b2c02ece1e9e42b5a757a48a663b289bd6c0ac", SIGNING_KID: "test-signing-migrated" } as typeof env;
+    const ctx = createExecutionContext();
+    const h = harness(keyed, ctx);
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const c = { intake_version: "1.3", agent_id: "migrated-agent", tool: "search_web", params: { query: "weather" }, timestamp: TEST_NOW - 1, trace_id: crypto.randomUUID().replaceAll("-", "").slice(0, 16) };
+    const admitted = await h.intake(c);
+    expect(admitted.status, admitted.text).toBe(200);
+    const shards = () => Array.from({ length: journalShards(keyed) }, (_, i) => env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(`${INTAKE_TENANT}#${i}`)));
+    // As a shard from before the column: every admission's expires_at unknown.
+    for (const shard of shards()) {
+      await runInDurableObject(shard, (_instance, state) => {
+        const columns = state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().map((r) => r.name);
+        if (columns.includes("expires_at")) state.storage.sql.exec("ALTER TABLE admission_keys DROP COLUMN expires_at");
+      });
+    }
+    await waitOnExecutionContext(ctx);
+    await abortAllDurableObjects();
+    const later = harness(keyed, createExecutionContext(), { now: () => admitted.body.receipt.expires_at + 3600 });
+    const revoked = await later.admin("POST", "/v1/admin/anchors/revoke", { issuer: own.issuer, fingerprint: own.keys[0].fingerprint });
+    expect(revoked.status, revoked.text).toBe(200);
+    const listed = await later.admin("GET", `/v1/admin/revocations/${own.keys[0].fingerprint}`);
+    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id)).toContain(c.trace_id);
+    // Fresh stubs: the ones above belong to the instances aborted.
+    for (const shard of shards()) {
+      const columns = await runInDurableObject(shard, (_instance, state) => state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().map((r) => r.name));
+      if (columns.length) expect(columns).toContain("expires_at");
+    }
   });
 });

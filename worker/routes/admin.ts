@@ -3,7 +3,7 @@ import { forgetOwnKeyCheck } from "../own-key.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
-import { audiences, dependencyTimeout, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
+import { audiences, dependencyTimeout, freshnessPolicy, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
 import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
 import { ApiError, jsonBody, readStrictJson, strictQuery, validateBody, withTimeout } from "../http.js";
@@ -13,15 +13,13 @@ const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
 const LIST_QUERY: ReadonlySet<string> = new Set(["limit", "cursor"]);
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, pinnedIssuer, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
 import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey } from "../stores.js";
-import { freshnessPolicy } from "../config.js";
-import { pinnedIssuer } from "../protocol/anchors.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
@@ -90,7 +88,7 @@ async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number
     await Promise.all(hops.map((h) => withTimeout(c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at })), timeout, "anchor store")));
   }));
   const { journal, now } = c.get("services");
-  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()));
+  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()), freshnessPolicy(c.env).skewCap);
   return { chains: chains.length, journal_records: records.length };
 }
 
