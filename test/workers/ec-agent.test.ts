@@ -84,6 +84,10 @@ describe("EC-Agent routes in workerd", () => {
     const spans = await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans + 1 }, () => "y") }));
     expect(spans.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: /) });
     expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans }, () => "y") }))).status).toBe(200);
+    // Over the cap and ill-typed: refused by the cap, before the schema notes a problem per element (was a 500: the stack overflowed).
+    const zeros = await h().call("/v1/support/evaluate", post({ claim: "x", spans: new Array(300_000).fill(0) }));
+    expect(zeros.status).toBe(400);
+    expect(zeros.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: 300000 spans/) });
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {
