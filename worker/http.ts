@@ -182,9 +182,17 @@ export function jsonBody<T extends z.ZodType>(_schema: T): MiddlewareHandler<App
 export function validateBody<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problems = result.error.issues.slice(0, 3).map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+  const problems = result.error.issues.slice(0, 3).map((i) => clipProblem(i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
   throw new ApiError(400, "MALFORMED_REQUEST", problems.join("; "));
 }
+
+/**
+ * Characters of one schema problem an answer restates. A problem can name every unknown key of
+ * an object (`Unrecognized keys: "k0", "k1", …`), so 150,000 of them in a 1.7 MB body were
+ * answered with a 1.8 MB detail; the rest is counted, not restated.
+ */
+export const MAX_PROBLEM_CHARS = 300;
+const clipProblem = (text: string): string => (text.length <= MAX_PROBLEM_CHARS ? text : `${text.slice(0, MAX_PROBLEM_CHARS)}… (${text.length - MAX_PROBLEM_CHARS} more characters)`);
 
 export function requireObject(value: unknown, what: string): Record<string, unknown> {
   if (!isJsonObject(value)) throw new ApiError(400, "MALFORMED_REQUEST", `${what} must be a JSON object`);

@@ -88,6 +88,13 @@ describe("EC-Agent routes in workerd", () => {
     const zeros = await h().call("/v1/support/evaluate", post({ claim: "x", spans: new Array(300_000).fill(0) }));
     expect(zeros.status).toBe(400);
     expect(zeros.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: 300000 spans/) });
+    // A schema problem naming every unknown key is restated only in part (150,000 keys: a 1.8 MB detail before).
+    const keys = Object.fromEntries(Array.from({ length: 150_000 }, (_, i) => [`k${i}`, 0]));
+    const unknown = await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], ...keys }));
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe("MALFORMED_REQUEST");
+    expect(unknown.body.error.detail).toMatch(/^Unrecognized keys: "k0", "k1", .*… \(\d+ more characters\)$/);
+    expect(unknown.body.error.detail.length).toBeLessThan(400);
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {
