@@ -95,6 +95,12 @@ describe("EC-Agent routes in workerd", () => {
     expect(unknown.body.error.code).toBe("MALFORMED_REQUEST");
     expect(unknown.body.error.detail).toMatch(/^Unrecognized keys: "k0", "k1", .*… \(\d+ more characters\)$/);
     expect(unknown.body.error.detail.length).toBeLessThan(400);
+    // Any error's detail is restated in part: a duplicate key of 100,000 characters was quoted whole.
+    const longKey = "k".repeat(100_000);
+    const duplicate = await h().call("/v1/support/evaluate", { method: "POST", headers: { "content-type": "application/json" }, body: `{"${longKey}":1,"${longKey}":2}` });
+    expect(duplicate.status).toBe(400);
+    expect(duplicate.body.error.detail).toMatch(/^duplicate_key: duplicate key "kkk+… \(\d+ more characters\)$/);
+    expect(duplicate.body.error.detail.length).toBeLessThan(1100);
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {
