@@ -52,4 +52,14 @@ describe("runs of combining marks", () => {
     expect(performance.now() - started).toBeLessThan(500);
     expect(foldHost("ＥＸＡＭＰＬＥ。com")).toBe("example.com");
   });
+
+  it("counts the two characters NFKC makes marks of (U+FF9E, U+FF9F), which joined runs under NFKC (3.7 s for 256 KB)", async () => {
+    const joined = (marks(30) + "\uff9e").repeat(4_100);
+    expect(longCombiningRun(joined)).toBe(true);
+    const started = performance.now();
+    foldHost(joined);
+    expect((await OUT_002.judge({ tool: "read_file", output: { content: joined } } as never)).verdict).toBe("allow");
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(intakeCode({ ...base, params: { path: "ｶﾞ" + marks(29) } })).toBe("ok");
+  });
 });
