@@ -200,7 +200,7 @@ const clipProblem = (text: string): string => clipText(text, MAX_PROBLEM_CHARS);
  * unknown key of 1 MB was answered whole (a 1 MB detail); past this the rest is counted.
  */
 export const MAX_DETAIL_CHARS = 1024;
-function clipText(text: string, max: number): string {
+export function clipText(text: string, max: number): string {
   if (text.length <= max) return text;
   // Never cut a surrogate pair in two: the answer is JSON text, and a lone half would be escaped as one.
   const end = text.charCodeAt(max - 1) >= 0xd800 && text.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
