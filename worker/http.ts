@@ -57,7 +57,8 @@ export function errorResponse(c: Context, err: unknown): Response {
     console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err), ...cause }));
   }
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
-  const error = { code: e.code, detail: e.detail };
+  const detail = clipText(e.detail, MAX_DETAIL_CHARS);
+  const error = { code: e.code, detail };
   // The path as routed (percent-decoded), so `/v1/receipts/%76erify` is the decision route it reached.
   if (!DECISION_ROUTES.test(c.req.path)) return c.json({ error }, e.status);
   const mode: Mode = c.get("mode") ?? "enforce";
@@ -65,9 +66,9 @@ export function errorResponse(c: Context, err: unknown): Response {
   const services = c.get("services") as { now(): number } | undefined;
   const body = rejection([], mode, services ? services.now() : Date.now() / 1000);
   const subjectMalformed = e.code === "MALFORMED_RECEIPT" || e.code === "ENVELOPE_MALFORMED";
-  const failures = [{ code: e.code, severity: "CRITICAL", step: subjectMalformed ? 0 : null, detail: e.detail }];
+  const failures = [{ code: e.code, severity: "CRITICAL", step: subjectMalformed ? 0 : null, detail }];
   // A subject too malformed to parse is still a decision on it: logged and counted like one the schema refused.
-  if (subjectMalformed && services) observeDecision(c as Context<AppEnv>, { ...body, failures: [failure(e.code as SubjectMalformed, e.detail)] }, e.status);
+  if (subjectMalformed && services) observeDecision(c as Context<AppEnv>, { ...body, failures: [failure(e.code as SubjectMalformed, detail)] }, e.status);
   return c.json({ ...body, failures, error }, e.status);
 }
 
@@ -182,8 +183,28 @@ export function jsonBody<T extends z.ZodType>(_schema: T): MiddlewareHandler<App
 export function validateBody<T extends z.ZodType>(schema: T, value: unknown): z.output<T> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const problems = result.error.issues.slice(0, 3).map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+  const problems = result.error.issues.slice(0, 3).map((i) => clipProblem(i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
   throw new ApiError(400, "MALFORMED_REQUEST", problems.join("; "));
+}
+
+/**
+ * Characters of one schema problem an answer restates. A problem can name every unknown key of
+ * an object (`Unrecognized keys: "k0", "k1", …`), so 150,000 of them in a 1.7 MB body were
+ * answered with a 1.8 MB detail; the rest is counted, not restated.
+ */
+export const MAX_PROBLEM_CHARS = 300;
+const clipProblem = (text: string): string => clipText(text, MAX_PROBLEM_CHARS);
+
+/**
+ * Characters of an error's detail an answer restates, whatever the detail quotes: a duplicate or
+ * unknown key of 1 MB was answered whole (a 1 MB detail); past this the rest is counted.
+ */
+export const MAX_DETAIL_CHARS = 1024;
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  // Never cut a surrogate pair in two: the answer is JSON text, and a lone half would be escaped as one.
+  const end = text.charCodeAt(max - 1) >= 0xd800 && text.charCodeAt(max - 1) <= 0xdbff ? max - 1 : max;
+  return `${text.slice(0, end)}… (${text.length - end} more characters)`;
 }
 
 export function requireObject(value: unknown, what: string): Record<string, unknown> {

@@ -25,6 +25,9 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.5": "9fa338c8ad56de3894cff5a752953e4e7c142842f5bbeb6186b98f84359a05ab",
   "countersign/0.2.6": "f38a8373f2ad86b9e629f0121b6033d198d9c349e08cc6cddb072cbf2c7e6559",
   "countersign/0.2.7": "d667aded105d0055cab52afd1977c5aab2c446758c5cb196f22bd64c68938920",
+  "countersign/0.2.8": "72c7e8f12959c8f2fa48e0958f550fe85585f99237ad5cd41791b39c48511092",
+  "countersign/0.2.9": "e421a2d9d16e4e17191b83507f447cf4936dae6e481523023c9a82af441d21e3",
+  "countersign/0.2.10": "d5171fcb251451bbdae57c36774a6c91b867a4d62dc9f52c8d4840bd3e2b30ec",
 };
 
 /**

@@ -84,6 +84,23 @@ describe("EC-Agent routes in workerd", () => {
     const spans = await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans + 1 }, () => "y") }));
     expect(spans.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: /) });
     expect((await h().call("/v1/support/evaluate", post({ claim: "x", spans: Array.from({ length: EC_LIMITS.support_spans }, () => "y") }))).status).toBe(200);
+    // Over the cap and ill-typed: refused by the cap, before the schema notes a problem per element (was a 500: the stack overflowed).
+    const zeros = await h().call("/v1/support/evaluate", post({ claim: "x", spans: new Array(300_000).fill(0) }));
+    expect(zeros.status).toBe(400);
+    expect(zeros.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^support_spans: 300000 spans/) });
+    // A schema problem naming every unknown key is restated only in part (150,000 keys: a 1.8 MB detail before).
+    const keys = Object.fromEntries(Array.from({ length: 150_000 }, (_, i) => [`k${i}`, 0]));
+    const unknown = await h().call("/v1/support/evaluate", post({ claim: "x", spans: ["y"], ...keys }));
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.error.code).toBe("MALFORMED_REQUEST");
+    expect(unknown.body.error.detail).toMatch(/^Unrecognized keys: "k0", "k1", .*… \(\d+ more characters\)$/);
+    expect(unknown.body.error.detail.length).toBeLessThan(400);
+    // Any error's detail is restated in part: a duplicate key of 100,000 characters was quoted whole.
+    const longKey = "k".repeat(100_000);
+    const duplicate = await h().call("/v1/support/evaluate", { method: "POST", headers: { "content-type": "application/json" }, body: `{"${longKey}":1,"${longKey}":2}` });
+    expect(duplicate.status).toBe(400);
+    expect(duplicate.body.error.detail).toMatch(/^duplicate_key: duplicate key "kkk+… \(\d+ more characters\)$/);
+    expect(duplicate.body.error.detail.length).toBeLessThan(1100);
   });
 
   it("POST /v1/support/evaluate returns both predicates with their fields and the configuration digest", async () => {

@@ -68,6 +68,10 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
 
   it("INTAKE_VERSION_UNSUPPORTED (MUST NOT)", async () => {
     expectIntakeError(await h.intake(command({ intake_version: "1.2" })), "INTAKE_VERSION_UNSUPPORTED", 400);
+    // What the detail quotes is cut at 1,024 characters (a 100,000-character version was quoted whole).
+    const long = await h.intake(command({ intake_version: "v".repeat(100_000) }));
+    expectIntakeError(long, "INTAKE_VERSION_UNSUPPORTED", 400);
+    expect(long.body.error.detail).toMatch(/^intake_version "vvv+… \(\d+ more characters\)$/);
   });
 
   it("INTAKE_TIMEOUT (MAY): intake past its deadline answers an error and no receipt", async () => {

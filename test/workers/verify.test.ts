@@ -225,6 +225,17 @@ describe("fail closed", () => {
     expect([corrupt.status, corrupt.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
   });
 
+  it("a failure's detail that quotes the receipt is cut at 1,024 characters (an unknown field of 200,000 was quoted twice, whole)", async () => {
+    const issuer = await issuerFor("long-unknown-field");
+    const h = harness(env, createExecutionContext());
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const res = await h.verify({ ...genuine, receipt: { ...genuine.receipt, ["k".repeat(200_000)]: 1 } });
+    expect([res.status, codes(res)]).toEqual([400, ["MALFORMED_RECEIPT"]]);
+    expect(res.body.failures[0].detail).toMatch(/^unknown field "kkk+… \(\d+ more characters\)$/);
+    expect(res.body.error.detail).toBe(res.body.failures[0].detail);
+  });
+
   it("a level: 0 call whose v1.3 receipt names an issuer too long to be pinned is refused as malformed, not 503 (no anchor read)", async () => {
     const issuer = await issuerFor("level0-long-issuer");
     const h = harness(env, createExecutionContext());

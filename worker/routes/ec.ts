@@ -7,6 +7,7 @@ import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
 import { answerWithin, EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
 import { verifyEcReceipt, VerifyMemo } from "../protocol/ec/receipt.js";
 import { DEFAULT_SUPPORT_CONFIG, evaluateSupport, pairMember } from "../protocol/ec/support.js";
+import { isJsonObject } from "../protocol/strict-json.js";
 
 /** EC-Agent bodies carry whole source documents and traces: larger than a receipt call. */
 export const MAX_EC_BODY = 2 * 1024 * 1024;
@@ -52,7 +53,14 @@ export const ecRoutes = new Hono<AppEnv>()
   })
   /** Both support predicates, with every intermediate field and the configuration digest. */
   .post("/support/evaluate", jsonBody(SupportCall), async (c) => {
-    const body = validateBody(SupportCall, await readStrictJson(c, MAX_EC_BODY));
+    const raw = await readStrictJson(c, MAX_EC_BODY);
+    // The span cap is judged before the schema: the schema reads every element and notes one
+    // problem per ill-typed one, and 200,000 of them (`[0,0,…]`, 400 KB) overflowed the stack
+    // as the problems were gathered (a 500); the cap is the same one evaluateSupport applies.
+    if (isJsonObject(raw) && Array.isArray(raw.spans) && raw.spans.length > EC_LIMITS.support_spans) {
+      throw new ApiError(400, "EC_LIMIT_EXCEEDED", `support_spans: ${raw.spans.length} spans; at most ${EC_LIMITS.support_spans} are judged in one call`);
+    }
+    const body = validateBody(SupportCall, raw);
     // A pair member is matched case-folded against the text's tokens; one that is no single token
     // would never match, and a pair of it would silently never conflict: refused, not ignored.
     const pairs = body.config?.pairs?.map((pair, i) =>

@@ -8,6 +8,7 @@
 import type { IntakeErrorCode } from "../codes.js";
 import { jcs } from "../digest.js";
 import { HEX16, SHA256_REF, utf8Length } from "../encoding.js";
+import { longCombiningRun, MAX_COMBINING_RUN } from "./marks.js";
 import { PROTOTYPE_KEYS } from "../boundary.js";
 import { isJsonObject } from "../strict-json.js";
 import { isSecurityProfile, type SecurityProfile } from "./policy-floor.js";
@@ -64,12 +65,12 @@ export interface Intake {
  * never assigned, so every key that is kept stays an own data member.
  */
 export function normalizeNfc(value: unknown, fail: (detail: string) => never, depth = 0): unknown {
-  if (typeof value === "string") return value.normalize("NFC");
+  if (typeof value === "string") return nfc(value, fail);
   if (Array.isArray(value)) return value.map((v) => normalizeNfc(v, fail, depth + 1));
   if (isJsonObject(value)) {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      const key = k.normalize("NFC");
+      const key = nfc(k, fail);
       if (PROTOTYPE_KEYS.has(key)) fail(`the key ${JSON.stringify(key)} is refused in an intake message`);
       if (Object.hasOwn(out, key)) fail(`two keys are the same string in NFC: ${JSON.stringify(key)}`);
       Object.defineProperty(out, key, { value: normalizeNfc(v, fail, depth + 1), enumerable: true, writable: true, configurable: true });
@@ -77,6 +78,12 @@ export function normalizeNfc(value: unknown, fail: (detail: string) => never, de
     return out;
   }
   return value;
+}
+
+/** NFC of one string or key; one with a run of combining marks past the stream-safe bound is refused, never normalised (see marks.ts). */
+function nfc(text: string, fail: (detail: string) => never): string {
+  if (longCombiningRun(text)) fail(`a string or key holds more than ${MAX_COMBINING_RUN} combining marks in a row (UAX #15's stream-safe bound); normalising it would cost time quadratic in the run`);
+  return text.normalize("NFC");
 }
 
 /** RFC 3339 date-time; its `T` and `Z` may be written in either case (RFC 3339 §5.6, NOTE). */

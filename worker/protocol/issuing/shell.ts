@@ -260,12 +260,37 @@ function spend(n: number): void {
   if (workLeft < 0) throw new ShellTooComplex(lineLength);
 }
 
+/**
+ * What is left of SHELL_WORK_BASE for the lines read inside withShellWork (null outside it: each
+ * line gets its own). A line may read SHELL_WORK_PER_CHAR a character of its own, and what it
+ * reads beyond that comes out of this one base: given per line, the base let every short line of
+ * a Command read 65,536 characters, so 1,000 distinct 30-character arguments (`<(` × 14 and two
+ * letters, 33 KB) each read ~55,000 and held an intake 6.2 s in SEC-004 alone.
+ */
+let baseLeft: number | null = null;
+
+/**
+ * Runs `judge` (one rule judging one Command) with one SHELL_WORK_BASE for every line it reads:
+ * its reading is then at most SHELL_WORK_PER_CHAR a character of all its lines plus the base.
+ * What `judge` reads after its first `await` is bounded per line, as outside.
+ */
+export function withShellWork<T>(judge: () => T): T {
+  const outer = baseLeft;
+  baseLeft = SHELL_WORK_BASE;
+  try {
+    return judge();
+  } finally {
+    baseLeft = outer;
+  }
+}
+
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
   // Reading is synchronous, so one counter serves the top-level call and every read nested in it.
   const top = workLeft === Infinity;
+  const base = baseLeft ?? SHELL_WORK_BASE;
   if (top) {
-    workLeft = SHELL_WORK_PER_CHAR * input.length + SHELL_WORK_BASE;
+    workLeft = SHELL_WORK_PER_CHAR * input.length + base;
     lineLength = input.length;
   }
   try {
@@ -273,7 +298,11 @@ export function parseShell(input: string, depth = 0): ParsedShell {
     const { text, bodies, expanding } = extractHeredocs(input);
     return parseCommands(text, bodies, depth, expanding);
   } finally {
-    if (top) workLeft = Infinity;
+    if (top) {
+      // What the line read beyond its own allowance is gone from the shared base (all of it on a refusal).
+      if (baseLeft !== null) baseLeft = Math.max(0, Math.min(base, workLeft));
+      workLeft = Infinity;
+    }
   }
 }
 

@@ -19,7 +19,7 @@ import { SEC_005 } from "./sec-005.js";
 import { SEC_006 } from "./sec-006.js";
 import { SEC_007 } from "./sec-007.js";
 import { SEC_008 } from "./sec-008.js";
-import { ShellTooComplex } from "../shell.js";
+import { ShellTooComplex, withShellWork } from "../shell.js";
 import type { InputRule, OutputRule, RuleResult, RuleVerdict } from "./types.js";
 
 export const INPUT_RULES: readonly InputRule[] = [SEC_001, SEC_002, SEC_003, SEC_004, SEC_005, SEC_006, SEC_007, SEC_008];
@@ -29,13 +29,15 @@ export const RULE_NAMES: readonly string[] = [...INPUT_RULES, ...OUTPUT_RULES].m
 /**
  * Runs `rules` in order; every rule runs, so the summary is complete even after a deny. A rule
  * that cannot read a command line within its work bound (ShellTooComplex) denies: fail closed.
+ * The bound is per rule and Command: its lines share one SHELL_WORK_BASE (withShellWork).
  */
 export async function judge<C>(rules: readonly { name: string; judge(c: C): unknown }[], context: C): Promise<RuleResult[]> {
   const out: RuleResult[] = [];
   for (const rule of rules) {
     let o: Omit<RuleResult, "name">;
     try {
-      o = (await rule.judge(context)) as Omit<RuleResult, "name">;
+      // One work base for every command line the rule reads in this Command (see withShellWork).
+      o = (await withShellWork(() => rule.judge(context))) as Omit<RuleResult, "name">;
     } catch (err) {
       if (!(err instanceof ShellTooComplex)) throw err;
       o = { verdict: "deny", reason: `${rule.name}: ${err.message}` };

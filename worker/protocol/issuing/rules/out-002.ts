@@ -1,3 +1,4 @@
+import { capCombiningRuns } from "../marks.js";
 import { INSTRUCTION_PATTERN, PROMPT_INJECTION_THRESHOLD } from "../scopes.js";
 import { allow, deny, outputText, regex, type OutputRule } from "./types.js";
 
@@ -10,7 +11,8 @@ const RENDERS_AS_NOTHING = /\p{Default_Ignorable_Code_Point}/gu;
  * hyphen or fullwidth letters (`ｉｇｎｏｒｅ`) do not hide a phrase the model reads plainly.
  */
 function instructionReadings(text: string): string[] {
-  const folded = text.normalize("NFKC").replace(RENDERS_AS_NOTHING, "");
+  // A run of marks is cut to the stream-safe bound before NFKC, whose reordering is quadratic in it (marks.ts).
+  const folded = capCombiningRuns(text).normalize("NFKC").replace(RENDERS_AS_NOTHING, "");
   return folded === text ? [text] : [text, folded];
 }
 
