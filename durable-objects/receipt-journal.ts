@@ -205,8 +205,18 @@ export class ReceiptJournal extends DurableObject<Env> {
     return this.run(() => this.core.appendMany(input));
   }
 
+  /**
+   * A claim of a record marked for reconciliation (CCS §14: admitted under a key since revoked) is
+   * refused here, in the claim's own transaction: the start route's earlier look at the mark is a
+   * separate call, and a revocation landing between that look and this claim would otherwise start
+   * an admission already marked, after the revocation was answered.
+   */
   async claim(input: ClaimInput) {
-    const result = this.run(() => this.core.claim(input));
+    const result = this.run(() => {
+      const mark = this.markOf(input.record_id);
+      if (mark) return { kind: "not-eligible" as const, state: mark.state, lease_lapsed: false };
+      return this.core.claim(input);
+    });
     if (result.kind === "claimed") await this.scheduleLapse();
     return result;
   }

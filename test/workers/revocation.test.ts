@@ -10,7 +10,8 @@ import { abortAllDurableObjects, createExecutionContext, runInDurableObject, wai
 import { describe, expect, it } from "vitest";
 import { makeChainHops } from "../../vectors/ccs/factory.js";
 import { journalShards } from "../../worker/config.js";
-import { INTAKE_TENANT } from "../../worker/journal-store.js";
+import { INTAKE_TENANT, journalObjectName, type JournalStub } from "../../worker/journal-store.js";
+import { recordIdOf } from "../../worker/protocol/journal/core.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
 
 let counter = 0;
@@ -141,6 +142,28 @@ describe("revoking this deployment's own key under its receipt journal", () => {
     const listed = await h.admin("GET", `/v1/admin/revocations/${own.keys[0].fingerprint}`);
     expect(listed.body.chains).toEqual([]);
     expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready, started].sort());
+  });
+
+  it("a start racing the revocation is refused by the journal itself: a claim landing after the record was marked does not start it (the start's look at the mark is a separate call)", async () => {
+    const keyed = { ...env, SIGNING_KEY: "9e1c7a55d0b34f6e8a2d4c6b8f0e1a3c5b7d9f1e3a5c7b9d1f3e5a7c9b1d3f5e", SIGNING_KID: "test-signing-race" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    const recordId = recordIdOf(c.trace_id);
+    const shard = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(journalObjectName(INTAKE_TENANT, recordId, journalShards(keyed)))) as unknown as JournalStub;
+    const loaded = await shard.load(recordId);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    expect(loaded.record.state).toBe("ready");
+    // The start route has looked (no mark yet); the revocation's journal step lands now; then the claim.
+    const marks = await shard.revokeKey(own.keys[0].fingerprint, TEST_NOW, TEST_NOW, 30);
+    expect(marks.map((m) => m.record_id)).toEqual([recordId]);
+    const claimed = await shard.claim({ record_id: recordId, expected_revision: loaded.record.revision, at: TEST_NOW, lease_seconds: 60 });
+    expect(claimed.kind).toBe("not-eligible");
+    const after = await shard.load(recordId);
+    if (after.kind !== "found") throw new Error(after.kind);
+    expect(after.record.state).toBe("ready");
   });
 
   it("a marked admission still lapses: once past its window, a start closes it expired like any other, instead of leaving it ready for good", async () => {

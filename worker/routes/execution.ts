@@ -229,8 +229,12 @@ export const executionRoutes = new Hono<AppEnv>()
       throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);
     case "revision-conflict":
       throw new ApiError(409, "EXECUTION_HELD", "the record changed while it was being claimed; another start won");
-    case "not-eligible":
+    case "not-eligible": {
+      // Marked by a revocation that landed after the look above: the journal refused the claim itself.
+      const late = claimed.lease_lapsed ? null : await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
+      if (late) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${late.revoked_at}: it is marked for reconciliation and cannot be started`);
       throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
+    }
     case "not-found":
       throw new ApiError(404, "NOT_FOUND", `no admission for trace ${traceId}`);
     case "corrupt":
