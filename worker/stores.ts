@@ -61,9 +61,27 @@ export interface AnchorStore {
   /** The global revoked-key record; eventually consistent, so never read on the verify path. */
   revokedKey(fingerprint: string): Promise<RevokedKeyRecord | null>;
   putRevokedKey(record: RevokedKeyRecord): Promise<void>;
-  /** The issuer a key was pinned for (KV `key-holder:<fingerprint>`): a key belongs to one issuer. */
-  keyHolder(fingerprint: string): Promise<string | null>;
-  putKeyHolder(fingerprint: string, issuer: string): Promise<void>;
+  /**
+   * The issuer a key was first pinned for, and its kid then (KV `key-holder:<fingerprint>`, written
+   * before the anchor and never removed): a key belongs to one issuer. It also keeps a key
+   * revocable when concurrent pins of one issuer dropped it from the anchor's key history (KV has
+   * no compare-and-set). `kid` is null for a record written before it was kept.
+   */
+  keyHolder(fingerprint: string): Promise<KeyHolder | null>;
+  putKeyHolder(fingerprint: string, holder: KeyHolder): Promise<void>;
+}
+
+export interface KeyHolder {
+  issuer: string;
+  kid: string | null;
+}
+
+/** A key-holder record: JSON `{issuer, kid}`, or (written before the kid was kept) the issuer URI alone. */
+function readKeyHolder(text: string | null): KeyHolder | null {
+  if (text === null) return null;
+  if (!text.startsWith("{")) return { issuer: text, kid: null };
+  const v = JSON.parse(text) as { issuer: string; kid?: string };
+  return { issuer: v.issuer, kid: typeof v.kid === "string" ? v.kid : null };
 }
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
@@ -100,8 +118,8 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     },
     revokedKey: (fingerprint) => kv(env.ANCHORS.get<RevokedKeyRecord>(revokedKeyKvKey(fingerprint), "json")),
     putRevokedKey: (record) => kv(env.ANCHORS.put(revokedKeyKvKey(record.fingerprint), JSON.stringify(record))),
-    keyHolder: (fingerprint) => kv(env.ANCHORS.get(`key-holder:${fingerprint}`)),
-    putKeyHolder: (fingerprint, issuer) => kv(env.ANCHORS.put(`key-holder:${fingerprint}`, issuer)),
+    keyHolder: async (fingerprint) => readKeyHolder(await kv(env.ANCHORS.get(`key-holder:${fingerprint}`))),
+    putKeyHolder: (fingerprint, holder) => kv(env.ANCHORS.put(`key-holder:${fingerprint}`, JSON.stringify(holder))),
   };
 }
 

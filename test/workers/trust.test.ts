@@ -11,6 +11,8 @@ import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
 import { sha256Hex } from "../../worker/protocol/digest.js";
 import type { SignatureVerifier } from "../../worker/protocol/ed25519.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, issuerFor, RP_TOKEN, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
+import { anchorFor, identity } from "../../vectors/ccs/factory.js";
+import { anchorKvKey } from "../../worker/protocol/anchors.js";
 
 const codes = (r: { body: { failures: { code: string }[] } }) => r.body.failures.map((f) => f.code);
 const h = () => harness(env, createExecutionContext());
@@ -350,6 +352,37 @@ describe("keys and tokens belong to one holder", () => {
     expect(other.status).toBe(409);
     expect(other.body.error.code).toBe("ANCHOR_KEY_IN_USE");
     expect((await h().call(`/v1/issuers/${encodeURIComponent("https://key-holder-z.example")}`)).status).toBe(404);
+  });
+
+  it("a key that concurrent pins of its issuer dropped from the anchor's history can still be revoked by fingerprint, and then never pinned again", async () => {
+    const issuer = "https://lost-key.example";
+    const [k0, k1, k2] = await Promise.all(["k0", "k1", "k2"].map((kid) => identity(`lost-key/${kid}`, issuer, kid)));
+    const anchorKey = anchorKvKey(issuer);
+    expect((await h().pin(anchorFor(k0))).status).toBe(200);
+    const before = await env.ANCHORS.get(anchorKey);
+    const pinnedK1 = await h().pin(anchorFor(k1));
+    expect(pinnedK1.status).toBe(200);
+    const fingerprint: string = pinnedK1.body.keys[0].fingerprint;
+    // A pin of k2 that read the anchor before k1's was written (KV has no compare-and-set): its answer keeps k0, not k1.
+    await env.ANCHORS.put(anchorKey, before!);
+    expect((await h().pin(anchorFor(k2))).status).toBe(200);
+    const view = (await h().call(`/v1/issuers/${encodeURIComponent(issuer)}`)).body;
+    const listed = [...view.keys, ...view.previous_keys].map((k: { kid: string }) => k.kid);
+    expect(listed).not.toContain("k1");
+    // Before the key-holder record kept it, this was 404: the key was trusted once and could never be revoked.
+    const byKid = await h().admin("POST", "/v1/admin/anchors/revoke", { issuer, kid: "k1" });
+    expect(byKid.status).toBe(404);
+    const revoked = await h().admin("POST", "/v1/admin/anchors/revoke", { issuer, fingerprint });
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body).toMatchObject({ issuer, kid: "k1", fingerprint });
+    const again = await h().pin(anchorFor(k1));
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("ANCHOR_KEY_REVOKED");
+    // Another issuer's key is not this issuer's to revoke, lost or not.
+    const foreign = await h().pin((await issuerFor("lost-key-foreign")).anchor);
+    expect(foreign.status).toBe(200);
+    const notOurs = await h().admin("POST", "/v1/admin/anchors/revoke", { issuer, fingerprint: foreign.body.keys[0].fingerprint });
+    expect(notOurs.status).toBe(404);
   });
 
   it("a supplied relying-party token that is already someone's is refused, and the first party keeps it", async () => {

@@ -19,7 +19,7 @@ import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
-import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey } from "../stores.js";
+import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, type AnchorStore } from "../stores.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
@@ -55,6 +55,23 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
   if (distinct.length > 1) throw new ApiError(400, "MALFORMED_REQUEST", `${label} named ${distinct.length} different keys of ${record.issuer}; name the key by fingerprint`);
   return distinct[0];
 }
+
+/**
+ * The key a revocation names: one of the anchor's keys or previous keys, or, named by fingerprint,
+ * a key its key-holder record says was pinned for this issuer. Concurrent pins of one issuer can
+ * each write an anchor that lost the others' keys from its history (KV has no compare-and-set);
+ * the key-holder record, written per key before any anchor, keeps such a key revocable.
+ */
+async function revocableKey(anchors: AnchorStore, record: AnchorRecord, ref: { kid?: string; fingerprint?: string }): Promise<{ kid: string; fingerprint: string }> {
+  const known = keysEverPinned(record);
+  if (ref.fingerprint === undefined || known.some((k) => k.fingerprint === ref.fingerprint)) return resolveKey(known, ref, record, "pinned");
+  const holder = await anchors.keyHolder(ref.fingerprint);
+  if (holder?.issuer !== record.issuer) return resolveKey(known, ref, record, "pinned");
+  return { fingerprint: ref.fingerprint, kid: holder.kid ?? UNRECORDED_KID };
+}
+
+/** The kid a revocation records for a key whose key-holder record predates keeping it. */
+const UNRECORDED_KID = "unrecorded";
 
 const chainObject = (c: Context<AppEnv>, chainId: string) => c.env.EVIDENCE_CHAIN.get(c.env.EVIDENCE_CHAIN.idFromName(chainId)) as unknown as {
   withdraw(fingerprint: string, revokedAt: number): Promise<{ broken_at_hop: number | null; hops: WithdrawnHop[] }>;
@@ -170,7 +187,7 @@ export const adminRoutes = new Hono<AppEnv>()
   refuseRevoked(built.record.keys.filter((k) => revokedHere.has(k.fingerprint)));
   // One key, one issuer: otherwise revoking it for one issuer would leave it trusted for another.
   const holders = await Promise.all(built.record.keys.map((k) => anchors.keyHolder(k.fingerprint)));
-  const shared = built.record.keys.filter((_, i) => holders[i] !== null && holders[i] !== built.record.issuer);
+  const shared = built.record.keys.filter((_, i) => holders[i] !== null && holders[i]!.issuer !== built.record.issuer);
   if (shared.length > 0) {
     const named = shared.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
     throw new ApiError(409, "ANCHOR_KEY_IN_USE", `key ${named} is pinned for another issuer; a key belongs to one issuer, so that revoking it revokes it everywhere`);
@@ -185,7 +202,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
   await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
-  await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, record.issuer) : undefined)));
+  await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, { issuer: record.issuer, kid: k.kid }) : undefined)));
   await anchors.put(record);
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 })
@@ -196,16 +213,18 @@ export const adminRoutes = new Hono<AppEnv>()
    */
   .post("/anchors/revoke", jsonBody(KeyCall), async (c) => {
   const { record, kid, fingerprint } = await keyCall(c, KeyCall);
-  const key = resolveKey(keysEverPinned(record), { kid, fingerprint }, record, "pinned");
   const { now, anchors, ledgers } = c.get("services");
+  const key = await revocableKey(anchors, record, { kid, fingerprint });
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
   // This isolate's issuing routes see their own key's revocation at once, not after their check's TTL.
   forgetOwnKeyCheck(key.fingerprint);
   const in_flight = await revokeInFlight(c, record.issuer, record.ledger_shards ?? 1, key.fingerprint, revoked.revoked_at);
-  // A manifest signed by a revoked key no longer says anything.
-  if (record.manifest?.document.signing_key_fingerprint === key.fingerprint) {
-    const { manifest: _dropped, ...rest } = record;
+  // A manifest signed by a revoked key no longer says anything. The anchor is read again: the one
+  // read at the start of this call may have been replaced by a pin since, which must not be undone.
+  const current = await anchors.fresh(record.issuer);
+  if (current?.manifest?.document.signing_key_fingerprint === key.fingerprint) {
+    const { manifest: _dropped, ...rest } = current;
     await anchors.put(rest);
   }
   return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at, in_flight });
