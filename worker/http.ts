@@ -38,6 +38,14 @@ export class ApiError extends Error {
 export const DECISION_ROUTES = /^\/v1\/(receipts|envelopes)\/verify$/;
 
 /**
+ * The path a `request_failed` / `intake_failed` line names: the request's, with a relying party's
+ * name (`DELETE /v1/admin/relying-parties/{name}`) left out: no log line carries one.
+ */
+export function loggedPath(c: Context): string {
+  return new URL(c.req.url).pathname.replace(/^(\/v1\/admin\/relying-parties\/)[^/]+/, "$1{name}");
+}
+
+/**
  * One error shape for every 4xx/5xx: `{error: {code, detail}}`, plus the decision fields (a
  * rejection) on the decision routes. Bad input is a 4xx ApiError; a dependency that failed or
  * timed out is 503; a broken configuration is 500 SERVICE_MISCONFIGURED; input the journal
@@ -54,7 +62,7 @@ export function errorResponse(c: Context, err: unknown): Response {
   if (!(err instanceof ApiError) && !(err instanceof JournalInputError)) {
     // A failed dependency's own error is its cause: logged beside it, so an outage and a fault inside the object can be told apart.
     const cause = err instanceof VerifierUnavailable && err.cause !== undefined ? { cause: String(err.cause) } : {};
-    console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err), ...cause }));
+    console.error(JSON.stringify({ event: "request_failed", request_id: c.get("requestId"), path: loggedPath(c), error: String(err), ...cause }));
   }
   if (e.challenge) c.header("WWW-Authenticate", e.challenge);
   const detail = clipText(e.detail, MAX_DETAIL_CHARS);

@@ -54,6 +54,13 @@ describe("the status page renderer", () => {
     expect(html).not.toContain("within the flush interval");
   });
 
+  it("renders a key bound past what a Date holds (a pin accepts any safe integer) instead of failing the page", () => {
+    const far = 9_000_000_000_000; // seconds: past year 275760, where new Date(...).toISOString() throws
+    const html = renderStatusPage(view({ issuers: [{ issuer: "https://far.example", org_id: null, ledger_shards: 1, nonces: 0, keys: [{ kid: "far1", fingerprint: "f".repeat(64), not_before: -far, not_after: far, revoked: false }] }] }));
+    expect(html).toContain(`<td>${far} (Unix seconds)</td>`);
+    expect(html).toContain(`<td>${-far} (Unix seconds)</td>`);
+  });
+
   it("says when more issuers are pinned than listed", () => {
     expect(renderStatusPage(view({ issuers: [{ issuer: "https://a.example", org_id: null, ledger_shards: 1, nonces: null, keys: [] }], moreIssuers: true }))).toContain("more are pinned and not shown");
   });

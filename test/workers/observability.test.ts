@@ -118,6 +118,22 @@ describe("a decision's log line", () => {
   });
 });
 
+describe("a failure's log line names no relying party", () => {
+  it("DELETE /v1/admin/relying-parties/{name} answered 503 logs the route with {name}, not the name", async () => {
+    const down = () => Promise.reject(new Error("kv down"));
+    const kv = { get: down, getWithMetadata: down, put: down, delete: down, list: down } as unknown as KVNamespace;
+    const h = harness({ ...env, ANCHORS: kv } as typeof env, createExecutionContext());
+    const failed = vi.spyOn(console, "error");
+    const res = await h.admin("DELETE", "/v1/admin/relying-parties/payments-executor-7");
+    expect([res.status, res.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const lines = failed.mock.calls.map((args) => String(args[0])).filter((line) => line.includes("request_failed"));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain("payments-executor-7");
+    expect(JSON.parse(lines[0]).path).toBe("/v1/admin/relying-parties/{name}");
+    failed.mockRestore();
+  });
+});
+
 describe("DecisionStats books each count under the minute it was counted in", () => {
   it("an earlier minute stays earlier; a minute ahead is booked now; one past the 24 h retention is dropped", async () => {
     const stats = env.DECISION_STATS.get(env.DECISION_STATS.idFromName("minute-booking"));

@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { sha256 } from "../../worker/protocol/digest.js";
 import { identity } from "../../vectors/ccs/factory.js";
 import { AUDIENCE, harness, issuerFor, RP_NAME, RP_TOKEN } from "../support/app-harness.js";
@@ -96,6 +96,42 @@ describe("GET /, the status page", () => {
     const first = await h.call("/", { headers: { authorization: "" } });
     expect(first.status).toBe(200);
     expect((await h.call("/")).text).toBe(first.text);
+  });
+});
+
+describe("GET / under concurrent callers", () => {
+  it("renders once per reuse window: callers arriving while a stale page is re-rendered get the last page, not a render each", async () => {
+    // The anchor store's listing is read once per render: counting it counts renders.
+    let listings = 0;
+    const kv = env.ANCHORS;
+    const counted = {
+      ...env,
+      ANCHORS: {
+        get: (...a: Parameters<KVNamespace["get"]>) => kv.get(...a),
+        getWithMetadata: (...a: Parameters<KVNamespace["getWithMetadata"]>) => kv.getWithMetadata(...a),
+        put: (...a: Parameters<KVNamespace["put"]>) => kv.put(...a),
+        delete: (...a: Parameters<KVNamespace["delete"]>) => kv.delete(...a),
+        list: (...a: Parameters<KVNamespace["list"]>) => {
+          if (a[0]?.prefix === "anchor:") listings++;
+          return kv.list(...a);
+        },
+      } as unknown as KVNamespace,
+    } as typeof env;
+    const h = harness(counted, createExecutionContext());
+    const clock = vi.spyOn(Date, "now");
+    try {
+      const t0 = 2_000_000_000_000;
+      clock.mockReturnValue(t0);
+      expect((await h.call("/")).status).toBe(200);
+      expect(listings).toBe(1);
+      // The page is stale: twenty callers at once.
+      clock.mockReturnValue(t0 + 11_000);
+      const answers = await Promise.all(Array.from({ length: 20 }, () => h.call("/")));
+      expect(answers.map((a) => a.status)).toEqual(new Array(20).fill(200));
+      expect(listings).toBe(2);
+    } finally {
+      clock.mockRestore();
+    }
   });
 });
 

@@ -39,6 +39,9 @@ const ERROR_TEXT: Record<number, string> = {
   503: "a dependency failed or timed out (VERIFIER_UNAVAILABLE): fail closed, retry later",
 };
 
+/** The 503 of a route that signs under this deployment's own key: a dependency, or that key revoked (no retry helps). */
+const signingUnavailable = { 503: { description: `${ERROR_TEXT[503]}; or SIGNING_KEY_REVOKED: this deployment's signing key is revoked, nothing is signed until it is re-keyed (a retry does not help)`, schema: S.ErrorAnswer } };
+
 const pathParam = (name: string, description: string) => ({ name, in: "path" as const, description, required: true });
 
 export const OPERATIONS: Operation[] = [
@@ -52,12 +55,12 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/.well-known/ccs-manifest", summary: "this verifier's signed capability manifest, as RFC 8785 text; strong ETag, If-None-Match answers 304", tag: "identity", auth: "none",
     parameters: [{ name: "If-None-Match", in: "header", description: "an ETag seen before: 304 without a body while it is current" }],
-    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500, 503) },
+    responses: { 200: { description: "the manifest", schema: S.Manifest }, 304: { description: "not modified" }, ...errors(500), ...signingUnavailable },
   },
   {
     method: "get", path: "/v1/verifiers/{verifier_id}/manifest", summary: "a verifier's manifest: this deployment's own, or one pinned beside its anchor", tag: "routing", auth: "none",
     parameters: [pathParam("verifier_id", "the verifier's issuer URI, percent-encoded")],
-    responses: { 200: { description: "the manifest", schema: S.VerifierManifest }, ...errors(400, 404, 500, 503) },
+    responses: { 200: { description: "the manifest", schema: S.VerifierManifest }, ...errors(400, 404, 500), ...signingUnavailable },
   },
   {
     method: "post", path: "/v1/profiles/resolve", summary: "which verifier of this deployment's set evaluates a profile (HELD, UNDECIDED, SET_EXHAUSTED)", tag: "routing", auth: "relying-party", body: S.ResolveCall,
@@ -99,7 +102,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/v1/chains/{chain_id}", summary: "a live chain with this deployment's seal", tag: "chains", auth: "relying-party",
     parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]")],
-    responses: { 200: { description: "the chain and its seal", schema: S.LiveChain }, ...errors(400, 401, 403, 404, 500, 503) },
+    responses: { 200: { description: "the chain and its seal", schema: S.LiveChain }, ...errors(400, 401, 403, 404, 500), ...signingUnavailable },
   },
   {
     method: "post", path: "/v1/ec/receipts/verify", summary: "an EC-Agent receipt against its corpus and events (docs/ec-receipts.md)", tag: "ec-agent", auth: "none", body: S.EcVerifyCall,
@@ -120,7 +123,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "post", path: "/v1/intake/{trace_id}/evidence", summary: "answer a challenge with the missing evidence before its deadline: the same Command judged again, a fresh receipt", tag: "issuing", auth: "intake", body: S.EvidenceCall,
     parameters: [pathParam("trace_id", "the challenged Command's trace_id, 16 hex")],
-    responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500, 503) },
+    responses: { 200: { description: "a fresh receipt (with a challenge again while evidence is still missing)", schema: S.IntakeAnswer }, ...errors(400, 401, 404, 409, 413, 500), ...signingUnavailable },
   },
   {
     method: "post", path: "/v1/receipts/{trace_id}/start", summary: "claim the execution of an allow admission: an execution lease and its fence token", tag: "journal", auth: "intake", body: S.StartCall, bodyOptional: true,
@@ -130,7 +133,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "post", path: "/v1/receipts/{trace_id}/finalize", summary: "record the tool's result under the fence: OUT rules, response_hash, the signed final receipt", tag: "journal", auth: "intake", body: S.FinalizeCall,
     parameters: [pathParam("trace_id", "16 lowercase hex")],
-    responses: { 200: { description: "finalised (or the same finalisation again: idempotent_replay)", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "FENCE_CONFLICT, ALREADY_FINALISED, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
+    responses: { 200: { description: "finalised (or the same finalisation again: idempotent_replay)", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "FENCE_CONFLICT, ALREADY_FINALISED, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500), ...signingUnavailable },
   },
   {
     method: "post", path: "/v1/receipts/{trace_id}/reconcile", summary: "resolve an execution whose outcome is unknown (lapsed lease) or indeterminate; reconciliation_required from a lapsed lease passes through indeterminate", tag: "journal", auth: "intake-or-admin", body: S.ReconcileCall,

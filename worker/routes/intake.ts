@@ -16,7 +16,7 @@
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY } from "../config.js";
-import { ApiError, clipText, MAX_DETAIL_CHARS, readStrictJson } from "../http.js";
+import { ApiError, clipText, loggedPath, MAX_DETAIL_CHARS, readStrictJson } from "../http.js";
 import { INTAKE_RETRY, INTAKE_STATUS, type IntakeErrorCode } from "../protocol/codes.js";
 import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
 import { issueAdmission, type Admission } from "../protocol/issuing/lifecycle.js";
@@ -250,7 +250,7 @@ function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): 
     code = "INTAKE_FAILED";
     detail = "intake failed; no receipt was issued";
     status = err instanceof VerifierUnavailable ? 503 : INTAKE_STATUS[code];
-    console.error(JSON.stringify({ event: "intake_failed", request_id: c.get("requestId"), path: new URL(c.req.url).pathname, error: String(err) }));
+    console.error(JSON.stringify({ event: "intake_failed", request_id: c.get("requestId"), path: loggedPath(c), error: String(err) }));
   }
   const error = { code, retry: INTAKE_RETRY[code], detail: clipText(detail, MAX_DETAIL_CHARS), ...(traceId ? { trace_id: traceId } : {}) };
   return c.json({ error }, status as 400);

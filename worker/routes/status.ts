@@ -26,7 +26,11 @@ export const STATUS_MINUTES = 60;
 export const STATUS_LABELS = 8;
 export const STATUS_REUSE_SECONDS = 10;
 
-/** An isolate's last rendered page. */
+/**
+ * An isolate's last rendered page; `at` is when its render was started. A request that finds it
+ * stale claims the next render by moving `at` forward before it starts, so the requests that
+ * arrive while that render runs are answered the last page instead of each rendering one.
+ */
 export interface StatusPageCache {
   entry: { at: number; html: string } | null;
 }
@@ -132,10 +136,19 @@ export const statusRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
   const cache = c.get("services").statusPage;
   const now = Date.now();
-  if (!cache.entry || now - cache.entry.at >= STATUS_REUSE_SECONDS * 1000) cache.entry = { at: now, html: renderStatusPage(await statusView(c)) };
+  let html: string;
+  if (cache.entry && now - cache.entry.at < STATUS_REUSE_SECONDS * 1000) html = cache.entry.html;
+  else {
+    // Claimed before the reads start: at most one render per isolate per STATUS_REUSE_SECONDS,
+    // however many callers arrive while it runs (each would ask every ledger shard and usage ledger).
+    const claimed = cache.entry;
+    if (claimed) claimed.at = now;
+    html = renderStatusPage(await statusView(c));
+    cache.entry = { at: now, html };
+  }
   c.header("Content-Security-Policy", await contentSecurityPolicy());
   c.header("X-Content-Type-Options", "nosniff");
   c.header("Referrer-Policy", "no-referrer");
   c.header("Cache-Control", `public, max-age=${STATUS_REUSE_SECONDS}`);
-  return c.html(cache.entry.html);
+  return c.html(html);
 });

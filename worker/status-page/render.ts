@@ -90,7 +90,12 @@ ul.legend{list-style:none;padding:0;margin:6px 0;display:flex;flex-wrap:wrap;gap
 ${PALETTE.map((c, i) => `.c${i}{background:${c}}`).join("")}
 `;
 
-const when = (t: number | null) => (t === null ? "—" : new Date(t * 1000).toISOString().replace(".000Z", "Z"));
+/** A pinned key's bound is any safe integer of seconds; one past what a Date can hold (year 275760) is shown as the number it is, never thrown on. */
+const when = (t: number | null) => {
+  if (t === null) return "—";
+  const d = new Date(t * 1000);
+  return Number.isNaN(d.getTime()) ? `${t} (Unix seconds)` : d.toISOString().replace(".000Z", "Z");
+};
 const count = (n: number | null) => (n === null ? "unavailable" : String(n));
 const total = (points: number[]) => points.reduce((a, b) => a + b, 0);
 
