@@ -32,6 +32,7 @@ import { ecRoutes } from "./routes/ec.js";
 import { envelopeRoutes } from "./routes/envelopes.js";
 import { receiptRoutes } from "./routes/receipts.js";
 import { statusRoutes, type StatusPageCache } from "./routes/status.js";
+import type { IssuerViewCache } from "./routes/issuers.js";
 import { intakeRoutes } from "./routes/intake.js";
 import { configRoutes } from "./routes/config.js";
 import { usageRoutes } from "./routes/usage.js";
@@ -82,6 +83,8 @@ export interface Services {
   decisions: DecisionCounter;
   /** This isolate's last rendered status page. */
   statusPage: StatusPageCache;
+  /** The issuer view's ledger state and review flag, kept a few seconds per issuer (worker/routes/issuers.ts). */
+  issuerViews: IssuerViewCache;
   sequences: SequenceSource;
   /** Configuration history and the manifests receipts bound. */
   manifests: ManifestStore;
@@ -110,6 +113,7 @@ export function createApp(options: AppOptions = {}) {
   // Made on the first call, when the environment (DECISION_FLUSH_MS) is known.
   let decisions: DecisionCounter | undefined;
   const statusPage: StatusPageCache = { entry: null };
+  const issuerViews: IssuerViewCache = new Map();
   // The services depend on the environment alone, so they are built once per environment object
   // (workerd hands every request of an isolate the same one), not once per request.
   const servicesByEnv = new WeakMap<Env, Services>();
@@ -128,6 +132,7 @@ export function createApp(options: AppOptions = {}) {
       chains: kvChainRegistry(env, timeout),
       decisions,
       statusPage,
+      issuerViews,
       sequences: durableSequences(env, timeout),
       intake: options.intake ?? {},
       exporter: options.exporter ?? logLineExporter,

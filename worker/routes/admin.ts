@@ -216,6 +216,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const key = await revocableKey(anchors, record, { kid, fingerprint });
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
+  c.get("services").issuerViews.delete(record.issuer);
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
   // This isolate's issuing routes see their own key's revocation at once, not after their check's TTL.
   forgetOwnKeyCheck(key.fingerprint);
@@ -260,6 +261,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const key = resolveKey(record.keys, { kid, fingerprint }, record, "current");
   const { now, ledgers } = c.get("services");
   const reset = await ledgers.resetSequence(record.issuer, record.ledger_shards ?? 1, { fingerprint: key.fingerprint, kid: key.kid, at: Math.floor(now()), reason, by: "admin" });
+  c.get("services").issuerViews.delete(record.issuer);
   return c.json({ issuer: record.issuer, ...reset });
 })
   /**

@@ -6,6 +6,19 @@ import { issuerProblem } from "../protocol/anchors.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { dependencyTimeout } from "../config.js";
 import { readReview } from "../stores.js";
+import type { AnchorLedgerState } from "../../durable-objects/issuer-ledger.js";
+
+/** How long an isolate answers an issuer's ledger state and review flag from memory, and for how many issuers. */
+export const ISSUER_VIEW_TTL_MS = 5_000;
+const ISSUER_VIEW_ENTRIES = 256;
+
+/**
+ * The issuer view's Durable Object reads, by issuer, kept a few seconds: the route is public, and
+ * each uncached call read the issuer's first ledger shard (which its verifications claim on) and
+ * the one DecisionStats object, so unauthenticated traffic could load both. The verify path never
+ * reads this; a revocation or a sequence reset made through this isolate evicts the issuer's entry.
+ */
+export type IssuerViewCache = Map<string, { at: number; state: AnchorLedgerState; review: unknown }>;
 
 /**
  * The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read.
@@ -29,15 +42,24 @@ export const issuerRoutes = new Hono<AppEnv>()
    */
   .get("/:issuer{.+}", async (c) => {
   const issuer = issuerOf(c);
-  const { anchors, ledgers, reviewThreshold } = c.get("services");
+  const { anchors, ledgers, reviewThreshold, issuerViews } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   const shards = record.ledger_shards ?? 1;
-  const [{ revoked, sequence_resets }, review] = await Promise.all([
-    ledgers.anchorState(issuer, shards),
-    // Operational counters, not evidence: when they do not answer, the flag is unknown (null).
-    readReview(c.env, issuer, reviewThreshold, dependencyTimeout(c.env)).catch(() => null),
-  ]);
+  let held = issuerViews.get(issuer);
+  if (!held || Date.now() - held.at >= ISSUER_VIEW_TTL_MS) {
+    const [state, review] = await Promise.all([
+      ledgers.anchorState(issuer, shards),
+      // Operational counters, not evidence: when they do not answer, the flag is unknown (null).
+      readReview(c.env, issuer, reviewThreshold, dependencyTimeout(c.env)).catch(() => null),
+    ]);
+    held = { at: Date.now(), state, review };
+    issuerViews.delete(issuer);
+    // The oldest entry (Map order is insertion order) makes room.
+    if (issuerViews.size >= ISSUER_VIEW_ENTRIES) issuerViews.delete(issuerViews.keys().next().value!);
+    issuerViews.set(issuer, held);
+  }
+  const { state: { revoked, sequence_resets }, review } = held;
   const revokedKeys = new Set(revoked.map((r) => r.fingerprint));
   return c.json({
     issuer: record.issuer,

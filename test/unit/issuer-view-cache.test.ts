@@ -1,0 +1,39 @@
+/**
+ * GET /v1/issuers/{issuer} is public: its Durable Object reads (the issuer's first ledger shard and
+ * the review flag) are kept a few seconds per isolate, so a burst of unauthenticated reads does not
+ * reach the shard that verifications claim on; a revocation through this isolate is seen at once.
+ */
+import { describe, expect, it } from "vitest";
+import { createApp } from "../../worker/app.js";
+import { nodeEnv } from "../../cli/offline-env.js";
+import { nobleVerifier } from "../../worker/protocol/ed25519.js";
+import { anchorFor, identity } from "../../vectors/ccs/factory.js";
+import type { LedgerStub } from "../../worker/stores.js";
+
+const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
+
+describe("the public issuer view", () => {
+  it("reads the issuer's ledger once per few seconds however often it is asked, and again at once after a revocation here", async () => {
+    const { env, ledgerStub, ctx } = nodeEnv({});
+    let reads = 0;
+    const counting = () => (name: string): LedgerStub => {
+      const stub = ledgerStub()(name);
+      return new Proxy(stub, { get: (target, key) => (key === "anchorState" ? (...args: unknown[]) => (reads++, (target.anchorState as (...a: unknown[]) => unknown)(...args)) : Reflect.get(target, key)) }) as LedgerStub;
+    };
+    const app = createApp({ verifier: nobleVerifier, ledgerStub: counting });
+    const id = await identity("issuer-view-cache", "https://issuer-view-cache.example", "k1");
+    const pinned = await app.request("/v1/admin/anchors", { method: "PUT", headers: ADMIN, body: JSON.stringify(anchorFor(id)) }, env, ctx);
+    expect(pinned.status).toBe(200);
+    const view = async () => {
+      const res = await app.request(`/v1/issuers/${encodeURIComponent(id.issuer)}`, {}, env, ctx);
+      expect(res.status).toBe(200);
+      return (await res.json()) as { keys: { revoked: boolean }[] };
+    };
+    for (let i = 0; i < 20; i++) await view();
+    expect(reads).toBe(1);
+    const revoked = await app.request("/v1/admin/anchors/revoke", { method: "POST", headers: ADMIN, body: JSON.stringify({ issuer: id.issuer, kid: "k1" }) }, env, ctx);
+    expect(revoked.status).toBe(200);
+    expect((await view()).keys[0].revoked).toBe(true);
+    expect(reads).toBe(2);
+  });
+});
