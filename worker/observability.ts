@@ -34,10 +34,14 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
  */
 function flush(c: Context<AppEnv>, batch: MetricsBatch | null): void {
   if (!batch) return;
-  const { decisions, reviewThreshold } = c.get("services");
+  const { decisions, reviewThreshold, issuerViews } = c.get("services");
   c.executionCtx.waitUntil(
     flushDecisions(c.env, batch, reviewThreshold)
-      .then((flagged) => decisions.learnReview(flagged))
+      .then((flagged) => {
+        decisions.learnReview(flagged);
+        // The issuer views this isolate keeps re-read their review flag once its own counts are in.
+        issuerViews.clear();
+      })
       .catch((err) => console.error(JSON.stringify({ event: "counts_lost", error: String(err) }))),
   );
 }
