@@ -50,3 +50,19 @@ describe("the shell reader's work bound", () => {
     expect(await denials("bash", { command: "cat <(cat <(cat <(cat <(cat <(cat <(cat <(echo hi)))))))", more: Array.from({ length: 2_000 }, (_, i) => `diff <(sort a${i}) <(sort b)`) })).toEqual([]);
   });
 });
+
+describe("brace expansion under the work bound", () => {
+  it("counts the words an expansion makes (a long prefix and 10,000 alternatives made 200 M characters of words: 0.95 s, 7.5 s with a CJK host)", async () => {
+    // Ordinary expansions are read as before.
+    expect(parseShell("cp file{,.bak} && echo {a,b,c}x").commands.map((c) => c.words)).toEqual([["cp", "file", "file.bak"], ["echo", "ax", "bx", "cx"]]);
+    expect(parseShell("echo " + "{a,b}".repeat(1) + "a".repeat(10_000)).commands[0].words).toHaveLength(3);
+    const line = "HTTPS://x" + "a".repeat(20_000) + "{" + "1,".repeat(10_000) + "2} ";
+    expect(() => parseShell(line)).toThrow(ShellTooComplex);
+    const started = performance.now();
+    const refused = await denials("bash", { command: line });
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(refused.map((r) => r.name)).toEqual(["SEC-001", "SEC-002", "SEC-004", "SEC-006"]);
+    // Any tool's argument is read as a command line by SEC-004.
+    expect((await denials("read_file", { path: "/tmp/x", more: line })).map((r) => r.name)).toEqual(["SEC-004"]);
+  });
+});

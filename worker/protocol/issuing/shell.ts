@@ -236,7 +236,10 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
  * (a substitution, a script, a process substitution is read again at its own depth), at most
  * SHELL_WORK_PER_CHAR per character of the line plus SHELL_WORK_BASE. Ordinary lines read each
  * character a few times; nested process substitutions (`<(<(<(…`) made the reading polynomial of
- * degree ~9 in the line's length (3 KB: no answer within 15 s). Past the bound the line is not
+ * degree ~9 in the line's length (3 KB: no answer within 15 s). The words a brace expansion makes
+ * count too: `pre{1,1,…}` makes one word of the prefix's length per alternative, so a 40 KB line
+ * made 10,000 words of 20,000 characters (0.95 s; with a host of CJK letters, which the URL parser
+ * reads in quadratic time, 18 KB held an intake 7.5 s). Past the bound the line is not
  * judged: ShellTooComplex, which a rule answers with a deny (fail closed).
  */
 export const SHELL_WORK_PER_CHAR = 16;
@@ -367,6 +370,9 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       let from = open + 1;
       for (let k = open + 1; k <= close; k++) {
         if (k === close || seen[k] === ",") {
+          // Each word the expansion makes is read (and every rule reads it again): it counts against
+          // the bound, or `pre{1,…,1}` with a long prefix made words quadratic in the line.
+          spend(prefix.length + (k - from) + suffix.length);
           words.push(prefix + w.slice(from, k) + suffix);
           from = k + 1;
         }
