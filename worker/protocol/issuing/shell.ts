@@ -52,8 +52,21 @@ export interface ParsedShell {
   commands: SimpleCommand[];
 }
 
-/** One unquoted brace expansion in a word, `pre{a,b}post` (not `${…}`): prefix, alternatives, suffix. */
-const BRACE_EXPANSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
+/**
+ * One unquoted brace expansion in a word, `pre{a,b}post` (not `${…}`): the indices of its `{` and
+ * `}`, or null. The word holds exactly one `{` and one `}` after it, the `{` not after a `$`, and a
+ * `,` between them: what `/^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/` matched, read in linear
+ * time. The expression backtracked over every `,` for every character between them when the word
+ * went on with another brace: `{` + 60,000 commas + `}{` took 1.3 s a reading (6.1 s an intake).
+ */
+export function braceExpansion(word: string): { open: number; close: number } | null {
+  const open = word.indexOf("{");
+  if (open < 0 || word.indexOf("{", open + 1) >= 0 || word[open - 1] === "$") return null;
+  const close = word.indexOf("}");
+  if (close < open || word.indexOf("}", close + 1) >= 0) return null;
+  const comma = word.indexOf(",", open);
+  return comma >= 0 && comma < close ? { open, close } : null;
+}
 /** An unquoted `$IFS` or `${IFS}`, at the start of the text tested. */
 const IFS = /^\$(?:\{IFS\}|IFS(?![A-Za-z0-9_]))/;
 
@@ -361,10 +374,9 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     const seen = view;
     word = null;
     view = "";
-    const brace = herestringNext || seen.length !== w.length ? null : BRACE_EXPANSION.exec(seen);
+    const brace = herestringNext || seen.length !== w.length ? null : braceExpansion(seen);
     if (brace) {
-      const open = brace[1].length;
-      const close = open + 1 + brace[2].length;
+      const { open, close } = brace;
       const prefix = w.slice(0, open);
       const suffix = w.slice(close + 1);
       let from = open + 1;
