@@ -215,6 +215,11 @@ export function clipText(text: string, max: number): string {
   return `${text.slice(0, end)}… (${text.length - end} more characters)`;
 }
 
+/** `failures` with each detail cut as an error's is (clipText): a detail can quote the subject (an unknown field's name). */
+export function clipFailureDetails<F extends { detail: string }>(failures: F[]): F[] {
+  return failures.some((f) => f.detail.length > MAX_DETAIL_CHARS) ? failures.map((f) => ({ ...f, detail: clipText(f.detail, MAX_DETAIL_CHARS) })) : failures;
+}
+
 export function requireObject(value: unknown, what: string): Record<string, unknown> {
   if (!isJsonObject(value)) throw new ApiError(400, "MALFORMED_REQUEST", `${what} must be a JSON object`);
   return value as Record<string, unknown>;

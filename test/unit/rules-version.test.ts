@@ -28,6 +28,10 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.8": "72c7e8f12959c8f2fa48e0958f550fe85585f99237ad5cd41791b39c48511092",
   "countersign/0.2.9": "e421a2d9d16e4e17191b83507f447cf4936dae6e481523023c9a82af441d21e3",
   "countersign/0.2.10": "d5171fcb251451bbdae57c36774a6c91b867a4d62dc9f52c8d4840bd3e2b30ec",
+  "countersign/0.2.11": "c30e645b0e4b2549b26369ab84489a6faf251e76eea315cddd35b8522f638f65",
+  "countersign/0.2.12": "e23e2b0c9fe45059fbf51a547921e10a33421b9d18bd3c65af7baf22c30bda3f",
+  "countersign/0.2.13": "1c1364612b0bf39294703fdb5d84b25cbf84f394fdb1e8c9d82b2d1ed2001781",
+  "countersign/0.2.14": "439f5c1fd9379e810be5a8c2ef7e420c057b89d0b721ece5e8f276866acb754e",
 };
 
 /**

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
-import { parseShell, SHELL_WORK_BASE, SHELL_WORK_PER_CHAR, ShellTooComplex } from "../../worker/protocol/issuing/shell.js";
+import { braceExpansion, parseShell, SHELL_WORK_BASE, SHELL_WORK_PER_CHAR, ShellTooComplex } from "../../worker/protocol/issuing/shell.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const context = (tool: string, params: Record<string, unknown>) => ({
@@ -48,5 +48,44 @@ describe("the shell reader's work bound", () => {
     expect(refused[0].reason).toMatch(/^SEC-004: a command line of 30 characters whose reading passes/);
     // Ordinary lines, many of them, stay inside the shared base.
     expect(await denials("bash", { command: "cat <(cat <(cat <(cat <(cat <(cat <(cat <(echo hi)))))))", more: Array.from({ length: 2_000 }, (_, i) => `diff <(sort a${i}) <(sort b)`) })).toEqual([]);
+  });
+});
+
+describe("brace expansion under the work bound", () => {
+  it("counts the words an expansion makes (a long prefix and 10,000 alternatives made 200 M characters of words: 0.95 s, 7.5 s with a CJK host)", async () => {
+    // Ordinary expansions are read as before.
+    expect(parseShell("cp file{,.bak} && echo {a,b,c}x").commands.map((c) => c.words)).toEqual([["cp", "file", "file.bak"], ["echo", "ax", "bx", "cx"]]);
+    expect(parseShell("echo " + "{a,b}".repeat(1) + "a".repeat(10_000)).commands[0].words).toHaveLength(3);
+    const line = "HTTPS://x" + "a".repeat(20_000) + "{" + "1,".repeat(10_000) + "2} ";
+    expect(() => parseShell(line)).toThrow(ShellTooComplex);
+    const started = performance.now();
+    const refused = await denials("bash", { command: line });
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(refused.map((r) => r.name)).toEqual(["SEC-001", "SEC-002", "SEC-004", "SEC-006"]);
+    // Any tool's argument is read as a command line by SEC-004.
+    expect((await denials("read_file", { path: "/tmp/x", more: line })).map((r) => r.name)).toEqual(["SEC-004"]);
+  });
+});
+
+describe("finding a brace expansion in a word", () => {
+  const EXPRESSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
+  it("finds what the expression it replaces matched (60,000 seeded random words)", () => {
+    let seed = 7;
+    const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
+    const alphabet = "{},$ab\u0001";
+    for (let i = 0; i < 60_000; i++) {
+      const word = Array.from({ length: Math.floor(next() * 12) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+      const m = EXPRESSION.exec(word);
+      expect(braceExpansion(word), JSON.stringify(word)).toEqual(m ? { open: m[1].length, close: m[1].length + 1 + m[2].length } : null);
+    }
+  });
+
+  it("reads a word of many commas between braces in linear time (1.3 s a reading, 6.1 s an intake before)", async () => {
+    const word = "{" + ",".repeat(60_000) + "}{";
+    const started = performance.now();
+    expect(braceExpansion(word)).toBeNull();
+    expect(parseShell(word).commands[0].words).toEqual([word]);
+    expect((await denials("bash", { command: word })).length).toBe(0);
+    expect(performance.now() - started).toBeLessThan(300);
   });
 });

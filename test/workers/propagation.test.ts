@@ -113,6 +113,20 @@ describe("POST /v1/chains/verify", () => {
     expect(res.body.error.code).toBe("MALFORMED_REQUEST");
   });
 
+  it("cuts a hop's failure detail that quotes its receipt at 1,024 characters (an unknown field of 200,000 was answered whole: 200 KB; on a live append twice, 400 KB)", async () => {
+    const { h, chain } = await signedChainOf("long-unknown-field", 2);
+    const [first, second] = chain.entries as KeptEntry[];
+    const res = await verifyChainCall(h, { chain: { ...chain, entries: [first, { ...second, receipt: { ...second.receipt, ["k".repeat(200_000)]: 1 } }] } });
+    expect(res.status).toBe(200);
+    const malformed = res.body.failures.find((f: { code: string }) => f.code === "MALFORMED_RECEIPT");
+    expect(malformed.detail).toMatch(/^unknown field "kkk+… \(\d+ more characters\)$/);
+    expect(JSON.stringify(res.body).length).toBeLessThan(10_000);
+    const appended = await h.call("/v1/chains/long-unknown-field-live/hops", post({ entry: { ...first, receipt: { ...first.receipt, ["k".repeat(200_000)]: 1 } } }));
+    expect([appended.status, appended.body.error.code]).toEqual([400, "MALFORMED_RECEIPT"]);
+    expect(appended.body.error.detail).toMatch(/^unknown field "kkk+… \(\d+ more characters\)$/);
+    expect(appended.body.failures[0].detail).toBe(appended.body.error.detail);
+  });
+
   it("refuses a spot outside the chain or on a pruned hop with 400", async () => {
     const { h, chain } = await signedChainOf("chain-spot-bad", 3);
     expect((await verifyChainCall(h, { chain, spot: 3 })).status).toBe(400);

@@ -409,6 +409,15 @@ describe("keys and tokens belong to one holder", () => {
       expect(res.body.error.code).toBe("MALFORMED_REQUEST");
       expect(res.text).not.toContain(secret);
     }
+    // A key written in hex is the same key in any case of its digits (SIGNING_KEY's uppercase was registered 201).
+    for (const name of ["SIGNING_KEY", "LEGACY_HMAC_KEY"]) {
+      const key = (env as unknown as Record<string, string>)[name];
+      for (const token of [key, key.toUpperCase()]) {
+        const res = await h().call("/v1/admin/relying-parties", admin("POST", { name: "secret-holder", audiences: [AUDIENCE], token }));
+        expect([name, res.status, res.body.error?.code]).toEqual([name, 400, "MALFORMED_REQUEST"]);
+        expect(res.text).not.toContain(token);
+      }
+    }
     const fine = await h().call("/v1/admin/relying-parties", admin("POST", { name: "secret-holder", audiences: [AUDIENCE], token: secret }));
     expect(fine.status).toBe(201);
   });

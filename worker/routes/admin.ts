@@ -27,6 +27,11 @@ const OWN_SECRETS = new Set(["ADMIN_TOKEN", "SIGNING_KEY", "INTAKE_TOKEN", "DEMO
 
 /** Secrets a supplied relying-party token may not equal (DEMO_RP_TOKEN is the demo party's own token). */
 const OWN_TOKEN_SECRETS = ["ADMIN_TOKEN", "INTAKE_TOKEN", "SIGNING_KEY", "LEGACY_HMAC_KEY", "LEDGER_SHARD_KEY"];
+/** The secrets that are keys written in hex: any case of the same digits is the same key. */
+const HEX_SECRETS: ReadonlySet<string> = new Set(["SIGNING_KEY", "LEGACY_HMAC_KEY"]);
+/** Whether `token` is the secret `name` holds (`value`): a hex key in any case of its digits. */
+const sameSecret = (name: string, value: string | undefined, token: string): boolean =>
+  value !== undefined && value !== "" && (HEX_SECRETS.has(name) ? value.toLowerCase() === token.toLowerCase() : value === token);
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
@@ -118,7 +123,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
   // A relying party is another organisation: handing it one of this deployment's own secrets as its
   // token would let it sign through intake or administer the deployment with the same string.
-  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => (c.env as unknown as Record<string, string | undefined>)[secret] === supplied)) {
+  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
   }
   const { now, relyingParties } = c.get("services");

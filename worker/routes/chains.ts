@@ -4,7 +4,7 @@ import type { AppEnv, Services } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
 import type { AppendResult, ChainState, LookedChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
+import { ApiError, clipFailureDetails, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
 import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDeps, type ChainFailure, type KeptEntry } from "../protocol/chain.js";
 import { failure } from "../protocol/codes.js";
 import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
@@ -101,7 +101,8 @@ export const chainRoutes = new Hono<AppEnv>()
     chainDeps(c, services),
   );
   if ("malformed" in verdict) throw new ApiError(400, "MALFORMED_REQUEST", verdict.malformed);
-  return c.json(verdict);
+  // A hop's failure can quote its receipt (an unknown field's name): cut as an error's detail is.
+  return c.json({ ...verdict, failures: clipFailureDetails(verdict.failures) });
 })
   /**
    * Appends one hop to a live chain. The chain is the caller's (or new), the receipt is addressed
@@ -163,9 +164,10 @@ export const chainRoutes = new Hono<AppEnv>()
     classes.deps,
   );
   if (!decision.valid) {
-    const [first] = decision.failures;
+    const failures = clipFailureDetails(decision.failures);
+    const [first] = failures;
     const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
-    return c.json({ error: { code: first.code, detail: first.detail }, failures: decision.failures, nonce_consumed: decision.nonce_consumed }, status);
+    return c.json({ error: { code: first.code, detail: first.detail }, failures, nonce_consumed: decision.nonce_consumed }, status);
   }
   // From here the nonce is consumed: a dependency that fails now (the anchor read, the ledger's
   // note, the EvidenceChain, the registry) is 503 as anywhere, and the answer says the nonce is

@@ -6,7 +6,7 @@ import { partyScope } from "../protocol/relying-parties.js";
 import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
-import { ApiError, clipText, MAX_DETAIL_CHARS } from "../http.js";
+import { ApiError, clipFailureDetails } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
@@ -112,7 +112,7 @@ const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
  */
 export function answerDecision<D extends Decision>(c: Context<AppEnv>, judged: D): Response {
   // A failure's detail can quote the subject (an unknown field's name): cut as an error's is (clipText).
-  const decision = judged.failures.some((f) => f.detail.length > MAX_DETAIL_CHARS) ? { ...judged, failures: judged.failures.map((f) => ({ ...f, detail: clipText(f.detail, MAX_DETAIL_CHARS) })) } : judged;
+  const decision = { ...judged, failures: clipFailureDetails(judged.failures) };
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   observeDecision(c, decision, malformed ? 400 : 200);
   // A malformed subject is a 400, in the one error shape every 4xx shares.

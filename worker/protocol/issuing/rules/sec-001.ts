@@ -1,4 +1,4 @@
-import { classifyHost, urlHosts } from "../hosts.js";
+import { classifyHost, HOST_WORK, HostTooLong, urlHosts } from "../hosts.js";
 import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
 import { parseShell } from "../shell.js";
 import { shellWords } from "./sec-004.js";
@@ -25,7 +25,10 @@ function urlCandidates(text: string, commandLine: boolean): string[] {
 /**
  * SEC-001: a URL argument whose host, read literally or by the WHATWG URL parser (NFKC-folded
  * either way), is loopback, private or link-local. Either reading hitting is enough: a client
- * may use either. A command-execution tool's arguments are also read word by word.
+ * may use either. A command-execution tool's arguments are also read word by word. A URL whose
+ * host holds characters outside ASCII and passes MAX_IDNA_HOST (256) characters is denied unread:
+ * the parser's IDNA step reads such a host in quadratic time, and no DNS name is that long; so is
+ * a Command whose URLs together pass HOST_WORK of that work.
  */
 export const SEC_001: InputRule = {
   name: "SEC-001",
@@ -33,9 +36,19 @@ export const SEC_001: InputRule = {
   scope: "string arguments of any tool, and the shell words of the string arguments of tools in COMMAND_EXECUTION_TOOL",
   judge({ command }) {
     const commandLine = toolIn(COMMAND_EXECUTION_TOOL, command.tool as string);
+    // One IDNA work budget for every URL this Command holds (hosts.ts, HOST_WORK).
+    const work = { left: HOST_WORK };
     for (const s of argumentStrings(command.params)) {
       for (const candidate of urlCandidates(s, commandLine)) {
-        for (const host of urlHosts(candidate)) {
+        let hosts: string[];
+        try {
+          hosts = urlHosts(candidate, work);
+        } catch (err) {
+          // A host the URL parser would read in quadratic time is not read: fail closed.
+          if (err instanceof HostTooLong) return deny(`SEC-001: ${err.message}`);
+          throw err;
+        }
+        for (const host of hosts) {
           const cls = classifyHost(host);
           if (cls) return deny(`SEC-001: URL argument targets a ${cls} host (${host})`);
         }

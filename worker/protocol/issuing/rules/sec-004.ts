@@ -1,8 +1,11 @@
-import { urlHost } from "../hosts.js";
+import { trimEdges, urlHost } from "../hosts.js";
 import { BLOCKED_ABSOLUTE_PATH } from "../scopes.js";
 import { parseShell, type ParsedShell } from "../shell.js";
 import { globSegment } from "./sec-002.js";
 import { allow, argumentStrings, deny, type InputRule } from "./types.js";
+
+/** A quote, trimmed from a word's ends. */
+const QUOTE = /^['"]$/;
 
 /**
  * Where a path containing a `..` segment lands, or null when it has none or never climbs out of
@@ -95,7 +98,8 @@ export function blockedTraversal(text: string): string | null {
   let found = urlHost(text) === null ? judge(text) : null;
   if (found !== null) return found;
   for (const raw of [text, ...text.split(WORD_BREAK), ...shellWords(parseShell(text), [])]) {
-    const word = raw.replace(/^['"]+|['"]+$/g, "");
+    // Quotes at either end trimmed in linear time (the expression /^['"]+|['"]+$/g ran to the end of every run of quotes inside).
+    const word = trimEdges(raw, QUOTE);
     const local = fileUrlPath(word);
     if (local !== null && (found = judge(local)) !== null) return found;
     if (word === "" || urlHost(word) !== null) continue;

@@ -9,10 +9,28 @@ export const EXEC_PRIMITIVE = new Set(["sh", "bash", "zsh", "dash", "ksh", "ash"
 const programName = (c: ParsedShell["commands"][number]) => (programOf(c)?.name.toLowerCase() ?? "").replace(/^(python[23]?|ruby|perl|php|node)[0-9.]*$/, "$1");
 const fetches = (p: ParsedShell): boolean => p.commands.some((c) => FETCH_PRIMITIVE.has(programName(c)) || c.substitutions.some(fetches));
 
-/** A path's last segment. */
-const baseName = (path: string): string => path.replace(/\/+$/, "").slice(path.replace(/\/+$/, "").lastIndexOf("/") + 1);
+/**
+ * A path's last segment, its trailing slashes dropped. Read in linear time: `/\/+$/` was tried at
+ * every slash and ran to the end of each run (60,000 slashes and an `x`: 2.7 s an intake).
+ */
+export const baseName = (path: string): string => {
+  let end = path.length;
+  while (end > 0 && path[end - 1] === "/") end--;
+  const trimmed = path.slice(0, end);
+  return trimmed.slice(trimmed.lastIndexOf("/") + 1);
+};
+/**
+ * `word` from the first `?` or `#` after its last line break on dropped, as `/[?#].*$/` dropped it
+ * (`.` stops at a line break), read in linear time: the expression ran from every `?` to the next
+ * line break (`'http://a/` + 60,000 `?` + a newline: 1.2 s an intake).
+ */
+export const withoutQuery = (word: string): string => {
+  const line = Math.max(word.lastIndexOf("\n"), word.lastIndexOf("\r"), word.lastIndexOf("\u2028"), word.lastIndexOf("\u2029")) + 1;
+  const q = word.slice(line).search(/[?#]/);
+  return q < 0 ? word : word.slice(0, line + q);
+};
 /** The file name a URL's path ends in, as `curl -O` and `wget` name the download. */
-const urlFileName = (word: string): string | null => (/^[a-z][a-z0-9+.-]*:\/\//i.test(word) ? baseName(word.replace(/[?#].*$/, "").replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "")) || null : null);
+const urlFileName = (word: string): string | null => (/^[a-z][a-z0-9+.-]*:\/\//i.test(word) ? baseName(withoutQuery(word).replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "")) || null : null);
 
 /**
  * The base names of the files a fetch command writes its download to: curl's `-o F`/`--output F`
