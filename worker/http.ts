@@ -263,6 +263,8 @@ export function strictQuery(c: Context, allowed: ReadonlySet<string>): Record<st
     throw new ApiError(400, "MALFORMED_REQUEST", detail);
   };
   if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
+  // The router drops a parameter with no name (`?=5`); it is no parameter this route takes either.
+  if (new URL(c.req.url).searchParams.has("")) bad("a query parameter has no name");
   for (const [name, values] of Object.entries(c.req.queries())) {
     if (!allowed.has(name)) bad(`unknown query parameter ${JSON.stringify(name)}`);
     if (values.length > 1) bad(`query parameter ${name} is given ${values.length} times; give it once`);
