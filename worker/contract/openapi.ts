@@ -138,7 +138,7 @@ export const OPERATIONS: Operation[] = [
   {
     method: "post", path: "/v1/receipts/{trace_id}/reconcile", summary: "resolve an execution whose outcome is unknown (lapsed lease) or indeterminate; reconciliation_required from a lapsed lease passes through indeterminate", tag: "journal", auth: "intake-or-admin", body: S.ReconcileCall,
     parameters: [pathParam("trace_id", "16 lowercase hex")],
-    responses: { 200: { description: "reconciled", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500, 503) },
+    responses: { 200: { description: "reconciled", schema: S.Finalised }, ...errors(400, 401, 404), 409: { description: "EXECUTION_HELD, EXECUTION_NOT_ELIGIBLE, ILLEGAL_TRANSITION or JOURNAL_REVISION_CONFLICT", schema: S.ErrorAnswer }, ...errors(413, 500), ...signingUnavailable },
   },
   {
     method: "get", path: "/v1/evidence/{trace_id}", summary: "the local evidence store: a record as its history derives it, the history, every receipt", tag: "journal", auth: "intake-or-admin",
