@@ -90,7 +90,10 @@ describe("the OpenAPI document", () => {
   });
 
   it("documents every route the app serves, and nothing it does not", () => {
-    const served = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${r.path.replace(/\{[^}]*\}/g, "")}`);
+    // The verifier manifest route is served as a wildcard whose handler reads `{id}/manifest` itself
+    // (worker/routes/manifests.ts, verifierIdOfPath; the pattern cost the trie router quadratic time).
+    const wildcards: Record<string, string> = { "/v1/verifiers/*": "/v1/verifiers/:verifier_id/manifest" };
+    const served = app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method.toLowerCase()} ${wildcards[r.path] ?? r.path.replace(/\{[^}]*\}/g, "")}`);
     const documented = OPERATIONS.map((op) => `${op.method} ${honoPath(op.path)}`);
     expect([...new Set(served)].sort()).toEqual([...new Set(documented)].sort());
   });

@@ -4,6 +4,7 @@
  * route (worker/routes/admin.ts).
  */
 import { Hono, type Context } from "hono";
+import { tryDecodeURIComponent } from "hono/utils/url";
 import type { AppEnv } from "../app.js";
 import { freshnessPolicy, MAX_ADMIN_BODY } from "../config.js";
 import { ResolveCall } from "../contract/schemas.js";
@@ -19,10 +20,28 @@ import { isHttpsUri } from "../protocol/receipt.js";
 /** Most pinned verifiers one resolve reads (KV list order); a larger set is reported as `complete: false`. */
 export const RESOLVE_VERIFIER_LIMIT = 100;
 
+const VERIFIERS = "/verifiers/";
+const MANIFEST = "/manifest";
+
+/**
+ * The verifier id of a `…/verifiers/{id}/manifest` path as the router reads paths (undecoded), or
+ * null when the path is no such route: what the pattern `/verifiers/:verifier_id{.+}/manifest`
+ * gave. That pattern is not given to the router: Hono's trie router (the one this app's routes
+ * select) queues a node per slash its `.+` spans and shifts that queue once a segment, so a 16 KB
+ * path of slashes ending `/manifest` cost 5 s of CPU before any handler ran.
+ */
+export function verifierIdOfPath(path: string): string | null {
+  const at = path.indexOf(VERIFIERS);
+  if (at < 0 || !path.endsWith(MANIFEST)) return null;
+  const id = path.slice(at + VERIFIERS.length, path.length - MANIFEST.length);
+  // The pattern's `.` matched no line terminator, so an id holding one (a decoded %0A) named no route.
+  return id === "" || at + VERIFIERS.length > path.length - MANIFEST.length || /[\n\r\u2028\u2029]/.test(id) ? null : id;
+}
+
 /** The verifier id a path names, decoded once (as an issuer's, `issuerOf`): 400 when it cannot be one, before any read. */
-function verifierOf(c: Context<AppEnv>): string {
+function verifierOf(c: Context<AppEnv>, raw: string): string {
   if (!percentDecodes(c)) throw new ApiError(400, "MALFORMED_REQUEST", "the verifier id in the path is not valid percent-encoded UTF-8");
-  const id = c.req.param("verifier_id") ?? "";
+  const id = tryDecodeURIComponent(raw);
   const problem = issuerProblem(id);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem.replace("issuer", "verifier id"));
   // Verifier ids are issuers, pinned (and configured) only as https:// URIs: any other is no id at all.
@@ -32,8 +51,10 @@ function verifierOf(c: Context<AppEnv>): string {
 
 export const manifestRoutes = new Hono<AppEnv>()
   /** A verifier's manifest: this deployment's own (signed now), or a pinned one with its configuration bindings. */
-  .get("/verifiers/:verifier_id{.+}/manifest", async (c) => {
-  const id = verifierOf(c);
+  .get("/verifiers/*", async (c) => {
+  const raw = verifierIdOfPath(c.req.path);
+  if (raw === null) return c.notFound();
+  const id = verifierOf(c, raw);
   const { now, anchors } = c.get("services");
   const at = now();
   const own = await publishedIssuing(c.env);
