@@ -34,6 +34,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.14": "439f5c1fd9379e810be5a8c2ef7e420c057b89d0b721ece5e8f276866acb754e",
   "countersign/0.2.15": "95c53dd53bdb7e68ab6d0eee921eda89751c5f2df1f6f7f2df0d1ad2e18145bf",
   "countersign/0.2.16": "6218e05b88bbee005972cd331897d112cfd2154492906e43ce455c7835976ab3",
+  "countersign/0.2.17": "c0197e1ec69bb769209a8da76edde249540e70e8c1a7a528c498d0b77cf2595b",
 };
 
 /**
