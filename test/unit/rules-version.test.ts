@@ -32,6 +32,10 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.12": "e23e2b0c9fe45059fbf51a547921e10a33421b9d18bd3c65af7baf22c30bda3f",
   "countersign/0.2.13": "1c1364612b0bf39294703fdb5d84b25cbf84f394fdb1e8c9d82b2d1ed2001781",
   "countersign/0.2.14": "439f5c1fd9379e810be5a8c2ef7e420c057b89d0b721ece5e8f276866acb754e",
+  "countersign/0.2.15": "95c53dd53bdb7e68ab6d0eee921eda89751c5f2df1f6f7f2df0d1ad2e18145bf",
+  "countersign/0.2.16": "6218e05b88bbee005972cd331897d112cfd2154492906e43ce455c7835976ab3",
+  "countersign/0.2.17": "c0197e1ec69bb769209a8da76edde249540e70e8c1a7a528c498d0b77cf2595b",
+  "countersign/0.2.18": "094b8976bc22098443dc204fed8e59a528ca5e1cdb0b2225265be794eeaa3f59",
 };
 
 /**
