@@ -30,13 +30,11 @@ export function resolveRmPath(path: string): string {
 /** A glob pattern's characters. */
 const GLOB = /[*?[]/;
 
-/** A bracket expression of a glob, read at the index lastIndex: `[`, then its body, then `]`. */
-const BRACKET = /\[[!^]?\]?(?:\[:[a-z]+:\]|[^\]])*\]/y;
 /** A character `.` matches: any but a line terminator. */
 const DOT = /^[^\n\r\u2028\u2029]$/;
 
 /** One part of a glob segment: `*`, `?`, a bracket expression (its one-character class), or a literal character. */
-type GlobPiece = { kind: "star" } | { kind: "any" } | { kind: "class"; body: string } | { kind: "literal"; char: string };
+type GlobPiece = { kind: "star" } | { kind: "any" } | { kind: "class"; source: string } | { kind: "literal"; char: string };
 
 /** What a glob segment matches, tested one string at a time (the interface of a RegExp's test). */
 export interface GlobMatcher {
@@ -44,40 +42,82 @@ export interface GlobMatcher {
 }
 
 /**
- * What one path segment, a glob pattern, matches: what the expression `^…$` built from it matched,
- * `*` as `.*`, `?` as `.`, a bracket as its class (`!` negating; `.` when it holds a POSIX class, an
- * escape or a nested `[`, and every class `.` when one is out of order, `[z-a]`), any other character
- * as itself. Matched without building that expression: its backtracking tried every way to share a
- * target among the pattern's `*` and `?` (`/` then twenty `*` and an `x`: 1.4 s an intake; forty: far
- * beyond a minute), and a pattern of 60,000 unclosed `[` made it too large to compile (an error, 500).
- * A pattern's pieces are read once (a `[` with no `]` after it is a literal at once: its bracket was
- * looked for to the end of the pattern from every `[`), and matched by a table of pattern pieces
- * against target positions. A bracket whose class would start with `]` (`[]x]`, `[!]x]`) ends
- * early in the expression, the rest of it read as more pattern: such a pattern is still matched by
- * its expression, built with each run of `*` and `?` written as one quantifier (the same language).
+ * Where each bracket expression of `pattern` ends, read as bash reads one: after the `[`, a `!` or
+ * `^` negates, a `]` next is a member, `[:…:]`, `[=…=]` and `[.….]` are members (a `]` inside one
+ * does not close), a `\` escapes the next member, and the first other `]` closes. close[j] is the index of the `]` that closes a
+ * bracket whose members are read from j on (-1: none, the `[` is then a literal), and odd[j]
+ * whether those members hold a `[` or a `\`; both computed once from the end, so a pattern of many
+ * unclosed `[` is read in linear time.
+ */
+function bracketEnds(pattern: string): { close: Int32Array; odd: Uint8Array } {
+  const n = pattern.length;
+  const close = new Int32Array(n + 2).fill(-1);
+  const odd = new Uint8Array(n + 2);
+  // pair[c][j]: the first q >= j with pattern[q] === c and pattern[q + 1] === "]" (-1: none).
+  const pair: Record<string, Int32Array> = { ":": new Int32Array(n + 2).fill(-1), "=": new Int32Array(n + 2).fill(-1), ".": new Int32Array(n + 2).fill(-1) };
+  for (let j = n - 1; j >= 0; j--) {
+    for (const c of [":", "=", "."]) pair[c][j] = pattern[j] === c && pattern[j + 1] === "]" ? j : pair[c][j + 1];
+    const ch = pattern[j];
+    if (ch === "]") {
+      close[j] = j;
+      continue;
+    }
+    const unit = ch === "[" && (pattern[j + 1] === ":" || pattern[j + 1] === "=" || pattern[j + 1] === ".") ? pair[pattern[j + 1]][j + 2] : -1;
+    // A `\` escapes the member after it (`[\]]` holds `]`).
+    const from = unit >= 0 ? unit + 2 : ch === "\\" ? Math.min(j + 2, n) : j + 1;
+    close[j] = close[from];
+    odd[j] = ch === "[" || ch === "\\" ? 1 : odd[from];
+  }
+  return { close, odd };
+}
+
+/**
+ * What one path segment, a glob pattern, matches, as bash's pattern matching reads it: `*` any run
+ * of characters, `?` any one, a bracket expression one character of its class (`!` or `^`
+ * negating, a `]` right after the `[` or its negation a member: `[]e]`, `[!]x]`), any other
+ * character itself. A bracket holding a POSIX class, an equivalence class or a collating symbol
+ * (`[[:alpha:]]`, `[[=e=]]`, `[[.e.]]`), a nested `[` or a `\` is taken as any one character, which
+ * it may match; when a class does not compile (a range out of order, `[z-a]`) every class is taken
+ * as any one character (fail closed). Matched by a table of pattern pieces against target
+ * positions, in time linear in the pattern for each target character.
+ *
+ * Before, a bracket was read to its first `]` and a class starting with `]` was written into a
+ * regular expression, the rest of its members read as more expression: `/[]e]tc` and `/[!]x]tc`
+ * (which bash expands to /etc) matched nothing, `[[=e=]]` ended at its first `]`, and a body of
+ * `.*` runs (`rm -rf /[!]` and twenty-two `.*` and `x]`, 195 bytes) backtracked for 2.6 s.
  */
 export function globSegment(pattern: string): GlobMatcher {
   const pieces: GlobPiece[] = [];
-  const lastClose = pattern.lastIndexOf("]");
+  const { close, odd } = bracketEnds(pattern);
   for (let i = 0; i < pattern.length; i++) {
     const c = pattern[i];
-    let bracket: RegExpExecArray | null = null;
-    if (c === "*") pieces.push({ kind: "star" });
-    else if (c === "?") pieces.push({ kind: "any" });
-    else if (c === "[" && lastClose > i && ((BRACKET.lastIndex = i), (bracket = BRACKET.exec(pattern)))) {
-      let body = bracket[0].slice(1, -1);
-      if (body.startsWith("!")) body = "^" + body.slice(1);
-      // A POSIX class (`[[:alpha:]]`), an escape or a nested `[`: taken as any one character,
-      // which the bracket may match. (A range out of order, `[z-a]`, is handled below.)
-      pieces.push(/\[|\\/.test(body) ? { kind: "any" } : { kind: "class", body });
-      i += bracket[0].length - 1;
-    } else pieces.push({ kind: "literal", char: c });
+    if (c === "*") {
+      pieces.push({ kind: "star" });
+      continue;
+    }
+    if (c === "?") {
+      pieces.push({ kind: "any" });
+      continue;
+    }
+    if (c === "[") {
+      let j = i + 1;
+      const negate = pattern[j] === "!" || pattern[j] === "^";
+      if (negate) j++;
+      const from = pattern[j] === "]" ? j + 1 : j;
+      const end = from < pattern.length ? close[from] : -1;
+      if (end >= 0) {
+        if (pattern[j] === "]" ? odd[from] === 1 : odd[j] === 1) pieces.push({ kind: "any" });
+        else pieces.push({ kind: "class", source: "^[" + (negate ? "^" : "") + pattern.slice(j, end).replace(/[\]\\^[]/g, "\\$&") + "]$" });
+        i = end;
+        continue;
+      }
+    }
+    pieces.push({ kind: "literal", char: c });
   }
-  if (pieces.some((p) => p.kind === "class" && /^\^?\]/.test(p.body))) return expressionOf(pieces);
   // A class that does not compile (`[z-a]`) makes every class any one character, as the expression's fallback did.
   let classes: (RegExp | null)[];
   try {
-    classes = pieces.map((p) => (p.kind === "class" ? new RegExp("^[" + p.body + "]$") : null));
+    classes = pieces.map((p) => (p.kind === "class" ? new RegExp(p.source) : null));
   } catch {
     classes = pieces.map((p) => (p.kind === "class" ? DOT : null));
   }
@@ -104,43 +144,6 @@ export function globSegment(pattern: string): GlobMatcher {
       return at[text.length] === 1;
     },
   };
-}
-
-/** The pieces' expression, each run of `*` and `?` written as one quantifier; a pattern it cannot compile matches (fail closed). */
-function expressionOf(pieces: GlobPiece[]): GlobMatcher {
-  const source = (classAsAny: boolean): string => {
-    let re = "";
-    let dots = 0;
-    let star = false;
-    const flush = () => {
-      if (star) re += dots === 0 ? ".*" : `.{${dots},}`;
-      else if (dots > 0) re += dots === 1 ? "." : `.{${dots}}`;
-      dots = 0;
-      star = false;
-    };
-    for (const p of pieces) {
-      if (p.kind === "star") star = true;
-      else if (p.kind === "any" || (classAsAny && p.kind === "class" && !/^\^?\]/.test(p.body))) dots++;
-      else {
-        flush();
-        if (p.kind === "literal") re += p.char.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-        // A class that starts with `]` ends at it (`[]`, `[^]`), the rest read as pattern: the fallback made that class `.`.
-        else if (classAsAny) re += ("[" + p.body + "]").replace(/\[[^\]]*\]/g, ".");
-        else re += "[" + p.body + "]";
-      }
-    }
-    flush();
-    return "^" + re + "$";
-  };
-  try {
-    return new RegExp(source(false));
-  } catch {
-    try {
-      return new RegExp(source(true));
-    } catch {
-      return { test: () => true };
-    }
-  }
 }
 
 /**
