@@ -37,6 +37,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.17": "c0197e1ec69bb769209a8da76edde249540e70e8c1a7a528c498d0b77cf2595b",
   "countersign/0.2.18": "094b8976bc22098443dc204fed8e59a528ca5e1cdb0b2225265be794eeaa3f59",
   "countersign/0.2.19": "526ee88e52fe4ada8f3f3f144d5896c28bdc32c31adb98c848d3117de5a56a1f",
+  "countersign/0.2.20": "9ca98021e8ca9d6e9ecae1b780534e3d5d2101051b43a22a507d14aa164a02e2",
 };
 
 /**

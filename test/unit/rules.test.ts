@@ -461,6 +461,16 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval -- 'echo hi'" }))).toBe("allow");
   });
 
+  it("a find action's shell script is read, and a shell action that removes makes a deleting find", async () => {
+    // Allowed before: only a shell or eval run directly had its script read, and a find whose action ran `sh` was no deleting find.
+    for (const command of [`find / -exec sh -c "rm -rf /" \\;`, `find / -exec sh -c 'rm -rf "$1"' _ {} \\;`, `find / -exec bash -c "rm -rf {}" \\;`, `find / -execdir sh -c 'cd .. && /bin/rm {}' \\;`, `find ~ -ok sudo sh -c 'rm -r {}' +`]) {
+      expect({ command, verdict: await judgeIn("SEC-002", input("shell_exec", { command })) }).toEqual({ command, verdict: "deny" });
+    }
+    for (const command of [`find . -exec sh -c 'echo "$1"' _ {} \\;`, `find . -name '*.tmp' -exec sh -c 'rm -f "$1"' _ {} \\;`, `find . -name '*.log' -exec gzip {} +`]) {
+      expect({ command, verdict: await judgeIn("SEC-002", input("shell_exec", { command })) }).toEqual({ command, verdict: "allow" });
+    }
+  });
+
   it("the script recursion is bounded, and a script nested past the bound is not trusted", async () => {
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(5000) + "ls" }))).toBe("deny");
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "eval ".repeat(3) + "ls" }))).toBe("allow");

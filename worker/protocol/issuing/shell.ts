@@ -595,6 +595,7 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   if (!program) return [];
   const name = program.name.toLowerCase();
   const args = command.words.slice(program.at + 1);
+  if (name === "find") return findActionScripts(args);
   if (name === "eval") {
     // `eval -- 'script'`: bash's eval takes (and ignores) an end-of-options `--`.
     const script = args[0] === "--" ? args.slice(1) : args;
@@ -620,6 +621,31 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   if (!stdin && k < args.length && args[k] !== "-" && args[k] !== "/dev/stdin") return [];
   return [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
 }
+
+/** The actions of `find` that run a command: its words up to the next `;` or `+`. */
+export const FIND_EXEC: ReadonlySet<string> = new Set(["-exec", "-execdir", "-ok", "-okdir"]);
+
+/**
+ * The scripts the actions of a `find` hand to a shell (`find / -exec sh -c 'rm -rf /' \;`): each
+ * action's words, to its `;` or `+`, read as a command of their own. Each action's end is found
+ * once, from the end, and the actions' words do not overlap, so the reading is linear.
+ */
+function findActionScripts(args: string[]): string[] {
+  const stop = new Array<number>(args.length + 1);
+  stop[args.length] = args.length;
+  for (let k = args.length - 1; k >= 0; k--) stop[k] = args[k] === ";" || args[k] === "+" ? k : stop[k + 1];
+  const scripts: string[] = [];
+  for (let k = 0; k < args.length; k++) {
+    if (!FIND_EXEC.has(args[k])) continue;
+    const words = args.slice(k + 1, stop[k + 1]);
+    if (words.length > 0) scripts.push(...scriptsOf({ ...EMPTY_COMMAND, words }, undefined));
+    k = stop[k + 1];
+  }
+  return scripts;
+}
+
+/** A command of no words, here-documents or pipes: what a find action's words are read into. */
+const EMPTY_COMMAND: Omit<SimpleCommand, "words"> = { substitutions: [], heredocs: [], herestrings: [], pipesInto: false, chained: false, scripts: [], unread: 0 };
 
 /**
  * Programs that run the command that follows them, as a prefix (`sudo -u root rm …`): for each,

@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { invocationOf, parseShell, programAt, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { FIND_EXEC, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /** A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`). */
@@ -202,8 +202,6 @@ function forcedRecursiveRmTargets(argv: string[]): string[] {
 
 /** Options of `find` that come before its start paths; `-D` takes the next word. */
 const FIND_LEADING_OPTION = /^-(?:[HLP]|O\d*|D)$/;
-/** Actions of `find` that run a command on each file found. */
-const FIND_EXEC = new Set(["-exec", "-execdir", "-ok", "-okdir"]);
 
 /** The start paths of a `find` whose argv is `argv` (`.` when none is given). */
 export function findStartPaths(argv: string[]): string[] {
@@ -214,7 +212,13 @@ export function findStartPaths(argv: string[]): string[] {
   return paths.length > 0 ? paths : ["."];
 }
 
-/** The start paths of a `find` that deletes what it finds (`-delete`, or `-exec`/`-execdir`/`-ok`/`-okdir` running `rm`), or []. */
+/** A word of a script that names `rm` as a command (`rm -rf "$1"`, `cd x && /bin/rm {}`). */
+const RM_IN_SCRIPT = /(?:^|[\s;&|(){}`'"/])rm(?:$|[\s;&|)}`'"])/;
+
+/**
+ * The start paths of a `find` that deletes what it finds (`-delete`, or `-exec`/`-execdir`/`-ok`/
+ * `-okdir` running `rm`, or running a shell whose words name `rm`: `-exec sh -c 'rm -rf "$1"' _ {} \;`), or [].
+ */
 function findDeletionTargets(argv: string[]): string[] {
   if (argv[0].slice(argv[0].lastIndexOf("/") + 1) !== "find") return [];
   // Where each action's command ends: the next `;` or `+` (found once, from the end), and its
@@ -223,8 +227,18 @@ function findDeletionTargets(argv: string[]): string[] {
   const stop = new Array<number>(argv.length + 1);
   stop[argv.length] = argv.length;
   for (let k = argv.length - 1; k >= 0; k--) stop[k] = argv[k] === ";" || argv[k] === "+" ? k : stop[k + 1];
+  // The first word at or after each index that names rm in a script, found once, from the end.
+  const rmWord = new Array<number>(argv.length + 1);
+  rmWord[argv.length] = argv.length;
+  for (let k = argv.length - 1; k >= 0; k--) rmWord[k] = RM_IN_SCRIPT.test(argv[k]) ? k : rmWord[k + 1];
   const memo = new Map<string, ProgramFound>();
-  const deletes = argv.includes("-delete") || argv.some((a, k) => FIND_EXEC.has(a) && programAt(argv, k + 1, stop[k + 1], memo)?.name === "rm");
+  const runsRm = (from: number, to: number): boolean => {
+    const program = programAt(argv, from, to, memo);
+    if (!program) return false;
+    if (program.name === "rm") return true;
+    return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
+  };
+  const deletes = argv.includes("-delete") || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
   return deletes ? findStartPaths(argv) : [];
 }
 
