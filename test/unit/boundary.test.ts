@@ -149,6 +149,19 @@ describe("credential redaction inside strings and by name", () => {
     expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });
   });
 
+  it("redacts credentials in member names too: a name is a string stored in the journal", () => {
+    const ghp = "ghp_" + "a".repeat(36);
+    const redact = { credentials: "redact" } as const;
+    expect(snapshotJson({ ns: { [`Bearer ${"x".repeat(20)}`]: 1, "password=hunter2": 3, "https://u:p@db/": 4, plain: 5 } }, redact)).toEqual({
+      ns: { [REDACTED]: 1, "password=[redacted]": REDACTED, "https://[redacted]@db/": 4, plain: 5 },
+    });
+    expect(snapshotJson({ ns: { [ghp]: { n: 2 } } }, redact)).toEqual({ ns: { [REDACTED]: { n: 2 } } });
+    expect(JSON.stringify(snapshotJson({ ns: { [ghp]: 1, "Bearer abc.def": 2 } }, { credentials: "refuse" }))).toContain(ghp);
+    // Two names that redact to one are refused rather than one silently overwriting the other.
+    expect(() => snapshotJson({ ns: { [ghp]: 1, "Bearer abc.def": 2 } }, redact)).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+    expect(() => snapshotJson({ ns: { [REDACTED]: 1, [ghp]: 2 } }, redact)).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+  });
+
   // Their speed is the bench's to measure, not a test's: here each is answered (a quadratic scan
   // would run past the test's own time limit).
   it("answers adversarial strings", () => {

@@ -233,15 +233,28 @@ function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: nu
   return Object.freeze(out);
 }
 
+/**
+ * A member name as redact mode stores it: a name is a string too, so one shaped like a credential
+ * (`"Bearer abc…": 1`, `"ghp_…": {…}`) becomes REDACTED, and the credential inside one
+ * (`"password=hunter2"`, `"https://u:p@host/"`) is replaced as in any other string.
+ */
+const redactedName = (key: string): string => (isCredentialValue(key) ? REDACTED : redactCredentialParts(key));
+
 function copyObject(value: object, path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   const out: Record<string, JsonValue> = {};
+  const put = (name: string, v: JsonValue, at: JsonPath) => {
+    // Two names that redact to one would otherwise overwrite each other: refused, nothing is dropped silently.
+    if (Object.hasOwn(out, name)) refuse("duplicate_key", at, `two members are stored under ${JSON.stringify(name)} once their credentials are redacted`);
+    out[name] = v;
+  };
   for (const key of Reflect.ownKeys(value)) {
     if (typeof key === "symbol") refuse("symbol_key", path, "symbol-keyed member");
     const at = [...path, key];
     checkString(key, at);
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
+    const name = redact ? redactedName(key) : key;
     if (redact && isCredentialName(key)) {
-      out[key] = REDACTED;
+      put(name, REDACTED, at);
       continue;
     }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
@@ -249,7 +262,7 @@ function copyObject(value: object, path: JsonPath, depth: number, maxDepth: numb
     if (!("value" in d)) refuse("accessor", at, "member is an accessor");
     if (!d.enumerable) refuse("hidden_property", at, "non-enumerable member");
     // An undefined member is an absent one, as in JSON text; an undefined array element is refused below.
-    if (d.value !== undefined) out[key] = copy(d.value, at, depth + 1, maxDepth, redact);
+    if (d.value !== undefined) put(name, copy(d.value, at, depth + 1, maxDepth, redact), at);
   }
   return Object.freeze(out);
 }
