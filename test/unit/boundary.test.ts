@@ -134,9 +134,16 @@ describe("credential redaction inside strings and by name", () => {
       ['{"secretKey":"k","region":"eu"}', '{"secretKey":"[redacted]","region":"eu"}'],
       ["Authorization: Bearer abc.def sent", "Authorization: [redacted] sent"],
       ["q=1&access_token=xyz&page=2", "q=1&access_token=[redacted]&page=2"],
+      // Ruby and Perl hashes, Pascal and Go assignments: the value after `=>` or `:=` was kept.
+      ["{:password => hunter2, user => bob}", "{:password => [redacted], user => bob}"],
+      ['"api_key" => "k-123"', '"api_key" => "[redacted]"'],
+      ["secret := s3cr3t;", "secret := [redacted];"],
+      // A JSON document written into a JSON string: its quotes are escaped, and the value was kept.
+      ['{\\"password\\":\\"hunter2\\",\\"user\\":\\"bob\\"}', '{\\"password\\":\\"[redacted]\\",\\"user\\":\\"bob\\"}'],
+      ["{\\'token\\': \\'t-1 2\\'}", "{\\'token\\': \\'[redacted]\\'}"],
     ];
     for (const [input, output] of cases) expect(redactCredentialParts(input), input).toBe(output);
-    for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok"]) expect(redactCredentialParts(honest)).toBe(honest);
+    for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok", "a => b", 'path\\":\\"/tmp', "x := 1"]) expect(redactCredentialParts(honest)).toBe(honest);
   });
 
   it("names credentials without case, in camelCase and snake_case forms", () => {
@@ -165,7 +172,7 @@ describe("credential redaction inside strings and by name", () => {
   // Their speed is the bench's to measure, not a test's: here each is answered (a quadratic scan
   // would run past the test's own time limit).
   it("answers adversarial strings", () => {
-    for (const s of ["a=".repeat(100_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
+    for (const s of ["a=".repeat(100_000), 'password:\\"'.repeat(20_000), "password:\\'a\\".repeat(20_000), 'password\\"=>'.repeat(20_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
       expect(typeof redactCredentialParts(s), s.slice(0, 8)).toBe("string");
     }
   });

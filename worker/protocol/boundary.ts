@@ -125,14 +125,18 @@ export function jwtShaped(s: string): boolean {
 /** The userinfo of a URL (`scheme://user:password@`), up to the last `@` before the path. */
 const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
 /**
- * A `name=value` or `name: value` pair inside a string: the name and separator are found first
+ * A `name=value`, `name: value`, `name => value` or `name := value` pair inside a string (quotes
+ * around the name and the value may be escaped, as in a JSON document written into a JSON
+ * string: `{\"password\":\"hunter2\"}`): the name and separator are found first
  * (only where a run of name characters starts), and only after a credential's name is its value
  * read (a quoted value, and an authorization scheme followed by its token, are taken whole). Each
  * character is looked at a bounded number of times, so a string is scanned in linear time
  * whatever it holds.
  */
-const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(["']?[ \t]*[=:][ \t]*)/g;
-const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*(?:=>|:=|[=:])[ \t]*)/g;
+const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+/** The quote a value was written in: `"`, `'`, or one escaped (`\"`, a JSON document inside a JSON string). */
+const VALUE_QUOTE = /^\\?["']/;
 
 /**
  * A string with the credentials inside it replaced, the rest kept: URL userinfo becomes
@@ -149,7 +153,7 @@ export function redactCredentialParts(s: string): string {
     values.lastIndex = names.lastIndex;
     const value = values.exec(text);
     if (!value) continue;
-    const quote = value[0][0] === '"' || value[0][0] === "'" ? value[0][0] : "";
+    const quote = VALUE_QUOTE.exec(value[0])?.[0] ?? "";
     out += text.slice(from, names.lastIndex) + quote + REDACTED + quote;
     from = names.lastIndex = values.lastIndex;
   }
