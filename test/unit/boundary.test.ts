@@ -146,6 +146,14 @@ describe("credential redaction inside strings and by name", () => {
     for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok", "a => b", 'path\\":\\"/tmp', "x := 1"]) expect(redactCredentialParts(honest)).toBe(honest);
   });
 
+  it("takes a GitHub fine-grained token (github_pat_) for a credential, as SEC-003 and OUT-001 do", () => {
+    const pat = "github_pat_11ABCDEFG0123456789_" + "abcdefghijklmnopqrstuvwxyz0123456789".repeat(2) + "ABCDEFGHIJ";
+    expect(isCredentialValue(pat)).toBe(true);
+    expect(isCredentialValue(`clone with ${pat} please`)).toBe(true);
+    expect(snapshotJson({ ns: { v: `use ${pat}` } }, { credentials: "redact" })).toEqual({ ns: { v: REDACTED } });
+    expect(isCredentialValue("github_pat_short")).toBe(false);
+  });
+
   it("names credentials without case, in camelCase and snake_case forms", () => {
     for (const name of ["secretKey", "secret_key", "SECRET-KEY", "pwd", "auth", "creds", "credentials", "passphrase", "privateKey", "private_key", "dbPassword", "x-api-key", "basicAuth", "awsSecretAccessKey", "accessKey", "clientSecret", "api_token", "github_token", "clientToken", "X-Auth-Token"]) expect(isCredentialName(name), name).toBe(true);
     for (const name of ["author", "authority", "keyId", "requestId", "content-type", "passes", "tokens", "max_tokens", "tool"]) expect(isCredentialName(name), name).toBe(false);

@@ -79,7 +79,8 @@ export const isCredentialName = (key: string): boolean => {
 
 /**
  * Values shaped like credentials wherever they sit: an authorization scheme and its token, the
- * common API key and token forms (sk-/pk-/rk-, AWS access key ids, GitHub, Google, Slack), JWTs,
+ * common API key and token forms (sk-/pk-/rk-, AWS access key ids, GitHub classic and fine-grained,
+ * Google, Slack), JWTs,
  * private key blocks, and URLs that carry a signature or a token in their query.
  */
 const CREDENTIAL_VALUES: readonly RegExp[] = [
@@ -87,6 +88,7 @@ const CREDENTIAL_VALUES: readonly RegExp[] = [
   /\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}/,
   /\b(AKIA|ASIA)[0-9A-Z]{16}\b/,
   /\bgh[pousr]_[A-Za-z0-9]{20,}/,
+  /\bgithub_pat_[A-Za-z0-9_]{22,}/,
   /\bAIza[0-9A-Za-z_-]{30,}/,
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
