@@ -141,6 +141,10 @@ describe("credential redaction inside strings and by name", () => {
       // A JSON document written into a JSON string: its quotes are escaped, and the value was kept.
       ['{\\"password\\":\\"hunter2\\",\\"user\\":\\"bob\\"}', '{\\"password\\":\\"[redacted]\\",\\"user\\":\\"bob\\"}'],
       ["{\\'token\\': \\'t-1 2\\'}", "{\\'token\\': \\'[redacted]\\'}"],
+      // A cookie header carries every cookie in it: the session after the first `;` was kept.
+      ["Cookie: lang=en; session=abc123\nHost: x", "Cookie: [redacted]\nHost: x"],
+      ["set-cookie: sid=s1; Path=/; HttpOnly", "set-cookie: [redacted]"],
+      ['{"cookie":"a=1; sid=s2","n":1}', '{"cookie":"[redacted]","n":1}'],
     ];
     for (const [input, output] of cases) expect(redactCredentialParts(input), input).toBe(output);
     for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok", "a => b", 'path\\":\\"/tmp', "x := 1"]) expect(redactCredentialParts(honest)).toBe(honest);
@@ -180,7 +184,7 @@ describe("credential redaction inside strings and by name", () => {
   // Their speed is the bench's to measure, not a test's: here each is answered (a quadratic scan
   // would run past the test's own time limit).
   it("answers adversarial strings", () => {
-    for (const s of ["a=".repeat(100_000), 'password:\\"'.repeat(20_000), "password:\\'a\\".repeat(20_000), 'password\\"=>'.repeat(20_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
+    for (const s of ["a=".repeat(100_000), 'password:\\"'.repeat(20_000), "password:\\'a\\".repeat(20_000), "cookie:\"".repeat(20_000), "cookie=\n".repeat(30_000), 'password\\"=>'.repeat(20_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
       expect(typeof redactCredentialParts(s), s.slice(0, 8)).toBe("string");
     }
   });

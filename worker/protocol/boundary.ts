@@ -137,6 +137,12 @@ const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
  */
 const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*(?:=>|:=|[=:])[ \t]*)/g;
 const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+/**
+ * A cookie header's value is every cookie in it (`Cookie: lang=en; session=abc`), so unquoted it
+ * runs to the end of the line, not to the first `;`.
+ */
+const COOKIE_VALUE = /\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|[^\r\n]+/y;
+const COOKIE_NAMES: ReadonlySet<string> = new Set(["cookie", "cookies", "setcookie"]);
 /** The quote a value was written in: `"`, `'`, or one escaped (`\"`, a JSON document inside a JSON string). */
 const VALUE_QUOTE = /^\\?["']/;
 
@@ -149,9 +155,11 @@ export function redactCredentialParts(s: string): string {
   let out = "";
   let from = 0;
   const names = new RegExp(PAIR_NAME.source, PAIR_NAME.flags);
-  const values = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
+  const pairValues = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
+  const cookieValues = new RegExp(COOKIE_VALUE.source, COOKIE_VALUE.flags);
   for (let m = names.exec(text); m; m = names.exec(text)) {
     if (!isCredentialName(m[1])) continue;
+    const values = COOKIE_NAMES.has(authorityName(m[1])) ? cookieValues : pairValues;
     values.lastIndex = names.lastIndex;
     const value = values.exec(text);
     if (!value) continue;
