@@ -36,7 +36,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.16": "6218e05b88bbee005972cd331897d112cfd2154492906e43ce455c7835976ab3",
   "countersign/0.2.17": "c0197e1ec69bb769209a8da76edde249540e70e8c1a7a528c498d0b77cf2595b",
   "countersign/0.2.18": "094b8976bc22098443dc204fed8e59a528ca5e1cdb0b2225265be794eeaa3f59",
-  "countersign/0.2.19": "882536dc7e76c6693486a7a8bbce6d80f0be2339206acc8927467bd47f7794c0",
+  "countersign/0.2.19": "ca30e107ff414af26bbc804b55a034ef233bd3ae3d18681090888af060fec62b",
 };
 
 /**

@@ -175,8 +175,10 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 export interface BoundaryOptions {
   maxDepth?: number;
   /**
-   * `refuse` (the default): a credential anywhere is a smuggling attempt and the whole value is
-   * refused. `redact`: for provider extensions, which may legitimately mention that a request
+   * `refuse` (the default): a member named as an authority field (AUTHORITY_FIELDS: `password`,
+   * `secret`, `apikey`, `accesstoken`, …) is a smuggling attempt and the whole value is refused;
+   * nothing else is looked for: a credential under another name (`github_token`, `auth`) or inside
+   * a string is copied as it is. `redact`: for provider extensions, which may legitimately mention that a request
    * was authorised: the value of a credential-named member, and any string shaped like a
    * credential, is replaced by REDACTED before it is copied (an accessor is never invoked); in
    * other strings, URL userinfo and the values of credential-named `name=value` pairs are
