@@ -134,9 +134,28 @@ describe("credential redaction inside strings and by name", () => {
       ['{"secretKey":"k","region":"eu"}', '{"secretKey":"[redacted]","region":"eu"}'],
       ["Authorization: Bearer abc.def sent", "Authorization: [redacted] sent"],
       ["q=1&access_token=xyz&page=2", "q=1&access_token=[redacted]&page=2"],
+      // Ruby and Perl hashes, Pascal and Go assignments: the value after `=>` or `:=` was kept.
+      ["{:password => hunter2, user => bob}", "{:password => [redacted], user => bob}"],
+      ['"api_key" => "k-123"', '"api_key" => "[redacted]"'],
+      ["secret := s3cr3t;", "secret := [redacted];"],
+      // A JSON document written into a JSON string: its quotes are escaped, and the value was kept.
+      ['{\\"password\\":\\"hunter2\\",\\"user\\":\\"bob\\"}', '{\\"password\\":\\"[redacted]\\",\\"user\\":\\"bob\\"}'],
+      ["{\\'token\\': \\'t-1 2\\'}", "{\\'token\\': \\'[redacted]\\'}"],
+      // A cookie header carries every cookie in it: the session after the first `;` was kept.
+      ["Cookie: lang=en; session=abc123\nHost: x", "Cookie: [redacted]\nHost: x"],
+      ["set-cookie: sid=s1; Path=/; HttpOnly", "set-cookie: [redacted]"],
+      ['{"cookie":"a=1; sid=s2","n":1}', '{"cookie":"[redacted]","n":1}'],
     ];
     for (const [input, output] of cases) expect(redactCredentialParts(input), input).toBe(output);
-    for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok"]) expect(redactCredentialParts(honest)).toBe(honest);
+    for (const honest of ["key=order-42", "time 12:30", "author: Ada", "tokens_used=12", "status: ok", "a => b", 'path\\":\\"/tmp', "x := 1"]) expect(redactCredentialParts(honest)).toBe(honest);
+  });
+
+  it("takes a GitHub fine-grained token (github_pat_) for a credential, as SEC-003 and OUT-001 do", () => {
+    const pat = "github_pat_11ABCDEFG0123456789_" + "abcdefghijklmnopqrstuvwxyz0123456789".repeat(2) + "ABCDEFGHIJ";
+    expect(isCredentialValue(pat)).toBe(true);
+    expect(isCredentialValue(`clone with ${pat} please`)).toBe(true);
+    expect(snapshotJson({ ns: { v: `use ${pat}` } }, { credentials: "redact" })).toEqual({ ns: { v: REDACTED } });
+    expect(isCredentialValue("github_pat_short")).toBe(false);
   });
 
   it("names credentials without case, in camelCase and snake_case forms", () => {
@@ -149,10 +168,23 @@ describe("credential redaction inside strings and by name", () => {
     expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });
   });
 
+  it("redacts credentials in member names too: a name is a string stored in the journal", () => {
+    const ghp = "ghp_" + "a".repeat(36);
+    const redact = { credentials: "redact" } as const;
+    expect(snapshotJson({ ns: { [`Bearer ${"x".repeat(20)}`]: 1, "password=hunter2": 3, "https://u:p@db/": 4, plain: 5 } }, redact)).toEqual({
+      ns: { [REDACTED]: 1, "password=[redacted]": REDACTED, "https://[redacted]@db/": 4, plain: 5 },
+    });
+    expect(snapshotJson({ ns: { [ghp]: { n: 2 } } }, redact)).toEqual({ ns: { [REDACTED]: { n: 2 } } });
+    expect(JSON.stringify(snapshotJson({ ns: { [ghp]: 1, "Bearer abc.def": 2 } }, { credentials: "refuse" }))).toContain(ghp);
+    // Two names that redact to one are refused rather than one silently overwriting the other.
+    expect(() => snapshotJson({ ns: { [ghp]: 1, "Bearer abc.def": 2 } }, redact)).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+    expect(() => snapshotJson({ ns: { [REDACTED]: 1, [ghp]: 2 } }, redact)).toThrow(expect.objectContaining({ reason: "duplicate_key" }));
+  });
+
   // Their speed is the bench's to measure, not a test's: here each is answered (a quadratic scan
   // would run past the test's own time limit).
   it("answers adversarial strings", () => {
-    for (const s of ["a=".repeat(100_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
+    for (const s of ["a=".repeat(100_000), 'password:\\"'.repeat(20_000), "password:\\'a\\".repeat(20_000), "cookie:\"".repeat(20_000), "cookie=\n".repeat(30_000), 'password\\"=>'.repeat(20_000), "x://".repeat(50_000), "a:a:".repeat(50_000), "a+".repeat(100_000), 'password="'.repeat(20_000), "token:".repeat(40_000), "a".repeat(200_000)]) {
       expect(typeof redactCredentialParts(s), s.slice(0, 8)).toBe("string");
     }
   });

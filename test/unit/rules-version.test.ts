@@ -38,6 +38,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.18": "094b8976bc22098443dc204fed8e59a528ca5e1cdb0b2225265be794eeaa3f59",
   "countersign/0.2.19": "526ee88e52fe4ada8f3f3f144d5896c28bdc32c31adb98c848d3117de5a56a1f",
   "countersign/0.2.20": "9ca98021e8ca9d6e9ecae1b780534e3d5d2101051b43a22a507d14aa164a02e2",
+  "countersign/0.2.21": "24e13faa4ff66aa00d3d23a052a37719cea187e6b3392e8cbac50003489f2339",
 };
 
 /**

@@ -79,7 +79,8 @@ export const isCredentialName = (key: string): boolean => {
 
 /**
  * Values shaped like credentials wherever they sit: an authorization scheme and its token, the
- * common API key and token forms (sk-/pk-/rk-, AWS access key ids, GitHub, Google, Slack), JWTs,
+ * common API key and token forms (sk-/pk-/rk-, AWS access key ids, GitHub classic and fine-grained,
+ * Google, Slack), JWTs,
  * private key blocks, and URLs that carry a signature or a token in their query.
  */
 const CREDENTIAL_VALUES: readonly RegExp[] = [
@@ -87,6 +88,7 @@ const CREDENTIAL_VALUES: readonly RegExp[] = [
   /\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}/,
   /\b(AKIA|ASIA)[0-9A-Z]{16}\b/,
   /\bgh[pousr]_[A-Za-z0-9]{20,}/,
+  /\bgithub_pat_[A-Za-z0-9_]{22,}/,
   /\bAIza[0-9A-Za-z_-]{30,}/,
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
@@ -125,14 +127,24 @@ export function jwtShaped(s: string): boolean {
 /** The userinfo of a URL (`scheme://user:password@`), up to the last `@` before the path. */
 const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
 /**
- * A `name=value` or `name: value` pair inside a string: the name and separator are found first
+ * A `name=value`, `name: value`, `name => value` or `name := value` pair inside a string (quotes
+ * around the name and the value may be escaped, as in a JSON document written into a JSON
+ * string: `{\"password\":\"hunter2\"}`): the name and separator are found first
  * (only where a run of name characters starts), and only after a credential's name is its value
  * read (a quoted value, and an authorization scheme followed by its token, are taken whole). Each
  * character is looked at a bounded number of times, so a string is scanned in linear time
  * whatever it holds.
  */
-const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(["']?[ \t]*[=:][ \t]*)/g;
-const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*(?:=>|:=|[=:])[ \t]*)/g;
+const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+/**
+ * A cookie header's value is every cookie in it (`Cookie: lang=en; session=abc`), so unquoted it
+ * runs to the end of the line, not to the first `;`.
+ */
+const COOKIE_VALUE = /\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|[^\r\n]+/y;
+const COOKIE_NAMES: ReadonlySet<string> = new Set(["cookie", "cookies", "setcookie"]);
+/** The quote a value was written in: `"`, `'`, or one escaped (`\"`, a JSON document inside a JSON string). */
+const VALUE_QUOTE = /^\\?["']/;
 
 /**
  * A string with the credentials inside it replaced, the rest kept: URL userinfo becomes
@@ -143,13 +155,15 @@ export function redactCredentialParts(s: string): string {
   let out = "";
   let from = 0;
   const names = new RegExp(PAIR_NAME.source, PAIR_NAME.flags);
-  const values = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
+  const pairValues = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
+  const cookieValues = new RegExp(COOKIE_VALUE.source, COOKIE_VALUE.flags);
   for (let m = names.exec(text); m; m = names.exec(text)) {
     if (!isCredentialName(m[1])) continue;
+    const values = COOKIE_NAMES.has(authorityName(m[1])) ? cookieValues : pairValues;
     values.lastIndex = names.lastIndex;
     const value = values.exec(text);
     if (!value) continue;
-    const quote = value[0][0] === '"' || value[0][0] === "'" ? value[0][0] : "";
+    const quote = VALUE_QUOTE.exec(value[0])?.[0] ?? "";
     out += text.slice(from, names.lastIndex) + quote + REDACTED + quote;
     from = names.lastIndex = values.lastIndex;
   }
@@ -161,8 +175,10 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 export interface BoundaryOptions {
   maxDepth?: number;
   /**
-   * `refuse` (the default): a credential anywhere is a smuggling attempt and the whole value is
-   * refused. `redact`: for provider extensions, which may legitimately mention that a request
+   * `refuse` (the default): a member named as an authority field (AUTHORITY_FIELDS: `password`,
+   * `secret`, `apikey`, `accesstoken`, …) is a smuggling attempt and the whole value is refused;
+   * nothing else is looked for: a credential under another name (`github_token`, `auth`) or inside
+   * a string is copied as it is. `redact`: for provider extensions, which may legitimately mention that a request
    * was authorised: the value of a credential-named member, and any string shaped like a
    * credential, is replaced by REDACTED before it is copied (an accessor is never invoked); in
    * other strings, URL userinfo and the values of credential-named `name=value` pairs are
@@ -233,15 +249,28 @@ function copyArray(value: unknown[], path: JsonPath, depth: number, maxDepth: nu
   return Object.freeze(out);
 }
 
+/**
+ * A member name as redact mode stores it: a name is a string too, so one shaped like a credential
+ * (`"Bearer abc…": 1`, `"ghp_…": {…}`) becomes REDACTED, and the credential inside one
+ * (`"password=hunter2"`, `"https://u:p@host/"`) is replaced as in any other string.
+ */
+const redactedName = (key: string): string => (isCredentialValue(key) ? REDACTED : redactCredentialParts(key));
+
 function copyObject(value: object, path: JsonPath, depth: number, maxDepth: number, redact: boolean): JsonValue {
   const out: Record<string, JsonValue> = {};
+  const put = (name: string, v: JsonValue, at: JsonPath) => {
+    // Two names that redact to one would otherwise overwrite each other: refused, nothing is dropped silently.
+    if (Object.hasOwn(out, name)) refuse("duplicate_key", at, `two members are stored under ${JSON.stringify(name)} once their credentials are redacted`);
+    out[name] = v;
+  };
   for (const key of Reflect.ownKeys(value)) {
     if (typeof key === "symbol") refuse("symbol_key", path, "symbol-keyed member");
     const at = [...path, key];
     checkString(key, at);
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
+    const name = redact ? redactedName(key) : key;
     if (redact && isCredentialName(key)) {
-      out[key] = REDACTED;
+      put(name, REDACTED, at);
       continue;
     }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
@@ -249,7 +278,7 @@ function copyObject(value: object, path: JsonPath, depth: number, maxDepth: numb
     if (!("value" in d)) refuse("accessor", at, "member is an accessor");
     if (!d.enumerable) refuse("hidden_property", at, "non-enumerable member");
     // An undefined member is an absent one, as in JSON text; an undefined array element is refused below.
-    if (d.value !== undefined) out[key] = copy(d.value, at, depth + 1, maxDepth, redact);
+    if (d.value !== undefined) put(name, copy(d.value, at, depth + 1, maxDepth, redact), at);
   }
   return Object.freeze(out);
 }

@@ -8,12 +8,36 @@ const RENDERS_AS_NOTHING = /\p{Default_Ignorable_Code_Point}/gu;
 /**
  * The readings of an output the patterns are tried on: as written, and as read (NFKC, characters
  * that render as nothing removed), so a zero-width space inside a word (`ig\u200bnore`), a soft
- * hyphen or fullwidth letters (`ｉｇｎｏｒｅ`) do not hide a phrase the model reads plainly.
+ * hyphen or fullwidth letters (`ｉｇｎｏｒｅ`) do not hide a phrase the model reads plainly; and both
+ * again with HTML character references decoded (`&nbsp;`, `&#32;`, `&lt;`), as a page shows them.
  */
 function instructionReadings(text: string): string[] {
   // A run of marks is cut to the stream-safe bound before NFKC, whose reordering is quadratic in it (marks.ts).
-  const folded = capCombiningRuns(text).normalize("NFKC").replace(RENDERS_AS_NOTHING, "");
-  return folded === text ? [text] : [text, folded];
+  const fold = (t: string) => capCombiningRuns(t).normalize("NFKC").replace(RENDERS_AS_NOTHING, "");
+  const readings = [text, fold(text)];
+  // Fetched pages are HTML: `ignore&nbsp;all&nbsp;previous&nbsp;instructions` and `&lt;|im_start|&gt;` are
+  // what a page shows as the phrase, and a model reading the markup reads them so.
+  if (text.includes("&")) {
+    const decoded = decodeCharacterReferences(text);
+    if (decoded !== text) readings.push(decoded, fold(decoded));
+  }
+  return [...new Set(readings)];
+}
+
+/** HTML's character references a phrase or role marker can be written in: numeric ones, and the named ones of whitespace and markup. */
+const CHARACTER_REFERENCE = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(nbsp|ensp|emsp|thinsp|lt|gt|amp|quot|apos|vert|verbar|lsqb|rsqb|lbrack|rbrack|num|colon|Tab|NewLine));?/g;
+const NAMED_REFERENCE: Record<string, string> = {
+  nbsp: "\u00a0", ensp: "\u2002", emsp: "\u2003", thinsp: "\u2009", lt: "<", gt: ">", amp: "&", quot: '"', apos: "'",
+  vert: "|", verbar: "|", lsqb: "[", rsqb: "]", lbrack: "[", rbrack: "]", num: "#", colon: ":", Tab: "\t", NewLine: "\n",
+};
+
+/** `text` with its character references decoded once (a reference to no Unicode scalar value is kept as written). */
+export function decodeCharacterReferences(text: string): string {
+  return text.replace(CHARACTER_REFERENCE, (ref, dec: string | undefined, hex: string | undefined, name: string | undefined) => {
+    if (name !== undefined) return NAMED_REFERENCE[name];
+    const cp = dec !== undefined ? parseInt(dec, 10) : parseInt(hex!, 16);
+    return cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) ? ref : String.fromCodePoint(cp);
+  });
 }
 
 /**
