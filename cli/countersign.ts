@@ -58,7 +58,8 @@ export const USAGE = `usage: countersign <command> [options]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
                                                       (--request/--response/--runtime-context: a receipt; --mode: a receipt or
                                                       an envelope, --at with audit mode; --seal, --no-freshness: a chain, --at with
-                                                      --no-freshness)
+                                                      --no-freshness); offline, --mode enforce claims the nonce in this run's memory
+                                                      only: its nonce_consumed guards nothing after it, and a second run accepts again
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)

@@ -37,15 +37,32 @@ const step = async (what: string, work: () => Promise<Response>, ok: number[] = 
   return res;
 };
 
+type PinBody = { issuer: string; org_id?: string | null; chain_sealer?: boolean; keys: { kid: string; public_key: string }[] };
+type Held = { org_id: string | null; chain_sealer: boolean; keys: { kid: string; public_key: string; not_before: number | null; not_after: number | null; revoked: boolean }[] };
+// Whether the state already pins `body` as it is: the same organisation and sealer flag, exactly its
+// keys, none revoked or bounded in time. A restart then leaves the anchor alone, so what an admin set
+// on it beside its keys (verifier_class, audit, config_hashes, sequence_policy) survives the restart;
+// a first start, a re-key or a revoked key pins it again (the last refused with 409, as before).
+const alreadyPinned = async (body: PinBody): Promise<boolean> => {
+  const res = await fetch(`${server.url}/v1/issuers/${encodeURIComponent(body.issuer)}`);
+  if (res.status !== 200) return false;
+  const held = (await res.json()) as Held;
+  return held.org_id === (body.org_id ?? null) && held.chain_sealer === (body.chain_sealer ?? false) &&
+    held.keys.length === body.keys.length &&
+    body.keys.every((k) => held.keys.some((h) => h.kid === k.kid && h.public_key === k.public_key && !h.revoked && h.not_before === null && h.not_after === null));
+};
+const pin = async (what: string, body: PinBody, ok: number[] = [200]): Promise<Response | null> =>
+  (await alreadyPinned(body)) ? null : step(what, () => admin("PUT", "/v1/admin/anchors", body), ok);
+
 try {
   const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${server.url}/.well-known/ccs-issuer`));
-  const identity = (await own.json()) as { issuer: string };
-  await step("pinning this deployment's own key", () => admin("PUT", "/v1/admin/anchors", identity));
+  const identity = (await own.json()) as PinBody;
+  await pin("pinning this deployment's own key", identity);
   // The demo key's seed is public, so revoking it is a natural thing to do on a local state: that
   // revocation stands (a revoked key is never pinned again), and the instance starts without it.
-  const demoPin = await step("pinning the demo issuer", () => admin("PUT", "/v1/admin/anchors", demoAnchor()), [200, 409]);
+  const demoPin = await pin("pinning the demo issuer", demoAnchor(), [200, 409]);
   let demoRevoked = false;
-  if (demoPin.status === 409) {
+  if (demoPin?.status === 409) {
     const text = await demoPin.text();
     demoRevoked = text.includes('"code":"ANCHOR_KEY_REVOKED"');
     if (!demoRevoked) throw new Error(`pinning the demo issuer failed: 409 ${text}`);

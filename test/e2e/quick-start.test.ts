@@ -102,4 +102,18 @@ describe("the quick start", () => {
     const anchor = (await (await fetch(`${url}/v1/issuers/${encodeURIComponent("https://demo-issuer.example")}`)).json()) as any;
     expect(anchor.revoked.map((r: any) => r.kid)).toEqual(["demo-2026"]);
   });
+
+  it("a restart leaves this deployment's own anchor as an admin set it: its verifier class and audit survive", async () => {
+    const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
+    const own = (await (await fetch(`${url}/.well-known/ccs-issuer`)).json()) as any;
+    const audit = { report: "https://audits.example/2026", date: "2026-11-01" };
+    const pinned = await fetch(`${url}/v1/admin/anchors`, { method: "PUT", headers: admin, body: JSON.stringify({ ...own, verifier_class: "B", audit }) });
+    expect(pinned.status).toBe(200);
+    await stop();
+    await start(Number(new URL(url).port));
+    expect(output, output).toContain("countersign is listening");
+    const anchor = (await (await fetch(`${url}/v1/issuers/${encodeURIComponent(own.issuer)}`)).json()) as any;
+    expect(anchor).toMatchObject({ verifier_class: "B", audit, chain_sealer: true });
+    expect(anchor.keys.map((k: any) => k.fingerprint)).toEqual(own.keys.map((k: any) => k.fingerprint));
+  });
 });

@@ -148,12 +148,12 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/v1/evidence", summary: "pages through the evidence store by agent, tool, verdict, state and time range", tag: "journal", auth: "intake-or-admin",
     parameters: [
-      { name: "agent_id", in: "query", description: "exact agent_id" },
-      { name: "tool", in: "query", description: "exact tool" },
+      { name: "agent_id", in: "query", description: "exact agent_id, 1-512 characters" },
+      { name: "tool", in: "query", description: "exact tool, 1-256 characters" },
       { name: "verdict", in: "query", description: "allow, deny or escalate (of the latest receipt)" },
       { name: "state", in: "query", description: "a journal state" },
-      { name: "from", in: "query", description: "created at or after, Unix seconds in decimal (up to 6 fractional digits)" },
-      { name: "to", in: "query", description: "created at or before, Unix seconds in decimal (up to 6 fractional digits)" },
+      { name: "from", in: "query", description: "created at or after, Unix seconds in decimal (at most 15 digits, and up to 6 fractional digits; no sign, exponent or hex)" },
+      { name: "to", in: "query", description: "created at or before, Unix seconds in decimal (at most 15 digits, and up to 6 fractional digits; no sign, exponent or hex)" },
       { name: "cursor", in: "query", description: "next_cursor of the previous page" },
       { name: "limit", in: "query", description: "1-200 (default 50)" },
     ],
