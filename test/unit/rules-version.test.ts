@@ -39,6 +39,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.19": "526ee88e52fe4ada8f3f3f144d5896c28bdc32c31adb98c848d3117de5a56a1f",
   "countersign/0.2.20": "9ca98021e8ca9d6e9ecae1b780534e3d5d2101051b43a22a507d14aa164a02e2",
   "countersign/0.2.21": "24e13faa4ff66aa00d3d23a052a37719cea187e6b3392e8cbac50003489f2339",
+  "countersign/0.2.22": "3a2c4ce8584159defb8d8f34722c2c514ed657a5b1dc2bb168515c140fe72898",
 };
 
 /**
