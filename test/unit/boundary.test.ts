@@ -224,3 +224,18 @@ describe("the JWT shape of a credential value, read in linear time", () => {
     expect(isCredentialValue("eyJ_".repeat(60_000) + "eyJaaaa.bbbb")).toBe(false);
   });
 });
+
+describe("an authorization header's value in free text is redacted whole, whatever its scheme", () => {
+  it("keeps no token after a scheme the pattern does not name (stored as sent before)", () => {
+    for (const [text, want] of [
+      ["Authorization: Bot MTk4NjIy.SECRET2", "Authorization: [redacted]"],
+      ["Authorization: ApiKey SECRET3abcdef\nHost: x", "Authorization: [redacted]\nHost: x"],
+      ["Authorization: SSWS 00SECRET4xyz", "Authorization: [redacted]"],
+      ['Authorization: Digest username="bob", response="SECRET5" sent', "Authorization: [redacted] sent"],
+      ["proxy_authorization=Bot SECRET6", "proxy_authorization=[redacted]"],
+      ["Authorization: Bearer abc123 sent", "Authorization: [redacted] sent"],
+      ['{"Authorization":"Bearer abc","x":1}', '{"Authorization":"[redacted]","x":1}'],
+    ]) expect(redactCredentialParts(text), text).toBe(want);
+    expect(snapshotJson({ a: "Authorization: Bot SECRET7" }, { credentials: "redact" })).toEqual({ a: "Authorization: [redacted]" });
+  });
+});

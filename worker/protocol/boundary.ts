@@ -143,6 +143,18 @@ const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+
  */
 const COOKIE_VALUE = /\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|[^\r\n]+/y;
 const COOKIE_NAMES: ReadonlySet<string> = new Set(["cookie", "cookies", "setcookie"]);
+/**
+ * An authorization header's value is a scheme and its credentials, whatever the scheme
+ * (`Authorization: Bot abc`, `Authorization: SSWS abc`, `Authorization: Digest username="bob",
+ * response="…"`): PAIR_VALUE knows five schemes by name and took any other alone, keeping the
+ * token after it. Here any scheme is taken with its token, or with its list of parameters.
+ */
+const AUTH_PARAM = String.raw`[A-Za-z0-9_-]+[ \t]*=[ \t]*(?:"[^"]*"|[^\s,]*)`;
+const AUTHORIZATION_VALUE = new RegExp(
+  String.raw`[A-Za-z][A-Za-z0-9!#$%*+.^_|~-]*[ \t]+(?:${AUTH_PARAM}(?:[ \t]*,[ \t]*${AUTH_PARAM})*|[^\s&;,'"})\]]+)|` + PAIR_VALUE.source,
+  "iy",
+);
+const AUTHORIZATION_NAMES: ReadonlySet<string> = new Set(["authorization", "proxyauthorization"]);
 /** The quote a value was written in: `"`, `'`, or one escaped (`\"`, a JSON document inside a JSON string). */
 const VALUE_QUOTE = /^\\?["']/;
 
@@ -157,9 +169,11 @@ export function redactCredentialParts(s: string): string {
   const names = new RegExp(PAIR_NAME.source, PAIR_NAME.flags);
   const pairValues = new RegExp(PAIR_VALUE.source, PAIR_VALUE.flags);
   const cookieValues = new RegExp(COOKIE_VALUE.source, COOKIE_VALUE.flags);
+  const authorizationValues = new RegExp(AUTHORIZATION_VALUE.source, AUTHORIZATION_VALUE.flags);
   for (let m = names.exec(text); m; m = names.exec(text)) {
     if (!isCredentialName(m[1])) continue;
-    const values = COOKIE_NAMES.has(authorityName(m[1])) ? cookieValues : pairValues;
+    const name = authorityName(m[1]);
+    const values = COOKIE_NAMES.has(name) ? cookieValues : AUTHORIZATION_NAMES.has(name) ? authorizationValues : pairValues;
     values.lastIndex = names.lastIndex;
     const value = values.exec(text);
     if (!value) continue;
