@@ -239,3 +239,12 @@ describe("an authorization header's value in free text is redacted whole, whatev
     expect(snapshotJson({ a: "Authorization: Bot SECRET7" }, { credentials: "redact" })).toEqual({ a: "Authorization: [redacted]" });
   });
 });
+
+describe("a PGP private key block is a private key block", () => {
+  it("is redacted whole (stored as sent before)", () => {
+    const block = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQSECRET27\n-----END PGP PRIVATE KEY BLOCK-----";
+    expect(isCredentialValue(block)).toBe(true);
+    expect(snapshotJson({ ns: { k: block } }, { credentials: "redact" })).toEqual({ ns: { k: REDACTED } });
+    expect(isCredentialValue("-----BEGIN PGP PUBLIC KEY BLOCK-----\nmQ\n-----END PGP PUBLIC KEY BLOCK-----")).toBe(false);
+  });
+});

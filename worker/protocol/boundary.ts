@@ -91,7 +91,7 @@ const CREDENTIAL_VALUES: readonly RegExp[] = [
   /\bgithub_pat_[A-Za-z0-9_]{22,}/,
   /\bAIza[0-9A-Za-z_-]{30,}/,
   /\bxox[abprs]-[A-Za-z0-9-]{10,}/,
-  /-----BEGIN [A-Z ]*PRIVATE KEY-----/,
+  /-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----/,
   /[?&](x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|signature|sig|token|access_token|api_key|apikey|key)=/i,
 ];
 export const isCredentialValue = (s: string): boolean => CREDENTIAL_VALUES.some((r) => r.test(s)) || jwtShaped(s);
