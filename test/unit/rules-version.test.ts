@@ -40,6 +40,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.20": "9ca98021e8ca9d6e9ecae1b780534e3d5d2101051b43a22a507d14aa164a02e2",
   "countersign/0.2.21": "24e13faa4ff66aa00d3d23a052a37719cea187e6b3392e8cbac50003489f2339",
   "countersign/0.2.22": "3a2c4ce8584159defb8d8f34722c2c514ed657a5b1dc2bb168515c140fe72898",
+  "countersign/0.2.23": "d3d8c84d9bda36f0243a7c2c43289199e564ceb1d43de69723be2357a49a5baa",
 };
 
 /**
