@@ -117,6 +117,14 @@ describe("the strict JSON boundary", () => {
 });
 
 describe("credential redaction inside strings and by name", () => {
+  it("takes a quoted value to its closing quote, past the escaped quotes inside it, and to its first quote when it has no closing one", () => {
+    // Before, a value ended at its first quote, escaped or not: the rest of the password was kept.
+    expect(redactCredentialParts('{"password":"hun\\"SECRET15"}')).toBe('{"password":"[redacted]"}');
+    expect(redactCredentialParts("password='a\\'SECRET' rest")).toBe("password='[redacted]' rest");
+    expect(redactCredentialParts('password="abc\\"')).toBe('password="[redacted]"');
+    expect(redactCredentialParts('a="b\\"c" password="x" ok')).toBe('a="b\\"c" password="[redacted]" ok');
+  });
+
   it("replaces URL userinfo and keeps the rest of the URL", () => {
     expect(redactCredentialParts("https://admin:hunter2@db.example/")).toBe("https://[redacted]@db.example/");
     expect(redactCredentialParts("postgres://u:p4ss@h/db")).toBe("postgres://[redacted]@h/db");

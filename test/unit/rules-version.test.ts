@@ -41,6 +41,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.21": "24e13faa4ff66aa00d3d23a052a37719cea187e6b3392e8cbac50003489f2339",
   "countersign/0.2.22": "3a2c4ce8584159defb8d8f34722c2c514ed657a5b1dc2bb168515c140fe72898",
   "countersign/0.2.23": "d3d8c84d9bda36f0243a7c2c43289199e564ceb1d43de69723be2357a49a5baa",
+  "countersign/0.2.24": "bbdef06b9a5ceab1c2b537688b4e510ebc09ad3f5640bc3ace57fd7342160a6b",
 };
 
 /**

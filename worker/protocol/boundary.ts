@@ -131,12 +131,13 @@ const URL_USERINFO = /(?<![a-z0-9+.-])([a-z][a-z0-9+.-]*:\/\/)[^\s/?#]*@/gi;
  * around the name and the value may be escaped, as in a JSON document written into a JSON
  * string: `{\"password\":\"hunter2\"}`): the name and separator are found first
  * (only where a run of name characters starts), and only after a credential's name is its value
- * read (a quoted value, and an authorization scheme followed by its token, are taken whole). Each
+ * read (a quoted value, to its closing quote with backslash escapes inside it, or to its first quote
+ * when it has no closing one, and an authorization scheme followed by its token, are taken whole). Each
  * character is looked at a bounded number of times, so a string is scanned in linear time
  * whatever it holds.
  */
 const PAIR_NAME = /(?<![A-Za-z0-9_.-])([A-Za-z0-9_.-]+)(\\?["']?[ \t]*(?:=>|:=|[=:])[ \t]*)/g;
-const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|\\"[^"]*\\"|\\'[^']*\\'|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
+const PAIR_VALUE = /(?:bearer|basic|digest|token|negotiate)[ \t]+[^\s&;,'"})\]]+|\\"[^"]*\\"|\\'[^']*\\'|"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|"[^"]*"|'[^']*'|(?!\/\/)[^\s&;,'"})\]]+/iy;
 /**
  * A cookie header's value is every cookie in it (`Cookie: lang=en; session=abc`), so unquoted it
  * runs to the end of the line, not to the first `;`.
