@@ -112,7 +112,9 @@ const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
  */
 export function answerDecision<D extends Decision>(c: Context<AppEnv>, judged: D): Response {
   // A failure's detail can quote the subject (an unknown field's name): cut as an error's is (clipText).
-  const decision = { ...judged, failures: clipFailureDetails(judged.failures) };
+  // clipFailureDetails answers the same list when nothing is cut, so an accepted receipt's decision is not copied.
+  const failures = clipFailureDetails(judged.failures);
+  const decision = failures === judged.failures ? judged : { ...judged, failures };
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   observeDecision(c, decision, malformed ? 400 : 200);
   // A malformed subject is a 400, in the one error shape every 4xx shares.
