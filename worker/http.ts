@@ -231,8 +231,13 @@ export function requireObject(value: unknown, what: string): Record<string, unkn
  * its percent-encoded form reads `c.req.param` as it is and asks this for the 400.
  */
 export function percentDecodes(c: Context): boolean {
+  return decodes(new URL(c.req.url).pathname);
+}
+
+/** Whether `text` is valid percent-encoded UTF-8. */
+function decodes(text: string): boolean {
   try {
-    decodeURIComponent(new URL(c.req.url).pathname);
+    decodeURIComponent(text);
     return true;
   } catch {
     return false;
@@ -240,17 +245,13 @@ export function percentDecodes(c: Context): boolean {
 }
 
 /**
- * Whether the request's query string, as sent, is valid percent-encoded UTF-8. The router leaves a
- * parameter that does not decode as it was sent, so `?agent_id=%ff` would be read as the literal
- * text `%ff` (`%25ff` is how that text is sent); a route that filters on its query asks this first.
+ * The request's query as sent: whether it is valid percent-encoded UTF-8, and its parameters as
+ * URLSearchParams reads them. The router leaves a parameter that does not decode as it was sent, so
+ * `?agent_id=%ff` would be read as the literal text `%ff` (`%25ff` is how that text is sent).
  */
-export function queryDecodes(c: Context): boolean {
-  try {
-    decodeURIComponent(new URL(c.req.url).search.replace(/\+/g, " "));
-    return true;
-  } catch {
-    return false;
-  }
+function queryOf(c: Context): { decodes: boolean; params: URLSearchParams } {
+  const url = new URL(c.req.url);
+  return { decodes: decodes(url.search.replace(/\+/g, " ")), params: url.searchParams };
 }
 
 /**
@@ -262,9 +263,10 @@ export function strictQuery(c: Context, allowed: ReadonlySet<string>): Record<st
   const bad = (detail: string): never => {
     throw new ApiError(400, "MALFORMED_REQUEST", detail);
   };
-  if (!queryDecodes(c)) bad("the query string is not valid percent-encoded UTF-8");
+  const query = queryOf(c);
+  if (!query.decodes) bad("the query string is not valid percent-encoded UTF-8");
   // The router drops a parameter with no name (`?=5`); it is no parameter this route takes either.
-  if (new URL(c.req.url).searchParams.has("")) bad("a query parameter has no name");
+  if (query.params.has("")) bad("a query parameter has no name");
   for (const [name, values] of Object.entries(c.req.queries())) {
     if (!allowed.has(name)) bad(`unknown query parameter ${JSON.stringify(name)}`);
     if (values.length > 1) bad(`query parameter ${name} is given ${values.length} times; give it once`);
