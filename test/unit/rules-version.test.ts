@@ -42,6 +42,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.22": "3a2c4ce8584159defb8d8f34722c2c514ed657a5b1dc2bb168515c140fe72898",
   "countersign/0.2.23": "d3d8c84d9bda36f0243a7c2c43289199e564ceb1d43de69723be2357a49a5baa",
   "countersign/0.2.24": "bbdef06b9a5ceab1c2b537688b4e510ebc09ad3f5640bc3ace57fd7342160a6b",
+  "countersign/0.2.25": "b6a89784911243cc27eba142f083c024427f74362874c4df47f8c66afcfc016a",
 };
 
 /**

@@ -631,9 +631,7 @@ export const FIND_EXEC: ReadonlySet<string> = new Set(["-exec", "-execdir", "-ok
  * once, from the end, and the actions' words do not overlap, so the reading is linear.
  */
 function findActionScripts(args: string[]): string[] {
-  const stop = new Array<number>(args.length + 1);
-  stop[args.length] = args.length;
-  for (let k = args.length - 1; k >= 0; k--) stop[k] = args[k] === ";" || args[k] === "+" ? k : stop[k + 1];
+  const stop = findActionEnds(args);
   const scripts: string[] = [];
   for (let k = 0; k < args.length; k++) {
     if (!FIND_EXEC.has(args[k])) continue;
@@ -642,6 +640,17 @@ function findActionScripts(args: string[]): string[] {
     k = stop[k + 1];
   }
   return scripts;
+}
+
+/**
+ * For each index of a `find`'s words, where the action command starting there ends: the index of
+ * the next `;` or `+` (or the words' length), found once, from the end, for every action at once.
+ */
+export function findActionEnds(words: readonly string[]): number[] {
+  const stop = new Array<number>(words.length + 1);
+  stop[words.length] = words.length;
+  for (let k = words.length - 1; k >= 0; k--) stop[k] = words[k] === ";" || words[k] === "+" ? k : stop[k + 1];
+  return stop;
 }
 
 /** A command of no words, here-documents or pipes: what a find action's words are read into. */

@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { FIND_EXEC, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /** A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`). */
@@ -224,9 +224,7 @@ function findDeletionTargets(argv: string[]): string[] {
   // Where each action's command ends: the next `;` or `+` (found once, from the end), and its
   // program read with one memo for the line: copied and read from every `-exec` to its end, it
   // was quadratic (`find .` and 15,000 `-ok`: 4.4 s an intake; `-ok sudo` × 7,000: 6 s).
-  const stop = new Array<number>(argv.length + 1);
-  stop[argv.length] = argv.length;
-  for (let k = argv.length - 1; k >= 0; k--) stop[k] = argv[k] === ";" || argv[k] === "+" ? k : stop[k + 1];
+  const stop = findActionEnds(argv);
   // The first word at or after each index that names rm in a script, found once, from the end.
   const rmWord = new Array<number>(argv.length + 1);
   rmWord[argv.length] = argv.length;
