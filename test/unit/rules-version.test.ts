@@ -43,6 +43,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.23": "d3d8c84d9bda36f0243a7c2c43289199e564ceb1d43de69723be2357a49a5baa",
   "countersign/0.2.24": "bbdef06b9a5ceab1c2b537688b4e510ebc09ad3f5640bc3ace57fd7342160a6b",
   "countersign/0.2.25": "b6a89784911243cc27eba142f083c024427f74362874c4df47f8c66afcfc016a",
+  "countersign/0.2.26": "eb31b2b3d38a1d57401920753b3598d9293e850a07be895772f446ce9f965903",
 };
 
 /**

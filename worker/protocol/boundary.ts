@@ -100,24 +100,30 @@ export const isCredentialValue = (s: string): boolean => CREDENTIAL_VALUES.some(
 export const JWT_SHAPE = /\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\./;
 const TOKEN_RUN = /[A-Za-z0-9_-]+/g;
 const JWT_TAIL = /\.[A-Za-z0-9_-]{4,}\./y;
+const WORD_CHAR = /[A-Za-z0-9_]/;
+
+/** Whether `s` holds a JWT's shape (JWT_SHAPE), in linear time (jwtStartIn). */
+export const jwtShaped = (s: string): boolean => jwtStartIn(s, 4, JWT_TAIL);
 
 /**
- * Whether `s` holds a JWT's shape (JWT_SHAPE), in linear time. As a regular expression, every
- * `eyJ` after a word boundary scanned the rest of its run of token characters: a string of
- * `eyJ-` × 60,000 (240 KB) took 21 s, `eyJ-` × 8,000 (32 KB) 0.75 s. The first segment runs to
- * the end of its run (the class holds no `.`), so the run's first `eyJ` after a word boundary
- * starts a match if any of its `eyJ` does: one start per run is tried (as SEC-003's jwtIn).
+ * Whether `text` holds `\beyJ[A-Za-z0-9_-]{firstMin,}` followed at once by what the sticky `rest`
+ * matches: a JWT's first segment and what follows it (JWT_SHAPE here, SEC-003's JWT_PATTERN), in
+ * linear time. As a regular expression, every `eyJ` after a word boundary scanned the rest of its
+ * run of token characters (`eyJ-` × 60,000, 240 KB: 21 s). The first segment runs to the end of its
+ * run (the class holds no `.`), so if a later `eyJ` of a run starts a match, the run's first one
+ * after a word boundary does too, its segment only longer: that one start per run is tried, and
+ * what follows a run is read once.
  */
-export function jwtShaped(s: string): boolean {
+export function jwtStartIn(text: string, firstMin: number, rest: RegExp): boolean {
   const runs = new RegExp(TOKEN_RUN.source, "g");
-  for (let m = runs.exec(s); m !== null; m = runs.exec(s)) {
+  for (let m = runs.exec(text); m !== null; m = runs.exec(text)) {
     const end = m.index + m[0].length;
     for (let at = m[0].indexOf("eyJ"); at >= 0; at = m[0].indexOf("eyJ", at + 1)) {
       const start = m.index + at;
-      if (start > 0 && /[A-Za-z0-9_]/.test(s[start - 1])) continue;
-      if (end - start - 3 < 4) break;
-      JWT_TAIL.lastIndex = end;
-      if (JWT_TAIL.test(s)) return true;
+      if (start > 0 && WORD_CHAR.test(text[start - 1])) continue;
+      if (end - start - 3 < firstMin) break;
+      rest.lastIndex = end;
+      if (rest.test(text)) return true;
       break;
     }
   }

@@ -1,3 +1,4 @@
+import { jwtStartIn } from "../../boundary.js";
 import { NETWORK_FACING_TOOL, SECRET_PATTERN } from "../scopes.js";
 import { allow, argumentStrings, deny, regex, toolIn, type InputRule } from "./types.js";
 
@@ -30,32 +31,10 @@ function secretReadings(text: string): string[] {
 
 /** The deployed jwt pattern, whose regular-expression reading is quadratic (see jwtIn). */
 export const JWT_PATTERN = "\\beyJ[A-Za-z0-9_-]{8,}\\.eyJ[A-Za-z0-9_-]{8,}\\.[A-Za-z0-9_-]{16,}";
-const JWT_SEGMENT = /[A-Za-z0-9_-]+/g;
 const JWT_REST = /\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/y;
-const WORD_CHAR = /[A-Za-z0-9_]/;
 
-/**
- * Whether `text` matches JWT_PATTERN, in linear time. Tried as a regular expression, every `eyJ`
- * after a word boundary scanned the rest of its run of token characters (`eyJ-eyJ-…`, 60 KB: 1.3 s).
- * A match's first segment runs to the end of its run (the class holds no `.`), so if a later `eyJ`
- * of a run starts a match, the run's first one after a word boundary does too, its segment only
- * longer: that one start per run is tried, and what follows a run is read once.
- */
-export function jwtIn(text: string): boolean {
-  JWT_SEGMENT.lastIndex = 0;
-  for (let m = JWT_SEGMENT.exec(text); m !== null; m = JWT_SEGMENT.exec(text)) {
-    const end = m.index + m[0].length;
-    for (let at = m[0].indexOf("eyJ"); at >= 0; at = m[0].indexOf("eyJ", at + 1)) {
-      const start = m.index + at;
-      if (start > 0 && WORD_CHAR.test(text[start - 1])) continue;
-      if (end - start - 3 < 8) break;
-      JWT_REST.lastIndex = end;
-      if (JWT_REST.test(text)) return true;
-      break;
-    }
-  }
-  return false;
-}
+/** Whether `text` matches JWT_PATTERN, in linear time (jwtStartIn: one start per run of token characters; as a regular expression, `eyJ-` × 15,000, 60 KB, took 1.3 s). */
+export const jwtIn = (text: string): boolean => jwtStartIn(text, 8, JWT_REST);
 
 /** The name of the first deployed secret pattern `text` matches in any of its readings, or null. */
 export function secretIn(text: string): string | null {
