@@ -7,8 +7,9 @@
  * `sequence_policy: "window"` also writes the key's window row. Decisions are counted elsewhere
  * (DecisionStats, batched), so attacker traffic buys no write here.
  *
- * A nonce is kept until its receipt's `expires_at + skew`; an alarm purges what has passed, so
- * the table holds at most rate × (lifetime + skew + PURGE_INTERVAL) rows. The sequences noted on
+ * A nonce is kept until its receipt's `expires_at + skew`, up to lifetime + 2 × skew after its
+ * claim (a receipt may be issued up to the skew ahead of the verifier's clock); an alarm purges
+ * what has passed, so the table holds at most rate × (lifetime + 2 × skew + PURGE_INTERVAL) rows. The sequences noted on
  * the nonce rows live exactly as long: under the default policy "a sequence already used" means
  * "used by a receipt of the same key whose nonce is still retained". Those sequences are held in
  * memory by key tag, read from the nonce rows once per instance at first need, and changed only
@@ -16,10 +17,10 @@
  * single-threaded and a transaction here is synchronous, so nothing runs between the check and
  * the insert: the check is as strong as the unique index on (key_tag, sequence) it replaces,
  * without that index's second B-tree entry per claim. Memory: one Set entry per retained keyed
- * nonce, so at most rate × (lifetime + skew + PURGE_INTERVAL) entries, about 21–40 bytes each
+ * nonce, so at most rate × (lifetime + 2 × skew + PURGE_INTERVAL) entries, about 21–40 bytes each
  * for sequences below 2^31 and 37–56 above (measured in Node 20's V8, 64-bit pointers; an
  * estimate for workerd): at 1,000 claims/s, a 300 s lifetime, the 30 s skew cap and the 30 s
- * purge interval, 360,000 entries, at most ~20 MB.
+ * purge interval, 390,000 entries, at most ~22 MB.
  *
  * A key's strict window (policy "window") is held in memory too. Its row is written at the key's
  * first window claim (that row is how a purge finds the key) and rewritten from memory only
