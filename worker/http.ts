@@ -300,11 +300,19 @@ export function withTimeout<T>(work: Promise<T>, ms: number, dependency: string)
  */
 export function bearerToken(header: string | undefined): string | null {
   if (!header) return null;
-  // Trailing whitespace dropped by a scan, not a regex, which would backtrack over a long inner run.
+  const m = /^bearer +(\S.*)$/i.exec(fieldValue(header));
+  return m ? m[1] : null;
+}
+
+/**
+ * A header's field value as RFC 9110 §5.5 defines it: without the spaces and tabs after it, which
+ * a runtime may pass on as received (the leading ones it drops). By a scan, not a regex, which
+ * would backtrack over a long inner run.
+ */
+export function fieldValue(header: string): string {
   let end = header.length;
   while (end > 0 && (header.charCodeAt(end - 1) === 0x20 || header.charCodeAt(end - 1) === 0x09)) end--;
-  const m = /^bearer +(\S.*)$/i.exec(header.slice(0, end));
-  return m ? m[1] : null;
+  return end === header.length ? header : header.slice(0, end);
 }
 
 /** Constant-time bearer check: both sides are hashed first so lengths leak nothing either. */

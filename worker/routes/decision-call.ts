@@ -6,7 +6,7 @@ import { partyScope } from "../protocol/relying-parties.js";
 import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { audiences } from "../config.js";
-import { ApiError, clipFailureDetails } from "../http.js";
+import { ApiError, clipFailureDetails, fieldValue } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
@@ -83,7 +83,9 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   if (body.at !== undefined && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
   // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there,
   // whatever its form. The call is the route and the canonical body: a retry must be the very same call.
-  const key = mode === "enforce" ? c.req.header("idempotency-key") : undefined;
+  // Spaces or tabs after the key are no part of the header's value (RFC 9110 §5.5), as for a bearer token.
+  const header = mode === "enforce" ? c.req.header("idempotency-key") : undefined;
+  const key = header !== undefined ? fieldValue(header) : undefined;
   if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
   const idempotency = key !== undefined ? { caller: partyScope(c.get("relyingParty")), key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
