@@ -157,6 +157,21 @@ describe("freshness (step 1)", () => {
     expect(checkFreshness(receipt, receipt.issued_at - 100.1, DEFAULT_FRESHNESS)[0].detail).toMatch(/^issued_at is 100\.1s in the future/);
   });
 
+  it("never prints the limit itself for a refusal: a span rounding to the limit reads 'over' it; a lifetime is printed to the millisecond", async () => {
+    const { receipt } = await fixture();
+    const skew = Math.min(receipt.max_clock_skew!, DEFAULT_FRESHNESS.skewCap);
+    const future = checkFreshness(receipt, receipt.issued_at - skew - 0.0000002, DEFAULT_FRESHNESS);
+    expect(future.map((f) => f.detail)).toEqual([`issued_at is over ${skew}s in the future (skew ${skew}s)`]);
+    const late = checkFreshness(receipt, receipt.expires_at + skew + 0.0000002, DEFAULT_FRESHNESS);
+    expect(late.map((f) => f.detail)).toEqual([`expired over ${skew}s ago (skew ${skew}s)`]);
+    const t = 1796094714.1773;
+    const long = checkFreshness({ ...receipt, issued_at: t, expires_at: t + 300.001 }, t, DEFAULT_FRESHNESS);
+    expect(long.map((f) => f.detail)).toEqual(["lifetime 300.001s exceeds the policy maximum of 300s"]);
+    const barely = checkFreshness({ ...receipt, issued_at: t, expires_at: t + 300.0000003 }, t, DEFAULT_FRESHNESS);
+    expect(barely.map((f) => f.detail)).toEqual(["lifetime over 300s exceeds the policy maximum of 300s"]);
+    expect(checkFreshness({ ...receipt, expires_at: receipt.issued_at + 301 }, NOW, DEFAULT_FRESHNESS)[0].detail).toBe("lifetime 301s exceeds the policy maximum of 300s");
+  });
+
   it("caps the receipt's own skew at the policy cap", async () => {
     const { receipt } = await fixture();
     const generous = { ...receipt, max_clock_skew: 3600 };
