@@ -291,6 +291,20 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("denied");
   });
 
+  it("an answer signed under a configuration no intake has issued under yet records it, so GET /v1/config/{hash} answers it after the next change", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    // The deployment's configuration changes between the deny and its answer; no intake runs under the new one.
+    const changed = harness({ ...env, CHALLENGE_MAX_DEADLINE: "540" } as Env, ctx());
+    const r = await answer(changed, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(r.status).toBe(200);
+    const hash = r.body.receipt.config_hash;
+    expect(hash).not.toBe(denied.receipt.config_hash);
+    // Then it changes back: the configuration that receipt was signed under is still answered.
+    const back = await harness(env, ctx()).call(`/v1/config/${encodeURIComponent(hash)}`);
+    expect([back.status, back.body.config_hash]).toEqual([200, hash]);
+  });
+
   it("an answer for a trace_id no challenge was opened for is 404 and creates nothing in its object", async () => {
     for (const traceId of ["00000000000a11ce", "00000000000b0b00"]) {
       for (const evidence of [{}, { server_profile: "tls" }]) {
