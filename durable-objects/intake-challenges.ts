@@ -9,13 +9,16 @@
  * unless an answer is being judged at that moment, in which case it looks again ANSWER_GRACE_SECONDS
  * later (by then that answer was recorded, or given back and the challenge can close); a journal
  * that cannot be reached is tried again every CLOSE_RETRY_SECONDS until the row's retention ends;
- * CHALLENGE_RETENTION seconds after the deadline the row is deleted. Storage is bounded by the
+ * CHALLENGE_RETENTION seconds after the deadline the object's storage is deleted whole (its table
+ * too). Nothing is stored before `open`: the table is created there, so an answer for a trace_id
+ * no challenge was opened for (404) creates nothing. Storage is bounded by the
  * intake rate × (deadline + retention).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import { dependencyTimeout, journalShards } from "../worker/config.js";
 import { closeExpiredChallenge, durableJournalStub, INTAKE_TENANT, journalClient } from "../worker/journal-store.js";
+import { hasTable } from "./sql.js";
 
 /** Seconds a challenge is kept after its deadline, so a late answer is told CHALLENGE_EXPIRED rather than not found. */
 export const CHALLENGE_RETENTION = 3600;
@@ -54,15 +57,21 @@ export class IntakeChallenges extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
-    this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
+  }
+
+  /** Whether `open` has created the table; a read-only look at the schema (nothing is created to ask). */
+  private exists(): boolean {
+    return hasTable(this.sql, "challenge");
   }
 
   private row() {
+    if (!this.exists()) return undefined;
     return this.sql.exec<StoredChallenge & { state: RowState }>("SELECT message, audience, gaps, issued_at, expires_at, state FROM challenge WHERE id = 1").toArray()[0];
   }
 
   /** Opens (or replaces) the challenge; its alarm fires at the deadline. */
   open(c: StoredChallenge): void {
+    this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
     this.sql.exec(
       "INSERT OR REPLACE INTO challenge (id, message, audience, gaps, issued_at, expires_at, state) VALUES (1, ?, ?, ?, ?, ?, 'open')",
       c.message, c.audience, c.gaps, c.issued_at, c.expires_at,
@@ -87,6 +96,7 @@ export class IntakeChallenges extends DurableObject<Env> {
    * in it, so the next answer need only bring what is still missing.
    */
   release(gaps: string | null, message?: string): void {
+    if (!this.exists()) return;
     if (gaps === null) this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')");
     else if (message === undefined) this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps);
     else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ?, message = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps, message);
@@ -97,7 +107,7 @@ export class IntakeChallenges extends DurableObject<Env> {
     if (!row) return;
     const deleteAtMs = (row.expires_at + CHALLENGE_RETENTION) * 1000;
     if (row.state === "closed") {
-      this.sql.exec("DELETE FROM challenge");
+      await this.ctx.storage.deleteAll();
       return;
     }
     if (row.state === "taken") {
@@ -127,6 +137,6 @@ export class IntakeChallenges extends DurableObject<Env> {
     console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(failure) }));
     const retryAtMs = Date.now() + CLOSE_RETRY_SECONDS * 1000;
     if (retryAtMs < deleteAtMs) await this.ctx.storage.setAlarm(retryAtMs);
-    else this.sql.exec("DELETE FROM challenge");
+    else await this.ctx.storage.deleteAll();
   }
 }

@@ -24,6 +24,9 @@ const answer = (h: Harness, traceId: string, evidence: unknown, authorization = 
 
 const intakeAuth = { authorization: `Bearer ${INTAKE_TOKEN}` };
 const challengeObject = (traceId: string) => env.INTAKE_CHALLENGES.get(env.INTAKE_CHALLENGES.idFromName(traceId));
+/** The tables an object's SQLite database holds (the runtime's own `_cf_` tables left out). */
+const tables = (state: DurableObjectState) =>
+  state.storage.sql.exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'").toArray().map((r) => r.name);
 const startCall = (h: Harness, traceId: string) => h.call(`/v1/receipts/${traceId}/start`, { method: "POST", headers: { ...intakeAuth, "content-type": "application/json" }, body: "{}" });
 
 let h: Harness;
@@ -281,8 +284,36 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect([r.status, r.body.error.code]).toEqual([409, "CHALLENGE_EXPIRED"]);
     expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((denied.challenge.expires_at + 3600) * 1000);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // Deleted whole: no row and no table is left behind the retention.
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => tables(state))).toEqual([]);
     expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).status).toBe(404);
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => tables(state))).toEqual([]);
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("denied");
+  });
+
+  it("an answer signed under a configuration no intake has issued under yet records it, so GET /v1/config/{hash} answers it after the next change", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    // The deployment's configuration changes between the deny and its answer; no intake runs under the new one.
+    const changed = harness({ ...env, CHALLENGE_MAX_DEADLINE: "540" } as Env, ctx());
+    const r = await answer(changed, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(r.status).toBe(200);
+    const hash = r.body.receipt.config_hash;
+    expect(hash).not.toBe(denied.receipt.config_hash);
+    // Then it changes back: the configuration that receipt was signed under is still answered.
+    const back = await harness(env, ctx()).call(`/v1/config/${encodeURIComponent(hash)}`);
+    expect([back.status, back.body.config_hash]).toEqual([200, hash]);
+  });
+
+  it("an answer for a trace_id no challenge was opened for is 404 and creates nothing in its object", async () => {
+    for (const traceId of ["00000000000a11ce", "00000000000b0b00"]) {
+      for (const evidence of [{}, { server_profile: "tls" }]) {
+        const r = await answer(h, traceId, evidence);
+        expect([r.status, r.body.error.code]).toEqual([404, "NOT_FOUND"]);
+      }
+      expect(await runInDurableObject(challengeObject(traceId), (_o: IntakeChallenges, state) => tables(state))).toEqual([]);
+      expect(await runInDurableObject(challengeObject(traceId), (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBeNull();
+    }
   });
 
   it("evidence accepted in time is not undone by the alarm: the record stays ready and starts", async () => {

@@ -104,6 +104,10 @@ export const challengeRoutes = new Hono<AppEnv>()
     // start, so no evidence can move it on; the challenge is given back as it was.
     const mark = await c.get("services").journal(INTAKE_TENANT).markOf(recordIdOf(traceId));
     if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this trace was admitted under a key revoked at ${mark.revoked_at}: it is marked for reconciliation, and no evidence can move it on`);
+    // The fresh receipt is signed under the configuration in force now, which may not be the one the
+    // deny was issued under: it is recorded first, as intake records it, so GET /v1/config/{hash}
+    // answers it after the next change.
+    await c.get("services").manifests.recordCurrent(c.get("services").now());
     admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
   } catch (err) {
     await stored(c, store.release(null));
