@@ -151,6 +151,23 @@ describe("POST /v1/chains/verify", () => {
     expect((await h.call("/v1/chains/deep-context-live-2/hops", post({ entry: { ...chain.entries[0], runtime_context: deeper } }))).status).toBe(400);
   });
 
+  it("takes a full chain of 16 hops each binding a runtime context of the 16 KiB intake signs (over 256 KiB in all)", async () => {
+    // At 256 KiB, the chain route refused with 413 any full document of more than 14 such hops,
+    // although intake signs them and every hop could be appended to a live chain one by one.
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("wide-context");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const runtimeContext = { note: "n".repeat(16 * 1024 - 20) };
+    const hops = await makeChainHops(Array.from({ length: 16 }, (_, i) => ({ id: issuer.id, spec: { label: `wide-context/${i}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter, runtimeContext } })));
+    const body = JSON.stringify({ chain: await buildChain("wide-context", hops) });
+    expect(body.length).toBeGreaterThan(256 * 1024);
+    const res = await h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect([res.status, res.body.chain_valid, res.body.total_hops]).toEqual([200, true, 16]);
+    // The cap still holds: a document past it is 413 before anything is read.
+    const over = await h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body: body + " ".repeat(512 * 1024) });
+    expect([over.status, over.body.error.code]).toEqual([413, "REQUEST_TOO_LARGE"]);
+  });
+
   it("refuses a spot outside the chain or on a pruned hop with 400", async () => {
     const { h, chain } = await signedChainOf("chain-spot-bad", 3);
     expect((await verifyChainCall(h, { chain, spot: 3 })).status).toBe(400);

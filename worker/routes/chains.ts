@@ -1,7 +1,7 @@
 import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
-import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
+import { dependencyTimeout, freshnessPolicy, MAX_CHAIN_BODY, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
 import type { AppendResult, ChainState, LookedChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
 import { ApiError, clipFailureDetails, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
@@ -92,7 +92,7 @@ export const chainRoutes = new Hono<AppEnv>()
    * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
    */
   .post("/verify", jsonBody(ChainVerifyCall), async (c) => {
-  const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_VERIFY_BODY, undefined, VERIFY_BODY_DEPTH));
+  const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_CHAIN_BODY, undefined, VERIFY_BODY_DEPTH));
   const parsed = parseChain(body.chain);
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const seal = body.seal === undefined ? undefined : parseSeal(body.seal);
