@@ -17,6 +17,12 @@ import { COUNTERSIGN_PROFILES, PROFILE_IDS } from "./protocol/manifest/profiles.
 
 /** Largest accepted body of a verification call: params 64 KB + runtime context 16 KB + response + receipt, with room. */
 export const MAX_VERIFY_BODY = 256 * 1024;
+/**
+ * Largest accepted chain document (POST /v1/chains/verify): 16 hops, each a receipt (~1.2 KB)
+ * with the runtime context it binds, which intake signs up to 16 KiB canonical (plus its
+ * delegation): about 285 KB in all, so twice the verification body, with room for whitespace.
+ */
+export const MAX_CHAIN_BODY = 512 * 1024;
 export const MAX_ADMIN_BODY = 64 * 1024;
 /** Largest accepted body of a usage or cost call: a receipt, a price source or an estimate and what rides on it. */
 export const MAX_USAGE_BODY = 64 * 1024;

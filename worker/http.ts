@@ -8,7 +8,7 @@ import type { z } from "zod";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { CallErrorCode } from "./protocol/codes.js";
 import { sha256 } from "./protocol/digest.js";
-import { isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
+import { DEFAULT_MAX_DEPTH, isJsonObject, parseStrictJsonBytes, StrictJsonError } from "./protocol/strict-json.js";
 import { rejection, VerifierUnavailable, type Mode } from "./protocol/verify.js";
 import { ConfigurationError } from "./config.js";
 import { JournalInputError } from "./protocol/journal/core.js";
@@ -97,9 +97,12 @@ function noteDecisionMode(c: Context, parsed: unknown, bytes?: Uint8Array): void
   if (isJsonObject(value) && (value as { mode?: unknown }).mode === "audit") c.set("mode", "audit");
 }
 
-/** Reads at most `maxBytes` of body and parses it strictly; a violation inside `subject.field` carries `subject.code`. */
-export async function readStrictJson(c: Context, maxBytes: number, subject?: Subject): Promise<unknown> {
-  return parseBody(c, await readBodyBytes(c, maxBytes), subject);
+/**
+ * Reads at most `maxBytes` of body and parses it strictly, nested at most `maxDepth` deep; a
+ * violation inside `subject.field` carries `subject.code`.
+ */
+export async function readStrictJson(c: Context, maxBytes: number, subject?: Subject, maxDepth = DEFAULT_MAX_DEPTH): Promise<unknown> {
+  return parseBody(c, await readBodyBytes(c, maxBytes), subject, maxDepth);
 }
 
 /**
@@ -160,9 +163,9 @@ async function discardRest(reader: ReadableStreamDefaultReader<Uint8Array>, limi
 }
 
 /** The strict parse of a body; on the decision routes (a `subject` is named) the call's mode is noted first. */
-function parseBody(c: Context, bytes: Uint8Array, subject?: Subject): unknown {
+function parseBody(c: Context, bytes: Uint8Array, subject?: Subject, maxDepth = DEFAULT_MAX_DEPTH): unknown {
   try {
-    const value = parseStrictJsonBytes(bytes);
+    const value = parseStrictJsonBytes(bytes, maxDepth);
     if (subject) noteDecisionMode(c, value);
     return value;
   } catch (err) {

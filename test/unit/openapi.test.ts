@@ -11,6 +11,9 @@ import { admissionAnswer } from "../../worker/routes/challenges.js";
 import { DOCUMENTED_RECEIPT_FIELDS, Receipt } from "../../worker/contract/schemas.js";
 import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
 import { parseReceipt } from "../../worker/protocol/receipt.js";
+import { parseChain } from "../../worker/protocol/chain.js";
+import { parseSeal, signSeal } from "../../worker/protocol/chain-seal.js";
+import { fromHex } from "../../worker/protocol/encoding.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
@@ -125,6 +128,23 @@ describe("the OpenAPI document", () => {
       expect(parseReceipt({ ...valid, [field]: long }).ok, field).toBe(false);
       expect(Receipt.safeParse({ ...valid, [field]: long }).success, field).toBe(false);
       expect(doc.components.schemas.Receipt.properties[field].maxLength, field).toBe(256);
+    }
+  });
+
+  it("documents the chain and the seal with the bounds the route's own checks refuse (parseChain, parseSeal)", async () => {
+    const chain = pv.chains.find((v) => v.expect.chain_valid)!.body.chain as Record<string, unknown> & { entries: unknown[] };
+    const seal = signSeal({ chain_id: "doc-chain", total_hops: 1, summary_hash: `sha256:${"0".repeat(64)}`, tail: `sha256:${"1".repeat(64)}` }, { issuer: "https://countersign.example", kid: "k-1", seed: fromHex(OWN_SEED)! }, 1);
+    const chains = schemaAt("#/components/schemas/Chain");
+    const seals = schemaAt("#/components/schemas/ChainSeal");
+    expect(parseChain(chain).ok && chains.validate(chain).valid).toBe(true);
+    expect(parseSeal(seal).ok && seals.validate(seal).valid).toBe(true);
+    for (const bad of [{ ...chain, chain_id: "" }, { ...chain, chain_id: "a b" }, { ...chain, entries: [] }, { ...chain, entries: Array(65).fill(chain.entries[0]) }]) {
+      expect(parseChain(bad).ok).toBe(false);
+      expect(chains.validate(bad).valid, JSON.stringify(bad).slice(0, 80)).toBe(false);
+    }
+    for (const bad of [{ ...seal, tail: null }, { ...seal, type: "countersign.chain-seal.v2" }, { ...seal, total_hops: 0 }, { ...seal, chain_id: "" }]) {
+      expect(parseSeal(bad).ok).toBe(false);
+      expect(seals.validate(bad).valid, JSON.stringify(bad).slice(0, 80)).toBe(false);
     }
   });
 

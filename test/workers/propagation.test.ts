@@ -127,6 +127,47 @@ describe("POST /v1/chains/verify", () => {
     expect(appended.body.failures[0].detail).toBe(appended.body.error.detail);
   });
 
+  it("takes a hop whose runtime context is nested as deep as the receipt route (and intake) take it, on the verify and the live route alike", async () => {
+    // The body's nesting cap (32) counted from the root refused, on the chain routes, the runtime
+    // context intake signs and the receipt route takes: a receipt could be verified alone but
+    // never presented in a chain (400 too_deep at chain / at entry).
+    const nest = (n: number): unknown => (n === 0 ? 1 : { a: nest(n - 1) });
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("deep-context");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const deepest = { x: nest(30) }; // with the delegation beside it: 31 levels, the most the receipt route reads at its depth 2
+    const hops = await makeChainHops([0, 1].map((i) => ({ id: issuer.id, spec: { label: `deep-context/${i}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter, runtimeContext: deepest } })));
+    const alone = await h.verify({ receipt: hops[0].receipt, audience: AUDIENCE, mode: "audit", runtime_context: hops[0].runtime_context });
+    expect([alone.status, alone.body.valid]).toEqual([200, true]);
+    const chain = await buildChain("deep-context", hops);
+    const verified = await verifyChainCall(h, { chain });
+    expect([verified.status, verified.body.chain_valid, verified.body.links?.map((l: { status: string }) => l.status)]).toEqual([200, true, ["none", "signed"]]);
+    const appended = await h.call("/v1/chains/deep-context-live/hops", post({ entry: chain.entries[0] }));
+    expect([appended.status, appended.body.appended]).toEqual([200, true]);
+    // One level deeper than the receipt route reads is still refused, there and on both chain routes.
+    const deeper = { ...hops[0].runtime_context, x: nest(31) };
+    expect((await h.verify({ receipt: hops[0].receipt, audience: AUDIENCE, mode: "audit", runtime_context: deeper })).status).toBe(400);
+    expect((await verifyChainCall(h, { chain: { ...chain, entries: [{ ...chain.entries[0], runtime_context: deeper }] } })).status).toBe(400);
+    expect((await h.call("/v1/chains/deep-context-live-2/hops", post({ entry: { ...chain.entries[0], runtime_context: deeper } }))).status).toBe(400);
+  });
+
+  it("takes a full chain of 16 hops each binding a runtime context of the 16 KiB intake signs (over 256 KiB in all)", async () => {
+    // At 256 KiB, the chain route refused with 413 any full document of more than 14 such hops,
+    // although intake signs them and every hop could be appended to a live chain one by one.
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("wide-context");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const runtimeContext = { note: "n".repeat(16 * 1024 - 20) };
+    const hops = await makeChainHops(Array.from({ length: 16 }, (_, i) => ({ id: issuer.id, spec: { label: `wide-context/${i}/${++counter}`, audience: AUDIENCE, issuedAt: TEST_NOW - 5, sequence: ++counter, runtimeContext } })));
+    const body = JSON.stringify({ chain: await buildChain("wide-context", hops) });
+    expect(body.length).toBeGreaterThan(256 * 1024);
+    const res = await h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect([res.status, res.body.chain_valid, res.body.total_hops]).toEqual([200, true, 16]);
+    // The cap still holds: a document past it is 413 before anything is read.
+    const over = await h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body: body + " ".repeat(512 * 1024) });
+    expect([over.status, over.body.error.code]).toEqual([413, "REQUEST_TOO_LARGE"]);
+  });
+
   it("refuses a spot outside the chain or on a pruned hop with 400", async () => {
     const { h, chain } = await signedChainOf("chain-spot-bad", 3);
     expect((await verifyChainCall(h, { chain, spot: 3 })).status).toBe(400);

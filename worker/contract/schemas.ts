@@ -11,6 +11,8 @@ import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FI
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 import { isJsonObject } from "../protocol/strict-json.js";
+import { CHAIN_ID, SEAL_TYPE } from "../protocol/chain-seal.js";
+import { MAX_CHAIN_ENTRIES, MAX_CHAIN_HOPS } from "../protocol/chain.js";
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -162,14 +164,15 @@ const ChainFailure = Failure.extend({ hop: z.number().int() }).meta({ id: "Chain
 
 export const ChainSlot = z.unknown().meta({ id: "ChainSlot" });
 export const SealSlot = z.unknown().meta({ id: "SealSlot" });
+const chainId = z.string().regex(CHAIN_ID);
 
 export const Seal = z
   .object({
-    type: z.string(),
-    chain_id: z.string(),
-    total_hops: z.number().int(),
+    type: z.literal(SEAL_TYPE),
+    chain_id: chainId,
+    total_hops: z.number().int().min(1),
     summary_hash: sha256Ref,
-    tail: sha256Ref.nullable(),
+    tail: sha256Ref.meta({ description: "the receipt hash of the chain's last entry" }),
     sealed_at: seconds,
     issuer: Uri,
     kid,
@@ -181,7 +184,7 @@ const KeptEntry = z.object({ hop_count: z.number().int().min(0), previous_receip
 const PrunedEntry = z.object({ hop_count: z.number().int().min(0), receipt_hash: sha256Ref, pruned: z.literal(true) }).strict();
 export const ChainEntry = z.union([KeptEntry, PrunedEntry]).meta({ id: "ChainEntry" });
 export const Chain = z
-  .object({ chain_id: z.string(), entries: z.array(ChainEntry), summary_hash: sha256Ref, total_hops: z.number().int().min(0) })
+  .object({ chain_id: chainId, entries: z.array(ChainEntry).min(1).max(MAX_CHAIN_ENTRIES).meta({ description: `at most ${MAX_CHAIN_ENTRIES} entries are read (a chain holds ${MAX_CHAIN_HOPS} hops; 17 to ${MAX_CHAIN_ENTRIES} are judged HOP_LIMIT_EXCEEDED)` }), summary_hash: sha256Ref, total_hops: z.number().int().min(0) })
   .strict()
   .meta({ id: "Chain" });
 

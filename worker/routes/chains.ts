@@ -1,7 +1,7 @@
 import { partyScope } from "../protocol/relying-parties.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
-import { dependencyTimeout, freshnessPolicy, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
+import { dependencyTimeout, freshnessPolicy, MAX_CHAIN_BODY, MAX_VERIFY_BODY, signingIdentity } from "../config.js";
 import type { AppendResult, ChainState, LookedChain, WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { ChainVerifyCall, HopCall } from "../contract/schemas.js";
 import { ApiError, clipFailureDetails, jsonBody, readStrictJson, validateBody, withTimeout } from "../http.js";
@@ -9,7 +9,7 @@ import { CHAIN_ID, entryProblem, judgeHop, parseChain, verifyChain, type ChainDe
 import { failure } from "../protocol/codes.js";
 import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
-import { isJsonObject } from "../protocol/strict-json.js";
+import { DEFAULT_MAX_DEPTH, isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt, VerifierUnavailable } from "../protocol/verify.js";
 import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted } from "../observability.js";
@@ -54,6 +54,17 @@ function chainDeps(c: Context<AppEnv>, services: Services): ChainDeps {
   };
 }
 
+/**
+ * How deep a chain body may nest. A hop's runtime context is what its receipt binds, and the
+ * receipt route reads one nested as deep as the body cap allows at its place there
+ * (`{runtime_context}`, depth 2), which is also where intake reads the context it signs. On the
+ * chain routes the same context sits deeper (`{chain: {entries: [{runtime_context}]}}`, depth 5;
+ * `{entry: {runtime_context}}`, depth 3), so each route's cap is raised by that difference: a
+ * receipt verifiable with its context on the receipt route can be presented in a chain.
+ */
+const VERIFY_BODY_DEPTH = DEFAULT_MAX_DEPTH + 3;
+const HOP_BODY_DEPTH = DEFAULT_MAX_DEPTH + 1;
+
 /** The chain id a path names: 400 when it cannot be one, before any read. */
 function chainIdOf(c: Context<AppEnv>): string {
   const chainId = c.req.param("chain_id") ?? "";
@@ -81,7 +92,7 @@ export const chainRoutes = new Hono<AppEnv>()
    * judged now unless `check_freshness: false` (archival audit), which alone admits `at`.
    */
   .post("/verify", jsonBody(ChainVerifyCall), async (c) => {
-  const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  const body = validateBody(ChainVerifyCall, await readStrictJson(c, MAX_CHAIN_BODY, undefined, VERIFY_BODY_DEPTH));
   const parsed = parseChain(body.chain);
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const seal = body.seal === undefined ? undefined : parseSeal(body.seal);
@@ -115,7 +126,7 @@ export const chainRoutes = new Hono<AppEnv>()
    */
   .post("/:chain_id/hops", jsonBody(HopCall), async (c) => {
   const chainId = chainIdOf(c);
-  const body = validateBody(HopCall, await readStrictJson(c, MAX_VERIFY_BODY));
+  const body = validateBody(HopCall, await readStrictJson(c, MAX_VERIFY_BODY, undefined, HOP_BODY_DEPTH));
   if (!Object.hasOwn(body, "entry")) throw new ApiError(400, "MALFORMED_REQUEST", "body must be {entry}");
   const problem = entryProblem(body.entry);
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
