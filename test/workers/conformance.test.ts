@@ -158,6 +158,23 @@ describe("Level 0 receipts (CCS §10)", () => {
     expect(view.text).not.toContain(env.LEGACY_HMAC_KEY);
   });
 
+  it("a level: 0 call for an issuer pinned for another organisation is LEVEL0_NOT_ACCEPTED, as documented, not UNTRUSTED_ISSUER", async () => {
+    const h = harness(env, createExecutionContext());
+    const other = await issuerFor("level0-other-org");
+    // Pinned for its receipts (no shared secret: a pin refuses one for another organisation).
+    expect((await h.pin({ ...other.anchor, org_id: "https://another-org.example" })).status).toBe(200);
+    const { receipt, request } = await level0Receipt("level0-other-org");
+    const refused = await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: other.id.issuer });
+    expect(refused.status).toBe(200);
+    expect(refused.body).toMatchObject({ valid: false, decision: "reject", level: 0 });
+    expect(codes(refused.body)).toEqual(["LEVEL0_NOT_ACCEPTED", "REPLAY_UNGUARDED"]);
+    // An issuer of this organisation pinned without a shared secret is still UNTRUSTED_ISSUER.
+    const own = await issuerFor("level0-own-org-no-secret");
+    expect((await h.pin(own.anchor)).status).toBe(200);
+    const untrusted = await h.verify({ receipt, request, audience: AUDIENCE, level: 0, issuer: own.id.issuer });
+    expect(codes(untrusted.body)).toEqual(["UNTRUSTED_ISSUER", "REPLAY_UNGUARDED"]);
+  });
+
   it("is accepted on the receipt route with level: 0 and the REPLAY_UNGUARDED warning; a secret the deployment lacks is a configuration error, not a pass", async () => {
     const h = harness(env, createExecutionContext());
     const l = await issuerFor("level0-route");

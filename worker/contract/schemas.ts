@@ -293,7 +293,7 @@ export const IssuerView = z
 
 const MinVerifierClass = z.record(z.string(), VerifierClass).meta({ description: "the lowest verifier class accepted, per audience; a receipt of a lower class is refused (VERIFIER_CLASS_INSUFFICIENT)" });
 export const Registration = z
-  .object({ name: z.string(), audiences: z.array(z.string()), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
+  .object({ name: z.string(), audiences: z.array(z.string()).meta({ description: "1-16 audiences, none twice, each one this deployment serves (AUDIENCES)" }), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
 export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });

@@ -188,8 +188,10 @@ export async function verifyLevel0(value: unknown, opts: Level0Options): Promise
 }
 
 function macFailures(payload: string, presented: string, opts: Level0Options): Failure[] {
-  if (opts.secret === null) return [failure("UNTRUSTED_ISSUER", `${opts.issuer} is not pinned with a shared secret: a Level 0 receipt cannot be verified for it`)];
+  // The organisation first: an issuer pinned for another organisation is refused by name whether or
+  // not a shared secret is pinned for it (a pin refuses one for another organisation, so it has none).
   if (opts.crossOrg) return [failure("LEVEL0_NOT_ACCEPTED", `${opts.issuer} belongs to another organisation: an HMAC shared across organisations proves nothing about which one made it`)];
+  if (opts.secret === null) return [failure("UNTRUSTED_ISSUER", `${opts.issuer} is not pinned with a shared secret: a Level 0 receipt cannot be verified for it`)];
   return sameHex(legacyMac(payload, opts.secret), presented) ? [] : [failure("SIGNATURE_INVALID", "the receipt field is not the HMAC-SHA256 of the signing payload under the pinned shared secret")];
 }
 
