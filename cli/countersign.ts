@@ -2,7 +2,7 @@
  * `countersign`: keys, receipts and verification for issuers, relying parties, auditors and CI.
  *
  *   keygen, sign, verify (offline, the service's own code), replay: need nothing running.
- *   anchors pin|revoke|show, relying-parties add: talk to a running instance's admin API.
+ *   anchors pin|revoke|show, relying-parties add|rotate: talk to a running instance's admin API.
  *
  * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
@@ -67,6 +67,7 @@ export const USAGE = `usage: countersign <command> [options]
                                                       a capability manifest's signature, key, profiles_digest and window, offline
   anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
   relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
+  relying-parties rotate NAME [--token TOKEN]         a new token for the party, its records kept; the old one refused
        [--url URL] [--admin-token TOKEN] [--timeout MS]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
                                                       unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
@@ -475,15 +476,18 @@ async function anchors(io: Io, args: string[]): Promise<number> {
 
 async function relyingParties(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
-  if (action !== "add") throw new UsageError("relying-parties takes add");
-  const { values, positionals } = parse(rest, { ...remoteOptions, audience: { type: "string", multiple: true }, token: { type: "string" } }, 1);
-  const body = { name: need(positionals[0], "the relying party's name"), audiences: values.audience ?? [], ...(values.token !== undefined ? { token: values.token } : {}) };
-  if (!RELYING_PARTY_NAME.test(body.name)) throw new UsageError(`the relying party's name must be ${RELYING_PARTY_NAME_RULE}`);
+  if (action !== "add" && action !== "rotate") throw new UsageError("relying-parties takes add or rotate");
+  const { values, positionals } = parse(rest, { ...remoteOptions, ...(action === "add" ? { audience: { type: "string", multiple: true } } : {}), token: { type: "string" } }, 1);
+  const name = need(positionals[0], "the relying party's name");
+  if (!RELYING_PARTY_NAME.test(name)) throw new UsageError(`the relying party's name must be ${RELYING_PARTY_NAME_RULE}`);
+  if (values.token !== undefined && !RELYING_PARTY_TOKEN.test(values.token)) throw new UsageError("--token must be 32-256 of [A-Za-z0-9._~-]");
+  const token = values.token !== undefined ? { token: values.token } : {};
+  if (action === "rotate") return admin(io, values, "POST", `/v1/admin/relying-parties/${name}/token`, token);
+  const body = { name, audiences: (values.audience as string[] | undefined) ?? [], ...token };
   if (body.audiences.length === 0) throw new UsageError("--audience is required (repeat it for several)");
   if (body.audiences.length > MAX_AUDIENCES_PER_PARTY) throw new UsageError(`at most ${MAX_AUDIENCES_PER_PARTY} --audience`);
   for (const a of body.audiences) httpsUri(a, "--audience");
   if (new Set(body.audiences).size !== body.audiences.length) throw new UsageError("--audience names one audience twice");
-  if (values.token !== undefined && !RELYING_PARTY_TOKEN.test(values.token)) throw new UsageError("--token must be 32-256 of [A-Za-z0-9._~-]");
   return admin(io, values, "POST", "/v1/admin/relying-parties", body);
 }
 

@@ -259,6 +259,12 @@ export interface RelyingPartyStore {
   /** False when there was no such party. */
   delete(name: string): Promise<boolean>;
   /**
+   * Gives the party a new token (by its SHA-256), keeping its name, audiences, floor and
+   * registration, so everything kept under the party stays its own. The old token is refused from
+   * the name record's write on (cached copies as for a delete).
+   */
+  rotate(name: string, tokenSha256: string): Promise<RelyingParty | "not-found" | "token-taken">;
+  /**
    * One page of the parties, in name order: at most `limit` (1-RELYING_PARTY_PAGE_MAX), after the
    * page `cursor` ended; `cursor` is null on the last page. KV answers at most 1,000 keys a list,
    * and each party is one more read, so the parties are never read all at once.
@@ -286,6 +292,10 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
   // Every call that reads this store (all the relying-party routes) fails closed as 503 when KV fails, not only when it is slow.
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
+  /** Drops this isolate's cached copies of the party's token. */
+  const forget = (party: RelyingParty) => {
+    for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
+  };
   return {
     async byToken(token) {
       const hit = cache.get(token);
@@ -312,8 +322,21 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       const party = await get(partyKey(name));
       if (!party) return false;
       await kv(Promise.all([env.ANCHORS.delete(tokenKey(party.token_sha256)), env.ANCHORS.delete(partyKey(name))]));
-      for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
+      forget(party);
       return true;
+    },
+    async rotate(name, tokenSha256) {
+      const party = await get(partyKey(name));
+      if (!party) return "not-found";
+      if (await get(tokenKey(tokenSha256))) return "token-taken";
+      const rotated: RelyingParty = { ...party, token_sha256: tokenSha256 };
+      const value = JSON.stringify(rotated);
+      // The new token's record first: the name's record then hands authority over in one write.
+      await kv(env.ANCHORS.put(tokenKey(tokenSha256), value));
+      await kv(env.ANCHORS.put(partyKey(name), value));
+      await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
+      forget(party);
+      return rotated;
     },
     async list(page = {}) {
       const limit = Math.min(Math.max(1, page.limit ?? RELYING_PARTY_PAGE_MAX), RELYING_PARTY_PAGE_MAX);

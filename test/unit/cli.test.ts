@@ -278,6 +278,9 @@ describe("countersign sign and verify", () => {
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", AUDIENCE, ...url], /one audience twice/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "", ...url], /--token must be 32-256/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["relying-parties", "rotate", "rp 1", ...url], /name must be 1-64/],
+      [["relying-parties", "rotate", "rp1", "--token", "short", ...url], /--token must be 32-256/],
+      [["relying-parties", "rotate", "rp1", "--audience", AUDIENCE, ...url], /Unknown option '--audience'/],
       [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
       [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
     ];
@@ -292,6 +295,22 @@ describe("countersign sign and verify", () => {
     let err = "";
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "localhost:8787" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must be an http:\/\/ or https:\/\/ URL/);
+  });
+
+  it("relying-parties rotate asks the admin API for a new token of the named party, with the supplied one when given", async () => {
+    const sent: { url: string; method: string; auth: string | null; body: string }[] = [];
+    const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      sent.push({ url: String(input), method: init?.method ?? "GET", auth: new Headers(init?.headers).get("authorization"), body: String(init?.body) });
+      return Response.json({ name: "rp1", token: "t".repeat(40), audiences: [AUDIENCE] });
+    }) as typeof fetch;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    const base = ["--url", "http://127.0.0.1:9", "--admin-token", "adm"];
+    expect(await main(["relying-parties", "rotate", "rp1", ...base], io)).toBe(0);
+    expect(await main(["relying-parties", "rotate", "rp1", "--token", "s".repeat(32), ...base], io)).toBe(0);
+    expect(sent.map(({ url, method, auth, body }) => ({ url, method, auth, body: JSON.parse(body) }))).toEqual([
+      { url: "http://127.0.0.1:9/v1/admin/relying-parties/rp1/token", method: "POST", auth: "Bearer adm", body: {} },
+      { url: "http://127.0.0.1:9/v1/admin/relying-parties/rp1/token", method: "POST", auth: "Bearer adm", body: { token: "s".repeat(32) } },
+    ]);
   });
 
   it.each([

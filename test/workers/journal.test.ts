@@ -616,6 +616,20 @@ describe("a relying party's name reused after its deletion", () => {
   });
 });
 
+describe("a relying party's token replaced in place", () => {
+  it("keeps the party's records for the new token and refuses the old one", async () => {
+    h = harness(env, ctx());
+    const oldToken = "rotated-party-token-old-0123456789abcdef";
+    expect((await h.admin("POST", "/v1/admin/relying-parties", { name: "rotated", audiences: [AUDIENCE], token: oldToken })).status).toBe(201);
+    expect((await post("/v1/journal/reserve", { idempotency_key: "kept-idem", action_digest: "d" }, oldToken)).body.kind).toBe("created");
+    const rotated = await h.admin("POST", "/v1/admin/relying-parties/rotated/token", {});
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ name: "rotated", audiences: [AUDIENCE], token: expect.stringMatching(/^csrp_[A-Za-z0-9_-]{43}$/) });
+    expect((await post("/v1/journal/load-by-idempotency", { idempotency_key: "kept-idem" }, rotated.body.token)).body.kind).toBe("found");
+    expect((await post("/v1/journal/load-by-idempotency", { idempotency_key: "kept-idem" }, oldToken)).status).toBe(401);
+  });
+});
+
 describe("the evidence store's query", () => {
   it("pages through 1,000 records in order, each exactly once, with filters and a time range", async () => {
     const port = journalClient(durableJournalStub(env), INTAKE_TENANT, journalShards(env), 30_000).port;

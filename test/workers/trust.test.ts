@@ -130,6 +130,48 @@ describe("relying parties authenticate", () => {
     expect((await app.call("/v1/admin/relying-parties/short-lived", admin("DELETE"))).status).toBe(404);
   });
 
+  it("replaces a relying party's token in place: the old token is refused at once, the new one verifies for the same audiences", async () => {
+    const created = await h().call("/v1/admin/relying-parties", admin("POST", { name: "rotating", audiences: [AUDIENCE], min_verifier_class: "C" }));
+    const oldToken: string = created.body.token;
+    const issuer = await issuerFor("rp-rotated");
+    await h().pin(issuer.anchor);
+    const app = h();
+    const audit = async (token: string) => app.call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`));
+    expect((await audit(oldToken)).status).toBe(200);
+    const supplied = "rotating-party-supplied-token-0123456789";
+    const rotated = await app.call("/v1/admin/relying-parties/rotating/token", admin("POST", { token: supplied }));
+    expect(rotated.status).toBe(200);
+    expect(rotated.body).toEqual({ name: "rotating", token: supplied, audiences: [AUDIENCE], min_verifier_class: { [AUDIENCE]: "C" } });
+    expect((await audit(oldToken)).status).toBe(401);
+    expect((await audit(supplied)).status).toBe(200);
+    const { keys } = await env.ANCHORS.list({ prefix: "rp-token:" });
+    expect(keys.map((k) => k.name)).not.toContain(`rp-token:${await sha256Hex(oldToken)}`);
+    // No body at all: a generated token.
+    const generated = await app.call("/v1/admin/relying-parties/rotating/token", { method: "POST", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(generated.status).toBe(200);
+    expect(generated.body.token).toMatch(/^csrp_[A-Za-z0-9_-]{43}$/);
+    expect((await audit(supplied)).status).toBe(401);
+    expect((await audit(generated.body.token)).status).toBe(200);
+  });
+
+  it("refuses a token rotation for an unknown party, a bad body, a taken token and one of the deployment's own secrets", async () => {
+    await h().call("/v1/admin/relying-parties", admin("POST", { name: "rot-a", audiences: [AUDIENCE], token: "rot-a-token-0123456789abcdef0123456789" }));
+    await h().call("/v1/admin/relying-parties", admin("POST", { name: "rot-b", audiences: [AUDIENCE], token: "rot-b-token-0123456789abcdef0123456789" }));
+    const rotate = (name: string, body: unknown) => h().call(`/v1/admin/relying-parties/${name}/token`, admin("POST", body));
+    expect((await rotate("rot-missing", {})).status).toBe(404);
+    for (const bad of [{ token: "short" }, { token: 5 }, { extra: 1 }, []]) {
+      const res = await rotate("rot-a", bad);
+      expect(res.status).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+    }
+    const taken = await rotate("rot-a", { token: "rot-b-token-0123456789abcdef0123456789" });
+    expect(taken.status).toBe(409);
+    expect(taken.body.error.code).toBe("RELYING_PARTY_EXISTS");
+    const own = await rotate("rot-a", { token: ADMIN_TOKEN });
+    expect(own.status).toBe(400);
+    expect((await h().call("/v1/admin/relying-parties/rot-a/token", { method: "POST", headers: { authorization: `Bearer ${RP_TOKEN}` } })).status).toBe(401);
+  });
+
   it("lists relying parties without their tokens; refuses a taken name, unknown audiences and bad names", async () => {
     await h().call("/v1/admin/relying-parties", admin("POST", { name: "listed", audiences: [AUDIENCE] }));
     const list = await h().call("/v1/admin/relying-parties", { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });

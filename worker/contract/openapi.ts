@@ -236,6 +236,11 @@ export const OPERATIONS: Operation[] = [
     responses: { 200: { description: "one page", schema: S.RelyingParties }, ...errors(400, 401, 500, 503) },
   },
   {
+    method: "post", path: "/v1/admin/relying-parties/{name}/token", summary: "replace a relying party's token, keeping its records; the new token is answered once and the old one refused from then on", tag: "admin", auth: "admin", body: S.TokenCall, bodyOptional: true,
+    parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-], not . or ..")],
+    responses: { 200: { description: "the new token", schema: S.Registered }, ...errors(400, 401, 404, 409, 413, 500, 503) },
+  },
+  {
     method: "delete", path: "/v1/admin/relying-parties/{name}", summary: "delete a relying party: its token is refused from then on", tag: "admin", auth: "admin",
     parameters: [pathParam("name", "1-64 of [A-Za-z0-9._-], not . or ..")],
     responses: { 200: { description: "deleted", schema: S.Deleted }, ...errors(400, 401, 404, 500, 503) },

@@ -296,6 +296,7 @@ export const Registration = z
   .object({ name: z.string(), audiences: z.array(z.string()).meta({ description: "1-16 audiences, none twice, each one this deployment serves (AUDIENCES)" }), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
+export const TokenCall = z.object({ token: z.string().optional().meta({ description: "32-256 of [A-Za-z0-9._~-]; generated when absent" }) }).strict().meta({ id: "RelyingPartyTokenCall" });
 export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
 export const RelyingParties = z.object({ next_cursor: z.string().nullable().meta({ description: "pass as `cursor` for the next page; null on the last" }), relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number(), min_verifier_class: MinVerifierClass.optional() })) }).meta({ id: "RelyingParties" });
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });

@@ -69,7 +69,7 @@ export function parseRegistration(body: unknown, served: ReadonlySet<string>): R
   for (const a of audiences) if (typeof a !== "string" || !served.has(a)) return bad(`audience ${JSON.stringify(a)} is not one this deployment serves`);
   if (new Set(audiences).size !== audiences.length) return bad("audiences lists one audience twice");
   if (token !== undefined && (typeof token !== "string" || !RELYING_PARTY_TOKEN.test(token))) {
-    return bad("token, when supplied, must be 32-256 of [A-Za-z0-9._~-]");
+    return bad(TOKEN_RULE);
   }
   const min: Record<string, VerifierClass> = {};
   if (isClass(floor)) for (const a of audiences as string[]) min[a] = floor;
@@ -82,6 +82,17 @@ export function parseRegistration(body: unknown, served: ReadonlySet<string>): R
   } else if (floor !== undefined) return bad('min_verifier_class must be "A", "B" or "C", or an object of audience → class');
   return { ok: true, registration: { name, audiences: audiences as string[], token: (token as string | undefined) ?? null, min_verifier_class: min } };
 }
+
+/** A token rotation's body: `{}` for a generated token, or `{token}`. */
+export function parseTokenCall(body: unknown): { ok: true; token: string | null } | { ok: false; detail: string } {
+  if (!isJsonObject(body)) return { ok: false, detail: "body must be {} or {token}" };
+  for (const key of Object.keys(body)) if (key !== "token") return { ok: false, detail: `unknown field ${JSON.stringify(key)}` };
+  const { token } = body as Record<string, unknown>;
+  if (token !== undefined && (typeof token !== "string" || !RELYING_PARTY_TOKEN.test(token))) return { ok: false, detail: TOKEN_RULE };
+  return { ok: true, token: (token as string | undefined) ?? null };
+}
+
+const TOKEN_RULE = "token, when supplied, must be 32-256 of [A-Za-z0-9._~-]";
 
 /** A fresh token from 32 random bytes. */
 export const newToken = (random: Uint8Array): string => TOKEN_PREFIX + toBase64Url(random);

@@ -5,8 +5,8 @@ import type { AppEnv } from "../app.js";
 import { requireAdmin } from "../auth.js";
 import { audiences, dependencyTimeout, freshnessPolicy, ledgerShardKey, MAX_ADMIN_BODY } from "../config.js";
 import type { z } from "zod";
-import { KeyCall, Registration, ResetCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, strictQuery, validateBody, withTimeout } from "../http.js";
+import { KeyCall, Registration, ResetCall, TokenCall } from "../contract/schemas.js";
+import { ApiError, jsonBody, readOptionalStrictJson, readStrictJson, strictQuery, validateBody, withTimeout } from "../http.js";
 
 /** GET /v1/admin/stats and the relying-party list take these parameters, each once. */
 const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
@@ -18,7 +18,7 @@ import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
-import { newToken, parseRegistration, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
+import { newToken, parseRegistration, parseTokenCall, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
 import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, type AnchorStore } from "../stores.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
@@ -32,6 +32,18 @@ const HEX_SECRETS: ReadonlySet<string> = new Set(["SIGNING_KEY", "LEGACY_HMAC_KE
 /** Whether `token` is the secret `name` holds (`value`): a hex key in any case of its digits. */
 const sameSecret = (name: string, value: string | undefined, token: string): boolean =>
   value !== undefined && value !== "" && (HEX_SECRETS.has(name) ? value.toLowerCase() === token.toLowerCase() : value === token);
+
+/**
+ * The token a registration or a rotation hands out: the one supplied, or a fresh one. A relying party
+ * is another organisation: handing it one of this deployment's own secrets as its token would let it
+ * sign through intake or administer the deployment with the same string.
+ */
+function partyToken(c: Context<AppEnv>, supplied: string | null): string {
+  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied))) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
+  }
+  return supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
+}
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
@@ -121,16 +133,11 @@ export const adminRoutes = new Hono<AppEnv>()
   const parsed = parseRegistration(validateBody(Registration, await readStrictJson(c, MAX_ADMIN_BODY)), audiences(c.env));
   if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
   const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
-  // A relying party is another organisation: handing it one of this deployment's own secrets as its
-  // token would let it sign through intake or administer the deployment with the same string.
-  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied))) {
-    throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
-  }
   const { now, relyingParties } = c.get("services");
-  const token = supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
+  const token = partyToken(c, supplied);
   const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
   const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), registration: toHex(crypto.getRandomValues(new Uint8Array(8))), ...floor });
-  if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; delete it first to issue a new token`);
+  if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; POST /v1/admin/relying-parties/${name}/token issues it a new token`);
   if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
   return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
@@ -143,6 +150,24 @@ export const adminRoutes = new Hono<AppEnv>()
   if (cursor !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(cursor)) throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
   const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor: cursor ?? null });
   return c.json({ next_cursor: next, relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
+})
+  /**
+   * Replaces a relying party's token, keeping everything else (name, audiences, floor, and the
+   * registration its records are kept under); the new token is answered once. Body `{}` (or none)
+   * for a generated token, or `{token}`.
+   */
+  .post("/relying-parties/:name/token", async (c) => {
+  const name = c.req.param("name");
+  if (!RELYING_PARTY_NAME.test(name)) throw new ApiError(400, "MALFORMED_REQUEST", `name must be ${RELYING_PARTY_NAME_RULE}`);
+  const body = validateBody(TokenCall, await readOptionalStrictJson(c, MAX_ADMIN_BODY));
+  const parsed = parseTokenCall(body);
+  if (!parsed.ok) throw new ApiError(400, "MALFORMED_REQUEST", parsed.detail);
+  const token = partyToken(c, parsed.token);
+  const rotated = await c.get("services").relyingParties.rotate(name, await sha256Hex(token));
+  if (rotated === "not-found") throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
+  if (rotated === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already a relying party's; supply a different one");
+  const floor = rotated.min_verifier_class ? { min_verifier_class: rotated.min_verifier_class } : {};
+  return c.json({ name, token, audiences: rotated.audiences, ...floor }, 200);
 })
   /** Revokes a relying party's token: its next call is 401. */
   .delete("/relying-parties/:name", async (c) => {
