@@ -422,6 +422,20 @@ describe("keys and tokens belong to one holder", () => {
     expect(fine.status).toBe(201);
   });
 
+  it("a supplied relying-party token may not be a Level 0 key a pin can name: the party could compute the HMAC of a 7-field receipt", async () => {
+    // Any secret in a Level 0 key's form (64+ lowercase hex), under any name, was registered 201.
+    const l0 = "ab".repeat(32);
+    const app = harness({ ...env, PARTNER_L0_KEY: l0 } as Env, createExecutionContext());
+    for (const token of [l0, l0.toUpperCase()]) {
+      const res = await app.call("/v1/admin/relying-parties", json("POST", { name: "l0-holder", audiences: [AUDIENCE], token }, `Bearer ${ADMIN_TOKEN}`));
+      expect([res.status, res.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      expect(res.text).not.toContain(token);
+    }
+    // Hex of that length that the deployment does not hold is a token like any other.
+    const other = await app.call("/v1/admin/relying-parties", json("POST", { name: "l0-holder", audiences: [AUDIENCE], token: "cd".repeat(32) }, `Bearer ${ADMIN_TOKEN}`));
+    expect(other.status).toBe(201);
+  });
+
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
     // KV has no compare-and-set: two concurrent registrations of one name both pass the name
     // check and both write; the name keeps the last, and the first token's record stays behind.

@@ -33,6 +33,15 @@ const HEX_SECRETS: ReadonlySet<string> = new Set(["SIGNING_KEY", "LEGACY_HMAC_KE
 const sameSecret = (name: string, value: string | undefined, token: string): boolean =>
   value !== undefined && value !== "" && (HEX_SECRETS.has(name) ? value.toLowerCase() === token.toLowerCase() : value === token);
 
+/**
+ * Whether `token` is, in any case of its hex digits, a key a Level 0 anchor can name: any variable
+ * of this deployment holding a Level 0 key (decodeSharedSecret's form) under whatever name. The
+ * relying party holding it could compute the HMAC of a 7-field receipt and have it accepted at
+ * `level: 0` for the issuer pinned with it.
+ */
+const isLevel0Key = (env: object, token: string): boolean =>
+  Object.values(env).some((value) => typeof value === "string" && decodeSharedSecret(value) !== null && value === token.toLowerCase());
+
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
 
@@ -123,7 +132,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { name, audiences: allowed, token: supplied, min_verifier_class } = parsed.registration;
   // A relying party is another organisation: handing it one of this deployment's own secrets as its
   // token would let it sign through intake or administer the deployment with the same string.
-  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied))) {
+  if (supplied !== null && (OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied)) || isLevel0Key(c.env, supplied))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
   }
   const { now, relyingParties } = c.get("services");
