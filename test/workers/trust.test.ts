@@ -431,6 +431,10 @@ describe("keys and tokens belong to one holder", () => {
       expect([res.status, res.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
       expect(res.text).not.toContain(token);
     }
+    // The demo party's own token is no Level 0 key (no anchor may name DEMO_RP_TOKEN), whatever its form: npm start registers it.
+    const demo = harness({ ...env, DEMO_RP_TOKEN: "ef".repeat(32) } as Env, createExecutionContext());
+    const own = await demo.call("/v1/admin/relying-parties", json("POST", { name: "demo-holder", audiences: [AUDIENCE], token: "ef".repeat(32) }, `Bearer ${ADMIN_TOKEN}`));
+    expect(own.status).toBe(201);
     // Hex of that length that the deployment does not hold is a token like any other.
     const other = await app.call("/v1/admin/relying-parties", json("POST", { name: "l0-holder", audiences: [AUDIENCE], token: "cd".repeat(32) }, `Bearer ${ADMIN_TOKEN}`));
     expect(other.status).toBe(201);

@@ -35,12 +35,13 @@ const sameSecret = (name: string, value: string | undefined, token: string): boo
 
 /**
  * Whether `token` is, in any case of its hex digits, a key a Level 0 anchor can name: any variable
- * of this deployment holding a Level 0 key (decodeSharedSecret's form) under whatever name. The
+ * of this deployment holding a Level 0 key (decodeSharedSecret's form) under a name a pin accepts. The
  * relying party holding it could compute the HMAC of a 7-field receipt and have it accepted at
  * `level: 0` for the issuer pinned with it.
  */
 const isLevel0Key = (env: object, token: string): boolean =>
-  Object.values(env).some((value) => typeof value === "string" && decodeSharedSecret(value) !== null && value === token.toLowerCase());
+  // Not the names no anchor may name (OWN_SECRETS): DEMO_RP_TOKEN is the demo party's own token, whatever its form.
+  Object.entries(env).some(([name, value]) => !OWN_SECRETS.has(name) && typeof value === "string" && decodeSharedSecret(value) !== null && value === token.toLowerCase());
 
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
