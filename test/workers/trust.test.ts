@@ -440,6 +440,24 @@ describe("keys and tokens belong to one holder", () => {
     expect(other.status).toBe(201);
   });
 
+  it("a Level 0 pin may not name a key a relying party already holds as its token: that party could make the issuer's Level 0 receipts", async () => {
+    // The party registered before the deployment held the key (registration refuses it since); the pin was 200.
+    const key = "3c".repeat(32);
+    const early = await h().call("/v1/admin/relying-parties", admin("POST", { name: "early-holder", audiences: [AUDIENCE], token: key }));
+    expect([early.status, early.text]).toEqual([201, early.text]);
+    const app = harness({ ...env, PARTNER_L0_KEY: key } as Env, createExecutionContext());
+    const issuer = await issuerFor("l0-held-by-party");
+    const refused = await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } });
+    expect([refused.status, refused.body.error?.code]).toEqual([400, "ANCHOR_INVALID"]);
+    expect(refused.text).not.toContain(key);
+    // In uppercase hex the token is the same key. (Deleted through the isolate that found the token, which caches a found one.)
+    expect((await app.call("/v1/admin/relying-parties/early-holder", admin("DELETE"))).status).toBe(200);
+    expect((await h().call("/v1/admin/relying-parties", admin("POST", { name: "early-holder", audiences: [AUDIENCE], token: key.toUpperCase() }))).status).toBe(201);
+    expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(400);
+    expect((await app.call("/v1/admin/relying-parties/early-holder", admin("DELETE"))).status).toBe(200);
+    expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(200);
+  });
+
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
     // KV has no compare-and-set: two concurrent registrations of one name both pass the name
     // check and both write; the name keeps the last, and the first token's record stays behind.

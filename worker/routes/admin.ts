@@ -185,6 +185,13 @@ export const adminRoutes = new Hono<AppEnv>()
     if (!decodeSharedSecret((c.env as unknown as Record<string, string | undefined>)[secretName])) {
       throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, which this deployment does not hold as a Level 0 key (a secret of at least 32 bytes as lowercase hex)`);
     }
+    // The other way round from registration's check: a key a relying party already holds as its
+    // token (as written or in uppercase hex) would let that party make this issuer's Level 0 receipts.
+    const value = (c.env as unknown as Record<string, string>)[secretName];
+    const { relyingParties } = c.get("services");
+    if ((await relyingParties.byToken(value)) || (await relyingParties.byToken(value.toUpperCase()))) {
+      throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, whose key is a relying party's token; give the issuer a Level 0 key of its own`);
+    }
   }
   const existing = await anchors.fresh(built.record.issuer);
   if (existing && (existing.ledger_shards ?? 1) !== shards) {
