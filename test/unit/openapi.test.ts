@@ -14,6 +14,7 @@ import { parseReceipt } from "../../worker/protocol/receipt.js";
 import { parseChain } from "../../worker/protocol/chain.js";
 import { parseSeal, signSeal } from "../../worker/protocol/chain-seal.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
+import { parseRegistration } from "../../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
@@ -145,6 +146,20 @@ describe("the OpenAPI document", () => {
     for (const bad of [{ ...seal, tail: null }, { ...seal, type: "countersign.chain-seal.v2" }, { ...seal, total_hops: 0 }, { ...seal, chain_id: "" }]) {
       expect(parseSeal(bad).ok).toBe(false);
       expect(seals.validate(bad).valid, JSON.stringify(bad).slice(0, 80)).toBe(false);
+    }
+  });
+
+  it("documents a relying party's name and token as the registration refuses them", () => {
+    // The body schema said {name: string, token: string}: no bound, no charset, and '.' and '..' (refused since cffe043) allowed.
+    const { name, token } = doc.components.schemas.RelyingPartyRegistration.properties;
+    const named = new RegExp(name.pattern);
+    const tokened = new RegExp(token.pattern);
+    const body = (over: Record<string, unknown>) => ({ name: "payments-7", audiences: ["https://relying-party.example"], ...over });
+    for (const n of ["payments-7", "a", "a.b", "...", "x".repeat(64), ".", "..", "", "x".repeat(65), "a/b", "a b", "é"]) {
+      expect([n, named.test(n)]).toEqual([n, parseRegistration(body({ name: n }), new Set(["https://relying-party.example"])).ok]);
+    }
+    for (const t of ["t".repeat(32), "A.b_c~d-".repeat(4), "t".repeat(256), "t".repeat(31), "t".repeat(257), `${"t".repeat(31)} `, `${"t".repeat(31)}+`]) {
+      expect([t, tokened.test(t)]).toEqual([t, parseRegistration(body({ token: t }), new Set(["https://relying-party.example"])).ok]);
     }
   });
 

@@ -464,6 +464,42 @@ describe("keys and tokens belong to one holder", () => {
     expect(fine.status).toBe(201);
   });
 
+  it("a supplied relying-party token may not be a Level 0 key a pin can name: the party could compute the HMAC of a 7-field receipt", async () => {
+    // Any secret in a Level 0 key's form (64+ lowercase hex), under any name, was registered 201.
+    const l0 = "ab".repeat(32);
+    const app = harness({ ...env, PARTNER_L0_KEY: l0 } as Env, createExecutionContext());
+    for (const token of [l0, l0.toUpperCase()]) {
+      const res = await app.call("/v1/admin/relying-parties", json("POST", { name: "l0-holder", audiences: [AUDIENCE], token }, `Bearer ${ADMIN_TOKEN}`));
+      expect([res.status, res.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      expect(res.text).not.toContain(token);
+    }
+    // The demo party's own token is no Level 0 key (no anchor may name DEMO_RP_TOKEN), whatever its form: npm start registers it.
+    const demo = harness({ ...env, DEMO_RP_TOKEN: "ef".repeat(32) } as Env, createExecutionContext());
+    const own = await demo.call("/v1/admin/relying-parties", json("POST", { name: "demo-holder", audiences: [AUDIENCE], token: "ef".repeat(32) }, `Bearer ${ADMIN_TOKEN}`));
+    expect(own.status).toBe(201);
+    // Hex of that length that the deployment does not hold is a token like any other.
+    const other = await app.call("/v1/admin/relying-parties", json("POST", { name: "l0-holder", audiences: [AUDIENCE], token: "cd".repeat(32) }, `Bearer ${ADMIN_TOKEN}`));
+    expect(other.status).toBe(201);
+  });
+
+  it("a Level 0 pin may not name a key a relying party already holds as its token: that party could make the issuer's Level 0 receipts", async () => {
+    // The party registered before the deployment held the key (registration refuses it since); the pin was 200.
+    const key = "3c".repeat(32);
+    const early = await h().call("/v1/admin/relying-parties", admin("POST", { name: "early-holder", audiences: [AUDIENCE], token: key }));
+    expect([early.status, early.text]).toEqual([201, early.text]);
+    const app = harness({ ...env, PARTNER_L0_KEY: key } as Env, createExecutionContext());
+    const issuer = await issuerFor("l0-held-by-party");
+    const refused = await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } });
+    expect([refused.status, refused.body.error?.code]).toEqual([400, "ANCHOR_INVALID"]);
+    expect(refused.text).not.toContain(key);
+    // In uppercase hex the token is the same key. (Deleted through the isolate that found the token, which caches a found one.)
+    expect((await app.call("/v1/admin/relying-parties/early-holder", admin("DELETE"))).status).toBe(200);
+    expect((await h().call("/v1/admin/relying-parties", admin("POST", { name: "early-holder", audiences: [AUDIENCE], token: key.toUpperCase() }))).status).toBe(201);
+    expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(400);
+    expect((await app.call("/v1/admin/relying-parties/early-holder", admin("DELETE"))).status).toBe(200);
+    expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(200);
+  });
+
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
     // KV has no compare-and-set: two concurrent registrations of one name both pass the name
     // check and both write; the name keeps the last, and the first token's record stays behind.

@@ -481,7 +481,7 @@ describe("no double counting", () => {
 describe("GET /v1/usage and the status counts", () => {
   it("needs exactly one well-formed invocation_id", async () => {
     const { h } = setup();
-    for (const path of ["/v1/usage", "/v1/usage?invocation_id=a&invocation_id=b", "/v1/usage?invocation_id=has%20space", "/v1/usage?invocation_id=a&x=1"]) {
+    for (const path of ["/v1/usage", "/v1/usage?invocation_id=a&invocation_id=b", "/v1/usage?invocation_id=has%20space", "/v1/usage?invocation_id=a&x=1", "/v1/usage?invocation_id=a&=5", "/v1/usage?invocation_id=a&=", "/v1/usage?invocation_id=a&y=%ff"]) {
       const res = await h.call(path);
       expect(res.status, path).toBe(400);
       expect(res.body.error.code).toBe("MALFORMED_REQUEST");

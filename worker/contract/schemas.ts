@@ -13,6 +13,7 @@ import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core
 import { isJsonObject } from "../protocol/strict-json.js";
 import { CHAIN_ID, SEAL_TYPE } from "../protocol/chain-seal.js";
 import { MAX_CHAIN_ENTRIES, MAX_CHAIN_HOPS } from "../protocol/chain.js";
+import { RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../protocol/relying-parties.js";
 
 const hex = (n: number) => z.string().regex(new RegExp(`^[0-9a-f]{${n}}$`));
 const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
@@ -293,10 +294,15 @@ export const IssuerView = z
 
 const MinVerifierClass = z.record(z.string(), VerifierClass).meta({ description: "the lowest verifier class accepted, per audience; a receipt of a lower class is refused (VERIFIER_CLASS_INSUFFICIENT)" });
 export const Registration = z
-  .object({ name: z.string(), audiences: z.array(z.string()).meta({ description: "1-16 audiences, none twice, each one this deployment serves (AUDIENCES)" }), token: z.string().optional(), min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
+  .object({
+    // Judged by parseRegistration (its own details); stated here so the document says what is refused.
+    name: z.string().meta({ pattern: RELYING_PARTY_NAME.source, description: RELYING_PARTY_NAME_RULE }),
+    audiences: z.array(z.string()).meta({ description: "1-16 audiences, none twice, each one this deployment serves (AUDIENCES)" }),
+    token: z.string().optional().meta({ pattern: RELYING_PARTY_TOKEN.source, description: "32-256 of [A-Za-z0-9._~-], supplied for provisioning (else one is generated); not one of this deployment's own secrets nor a Level 0 key it holds, in any case of a hex key's digits" }),
+    min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });
-export const TokenCall = z.object({ token: z.string().optional().meta({ description: "32-256 of [A-Za-z0-9._~-]; generated when absent" }) }).strict().meta({ id: "RelyingPartyTokenCall" });
+export const TokenCall = z.object({ token: z.string().optional().meta({ pattern: RELYING_PARTY_TOKEN.source, description: "as at registration; generated when absent" }) }).strict().meta({ id: "RelyingPartyTokenCall" });
 export const Registered = z.object({ name: z.string(), token: z.string(), audiences: z.array(Uri), min_verifier_class: MinVerifierClass.optional() }).meta({ id: "RelyingPartyToken", description: "the token is shown once and stored only as its SHA-256" });
 export const RelyingParties = z.object({ next_cursor: z.string().nullable().meta({ description: "pass as `cursor` for the next page; null on the last" }), relying_parties: z.array(z.object({ name: z.string(), audiences: z.array(Uri), created_at: z.number(), min_verifier_class: MinVerifierClass.optional() })) }).meta({ id: "RelyingParties" });
 export const Deleted = z.object({ name: z.string(), deleted: z.literal(true) }).meta({ id: "Deleted" });

@@ -34,12 +34,23 @@ const sameSecret = (name: string, value: string | undefined, token: string): boo
   value !== undefined && value !== "" && (HEX_SECRETS.has(name) ? value.toLowerCase() === token.toLowerCase() : value === token);
 
 /**
+ * Whether `token` is, in any case of its hex digits, a key a Level 0 anchor can name: any variable
+ * of this deployment holding a Level 0 key (decodeSharedSecret's form) under a name a pin accepts. The
+ * relying party holding it could compute the HMAC of a 7-field receipt and have it accepted at
+ * `level: 0` for the issuer pinned with it.
+ */
+const isLevel0Key = (env: object, token: string): boolean =>
+  // Not the names no anchor may name (OWN_SECRETS): DEMO_RP_TOKEN is the demo party's own token, whatever its form.
+  Object.entries(env).some(([name, value]) => !OWN_SECRETS.has(name) && typeof value === "string" && decodeSharedSecret(value) !== null && value === token.toLowerCase());
+
+/**
  * The token a registration or a rotation hands out: the one supplied, or a fresh one. A relying party
- * is another organisation: handing it one of this deployment's own secrets as its token would let it
- * sign through intake or administer the deployment with the same string.
+ * is another organisation: handing it one of this deployment's own secrets (or a Level 0 key it
+ * holds) as its token would let it sign through intake, administer the deployment or MAC receipts
+ * with the same string.
  */
 function partyToken(c: Context<AppEnv>, supplied: string | null): string {
-  if (supplied !== null && OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied))) {
+  if (supplied !== null && (OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied)) || isLevel0Key(c.env, supplied))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
   }
   return supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
@@ -199,6 +210,13 @@ export const adminRoutes = new Hono<AppEnv>()
     if (OWN_SECRETS.has(secretName)) throw new ApiError(400, "ANCHOR_INVALID", `shared_secret ${secretName} is one of this deployment's own secrets, not a Level 0 key`);
     if (!decodeSharedSecret((c.env as unknown as Record<string, string | undefined>)[secretName])) {
       throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, which this deployment does not hold as a Level 0 key (a secret of at least 32 bytes as lowercase hex)`);
+    }
+    // The other way round from registration's check: a key a relying party already holds as its
+    // token (as written or in uppercase hex) would let that party make this issuer's Level 0 receipts.
+    const value = (c.env as unknown as Record<string, string>)[secretName];
+    const { relyingParties } = c.get("services");
+    if ((await relyingParties.byToken(value)) || (await relyingParties.byToken(value.toUpperCase()))) {
+      throw new ApiError(400, "ANCHOR_INVALID", `shared_secret names ${secretName}, whose key is a relying party's token; give the issuer a Level 0 key of its own`);
     }
   }
   const existing = await anchors.fresh(built.record.issuer);

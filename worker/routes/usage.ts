@@ -9,7 +9,7 @@ import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { dependencyTimeout, freshnessPolicy, MAX_USAGE_BODY } from "../config.js";
 import type { DeriveResult, StoredUsage, StoreResult } from "../../durable-objects/usage-ledger.js";
-import { ApiError, readStrictJson, requireObject, withTimeout } from "../http.js";
+import { ApiError, readStrictJson, requireObject, strictQuery, withTimeout } from "../http.js";
 import { exportBestEffort } from "../observability.js";
 import { jcs } from "../protocol/digest.js";
 import { projectModelUsage } from "../protocol/observability.js";
@@ -53,6 +53,9 @@ function exactlyOne(body: Record<string, unknown>, a: string, b: string): "a" | 
   if (hasA === Object.hasOwn(body, b)) throw new ApiError(400, "MALFORMED_REQUEST", `exactly one of ${a} and ${b} is required`);
   return hasA ? "a" : "b";
 }
+
+/** GET /v1/usage takes one parameter, once. */
+const USAGE_QUERY: ReadonlySet<string> = new Set(["invocation_id"]);
 
 function invocationId(value: unknown): string {
   if (typeof value !== "string" || !IDENTIFIER.test(value)) throw new ApiError(400, "MALFORMED_REQUEST", "invocation_id must be 1-128 of [A-Za-z0-9._:-]");
@@ -184,10 +187,11 @@ export const usageRoutes = new Hono<AppEnv>()
 })
   /** What the caller stored for one invocation, with the latest estimate and reconciliation. */
   .get("/usage", async (c) => {
-  const query = c.req.queries();
-  for (const key of Object.keys(query)) if (key !== "invocation_id") throw new ApiError(400, "MALFORMED_REQUEST", `unknown query parameter ${JSON.stringify(key)}`);
-  if (query.invocation_id?.length !== 1) throw new ApiError(400, "MALFORMED_REQUEST", "exactly one invocation_id is required");
-  const id = invocationId(query.invocation_id[0]);
+  // strictQuery, as the other routes with a query: a parameter with no name (`?=5`), which the
+  // router drops, or a query that does not decode is refused, not read past.
+  const query = strictQuery(c, USAGE_QUERY);
+  if (query.invocation_id === undefined) throw new ApiError(400, "MALFORMED_REQUEST", "exactly one invocation_id is required");
+  const id = invocationId(query.invocation_id);
   const row = await ledger(c).read(id);
   if (!row) throw notStored(id);
   return c.json(view(row));
