@@ -215,7 +215,12 @@ describe("relying parties authenticate", () => {
     const small = await get("?limit=7");
     expect(small.body.relying_parties).toHaveLength(7);
     expect(typeof small.body.next_cursor).toBe("string");
-    for (const bad of ["?limit=0", "?limit=101", "?limit=x", "?limit=1e2", "?cursor=", "?limit=5&limit=6", "?page=2"]) {
+    // A cursor is one this deployment answered, or 400: never handed to KV to judge.
+    const next: string = small.body.next_cursor;
+    const tampered = next.slice(0, -1) + (next.endsWith("0") ? "1" : "0");
+    const unsealed = next.slice(0, next.lastIndexOf("."));
+    expect((await get(`?limit=7&cursor=${encodeURIComponent(next)}`)).body.relying_parties[0].name).toBe(seen[7]);
+    for (const bad of ["?limit=0", "?limit=101", "?limit=x", "?limit=1e2", "?cursor=", "?limit=5&limit=6", "?page=2", "?cursor=bogus", "?cursor=zzzz", `?cursor=${encodeURIComponent(tampered)}`, `?cursor=${encodeURIComponent(unsealed)}`, `?cursor=.${"0".repeat(32)}`]) {
       const res = await get(bad);
       expect(res.status, bad).toBe(400);
       expect(res.body.error.code).toBe("MALFORMED_REQUEST");

@@ -231,7 +231,7 @@ export const OPERATIONS: Operation[] = [
     method: "get", path: "/v1/admin/relying-parties", summary: "the relying parties (never their tokens), a page at a time in name order", tag: "admin", auth: "admin",
     parameters: [
       { name: "limit", in: "query", description: "parties per page, 1-100 (default 100)" },
-      { name: "cursor", in: "query", description: "next_cursor of the previous page" },
+      { name: "cursor", in: "query", description: "next_cursor of the previous page, exactly as answered (any other cursor is 400)" },
     ],
     responses: { 200: { description: "one page", schema: S.RelyingParties }, ...errors(400, 401, 500, 503) },
   },

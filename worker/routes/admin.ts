@@ -56,6 +56,30 @@ function partyToken(c: Context<AppEnv>, supplied: string | null): string {
   return supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
 }
 
+/**
+ * A relying-party page's `next_cursor`: KV's own cursor and a MAC over it (32 hex, HMAC-SHA256 under
+ * a key derived from ADMIN_TOKEN). A cursor no page answered is refused here, as 400, rather than
+ * handed to KV, whose answer to a made-up cursor is its own (an error, or a page from anywhere).
+ */
+const cursorKey = (adminToken: string) =>
+  crypto.subtle.importKey("raw", new TextEncoder().encode(`countersign relying-party cursor\n${adminToken}`), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+const cursorMac = async (adminToken: string, kvCursor: string) =>
+  toHex(new Uint8Array(await crypto.subtle.sign("HMAC", await cursorKey(adminToken), new TextEncoder().encode(kvCursor)))).slice(0, 32);
+
+async function sealCursor(adminToken: string, kvCursor: string): Promise<string> {
+  return `${kvCursor}.${await cursorMac(adminToken, kvCursor)}`;
+}
+
+/** KV's cursor inside a `next_cursor` this deployment answered; 400 for anything else. */
+async function openCursor(adminToken: string, cursor: string): Promise<string> {
+  const dot = cursor.lastIndexOf(".");
+  const kvCursor = cursor.slice(0, dot);
+  if (!/^[\x21-\x7e]{1,2048}$/.test(cursor) || dot < 1 || cursor.slice(dot + 1) !== (await cursorMac(adminToken, kvCursor))) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
+  }
+  return kvCursor;
+}
+
 /** Longest reason an audited reset may carry, characters. */
 const MAX_REASON_LENGTH = 512;
 
@@ -157,10 +181,9 @@ export const adminRoutes = new Hono<AppEnv>()
   const limitText = query.limit;
   const limit = limitText === undefined ? RELYING_PARTY_PAGE_MAX : /^[0-9]{1,3}$/.test(limitText) ? Number(limitText) : NaN;
   if (!(limit >= 1 && limit <= RELYING_PARTY_PAGE_MAX)) throw new ApiError(400, "MALFORMED_REQUEST", `limit must be an integer from 1 to ${RELYING_PARTY_PAGE_MAX}`);
-  const cursor = query.cursor;
-  if (cursor !== undefined && !/^[\x21-\x7e]{1,1024}$/.test(cursor)) throw new ApiError(400, "MALFORMED_REQUEST", "cursor must be the next_cursor of a previous page");
-  const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor: cursor ?? null });
-  return c.json({ next_cursor: next, relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
+  const cursor = query.cursor === undefined ? null : await openCursor(c.env.ADMIN_TOKEN, query.cursor);
+  const { parties, cursor: next } = await c.get("services").relyingParties.list({ limit, cursor });
+  return c.json({ next_cursor: next === null ? null : await sealCursor(c.env.ADMIN_TOKEN, next), relying_parties: parties.map(({ name, audiences, created_at, min_verifier_class }) => ({ name, audiences, created_at, ...(min_verifier_class ? { min_verifier_class } : {}) })) });
 })
   /**
    * Replaces a relying party's token, keeping everything else (name, audiences, floor, and the
