@@ -7,7 +7,7 @@
  * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -24,11 +24,12 @@ import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, R
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
 import { OutputError, writeOutputs } from "./output.js";
+import { readUtf8 } from "./input.js";
 
 export interface Io {
   out(text: string): void;
   err(text: string): void;
-  /** Reads a file, or standard input for "-". */
+  /** Reads a file, or standard input for "-", as UTF-8 text (bytes that are not UTF-8 are refused). */
   read(path: string): string;
   env: Record<string, string | undefined>;
   fetch: typeof fetch;
@@ -37,7 +38,7 @@ export interface Io {
 const nodeIo: Io = {
   out: (t) => void process.stdout.write(t),
   err: (t) => void process.stderr.write(t),
-  read: (path) => readFileSync(path === "-" ? 0 : path, "utf8"),
+  read: readUtf8,
   env: process.env,
   fetch: (...args) => fetch(...args),
 };

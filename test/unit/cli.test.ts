@@ -347,6 +347,42 @@ describe("countersign sign and verify", () => {
   });
 });
 
+describe("input that is not UTF-8 is refused, never read with U+FFFD in place of its bytes", () => {
+  const bin = resolve(ROOT, "cli/bin.mjs");
+  // A Latin-1 "ö" (0xf6): the service refuses such a body (400 MALFORMED_REQUEST, invalid_utf8).
+  const latin1 = (text: string) => Buffer.from(text.replace("LISBON", "Lisb\u00f6n"), "latin1");
+
+  it("sign --command with a Latin-1 byte: exit 2, one line, nothing signed", async () => {
+    const { key } = await issuerFiles("u8");
+    writeFileSync(at("u8-command.json"), latin1(JSON.stringify({ ...COMMAND, params: { city: "LISBON" } })));
+    const res = spawnSync(process.execPath, [bin, "sign", "--key", key, "--command", at("u8-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE], { encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign sign: cannot read command ${at("u8-command.json")}: not valid UTF-8\n`);
+  });
+
+  it("verify of a call whose request holds a Latin-1 byte (its receipt signed for U+FFFD there): exit 2, where it was judged valid", async () => {
+    const { key, anchors } = await issuerFiles("u8v");
+    writeFileSync(at("u8v-command.json"), JSON.stringify({ ...COMMAND, params: { city: "Lisb\ufffdn" } }));
+    const signed = await run("sign", "--key", key, "--command", at("u8v-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    expect(signed.code).toBe(0);
+    // The file the integrator holds has the raw byte 0xf6 where the receipt bound U+FFFD.
+    const bytes = Buffer.from(signed.out, "utf8");
+    const at3 = bytes.indexOf(Buffer.from("\ufffd", "utf8"));
+    writeFileSync(at("u8v-call.json"), Buffer.concat([bytes.subarray(0, at3), Buffer.from([0xf6]), bytes.subarray(at3 + 3)]));
+    const res = spawnSync(process.execPath, [bin, "verify", at("u8v-call.json"), "--anchors", anchors, "--json"], { encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign verify: cannot read input ${at("u8v-call.json")}: not valid UTF-8\n`);
+  });
+
+  it("npm run replay (cli/replay.ts) of a bundle with a Latin-1 byte: exit 2, one line", () => {
+    writeFileSync(at("u8-bundle.json"), latin1(JSON.stringify({ bundle: "LISBON" })));
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("u8-bundle.json")], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`cannot read ${at("u8-bundle.json")}: not valid UTF-8\n`);
+  });
+});
+
 describe("the CLI reaches the Worker's decision on every committed vector", () => {
   it("vectors/ccs/receipts.json, every call in order", async () => {
     const revoked = ccsVectors.vectors.flatMap((v) => ("setup" in v ? v.setup!.revoke : []));
