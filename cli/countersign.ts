@@ -362,6 +362,9 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   const calls = text.split("\n").filter((line) => line.trim() !== "");
+  // "Exit 0 only when every call was judged valid" must not hold of no call at all: an empty or
+  // truncated export is not a file of valid calls.
+  if (calls.length === 0) throw new UsageError(`${file} holds no calls (one verification call body a line)`);
   const audiences = new Set<string>();
   // Each call's own audience (read as JSON, not as compact text: a line may have spaces, and its
   // receipt names an audience too), so a mismatch is judged as it would be alone.

@@ -167,6 +167,15 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
+    const { anchors } = await issuerFiles("nolines");
+    for (const text of ["", "\n \n\t\r\n"]) {
+      writeFileSync(at("none.jsonl"), text);
+      const res = await run("verify", "--lines", at("none.jsonl"), "--anchors", anchors, "--json");
+      expect(res).toEqual({ code: 2, out: "", err: `countersign verify: ${at("none.jsonl")} holds no calls (one verification call body a line)\n` });
+    }
+  });
+
   it("--lines reads each call's audience as JSON, whatever its spacing: a line with a space after a colon is judged like the same call alone", async () => {
     const { key, anchors } = await issuerFiles("spaced");
     const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
