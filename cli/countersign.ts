@@ -428,7 +428,9 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   if (protocol !== "http:" && protocol !== "https:") throw new UsageError(`${values.url !== undefined ? "--url" : "COUNTERSIGN_URL"} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
-  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new UsageError(`--timeout must be above 0 and at most ${MAX_TIMER_MS} milliseconds`);
+  // A whole number: a timer takes no fraction of a millisecond (AbortSignal.timeout(0.5) throws,
+  // and that throw was answered VERIFIER_UNAVAILABLE, exit 1, as if the service had been asked).
+  if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new UsageError(`--timeout must be above 0 and at most ${MAX_TIMER_MS} milliseconds, a whole number`);
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (token) headers.authorization = `Bearer ${token}`;
   let res: Response;

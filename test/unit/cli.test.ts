@@ -289,6 +289,8 @@ describe("countersign sign and verify", () => {
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],
       [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
       [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
+      [["anchors", "show", ISSUER, "--timeout", "0.5", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
+      [["anchors", "show", ISSUER, "--timeout", "1500.25", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
     ];
     for (const [argv, message] of cases) {
       let err = "";
