@@ -419,13 +419,19 @@ function unavailableDoc(status: number | null, detail: string) {
 
 async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = withoutTrailingSlashes(values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787");
-  let protocol: string | null = null;
+  const which = values.url !== undefined ? "--url" : "COUNTERSIGN_URL";
+  let parsed: URL | null = null;
   try {
-    protocol = new URL(url).protocol;
+    parsed = new URL(url);
   } catch {
     /* not a URL */
   }
-  if (protocol !== "http:" && protocol !== "https:") throw new UsageError(`${values.url !== undefined ? "--url" : "COUNTERSIGN_URL"} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
+  if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new UsageError(`${which} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
+  // The route's path is appended to the URL as written: after a query or a fragment it would be
+  // part of that, and the call would go to another route. Credentials in it are refused by fetch
+  // (and were echoed, in that failure's detail, on stdout).
+  if (parsed.username !== "" || parsed.password !== "") throw new UsageError(`${which} must not carry credentials (the admin token goes in --admin-token or COUNTERSIGN_ADMIN_TOKEN)`);
+  if (url.includes("?") || url.includes("#")) throw new UsageError(`${which} must not carry a query or a fragment (the command's route is appended to it)`);
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
   // A whole number: a timer takes no fraction of a millisecond (AbortSignal.timeout(0.5) throws,

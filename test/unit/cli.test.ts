@@ -288,6 +288,10 @@ describe("countersign sign and verify", () => {
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "", ...url], /--token must be 32-256/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "notaurl"], /--url must be an http:\/\/ or https:\/\/ URL/],
       [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?x=1"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9/#top"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://user:pw@127.0.0.1:9"], /--url must not carry credentials/],
       [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
       [["anchors", "show", ISSUER, "--timeout", "0.5", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
       [["anchors", "show", ISSUER, "--timeout", "1500.25", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
@@ -303,6 +307,10 @@ describe("countersign sign and verify", () => {
     let err = "";
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "localhost:8787" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must be an http:\/\/ or https:\/\/ URL/);
+    err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9/?v=1" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must not carry a query or a fragment/);
+    expect(fetched).toBe(0);
   });
 
   it.each([
