@@ -433,6 +433,11 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   if (parsed.username !== "" || parsed.password !== "") throw new UsageError(`${which} must not carry credentials (the admin token goes in --admin-token or COUNTERSIGN_ADMIN_TOKEN)`);
   if (url.includes("?") || url.includes("#")) throw new UsageError(`${which} must not carry a query or a fragment (the command's route is appended to it)`);
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
+  // What a header can carry as it is: fetch refuses a line break or a character above U+00FF,
+  // and that refusal was answered VERIFIER_UNAVAILABLE, as if the service had been asked.
+  if (token && !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(token)) {
+    throw new UsageError(`${values["admin-token"] !== undefined ? "--admin-token" : "COUNTERSIGN_ADMIN_TOKEN"} must be printable ASCII, without a line break or leading or trailing spaces`);
+  }
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
   // A whole number: a timer takes no fraction of a millisecond (AbortSignal.timeout(0.5) throws,
   // and that throw was answered VERIFIER_UNAVAILABLE, exit 1, as if the service had been asked).
