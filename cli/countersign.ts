@@ -60,7 +60,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       (--request/--response/--runtime-context: a receipt; --mode: a receipt or
                                                       an envelope, --at with audit mode; --seal, --no-freshness: a chain, --at with
                                                       --no-freshness); offline, --mode enforce claims the nonce in this run's memory
-                                                      only: its nonce_consumed guards nothing after it, and a second run accepts again
+                                                      only: its nonce_consumed guards nothing after it, and a second run accepts again;
+                                                      a receipt or envelope call that names no mode is judged in audit mode here
+                                                      (decision audit), where the service's default is enforce (accept or reject)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
