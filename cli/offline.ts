@@ -22,9 +22,15 @@ export interface TrustFile {
 
 export class UsageError extends Error {}
 
+const TRUST_FILE_MEMBERS = ["anchors", "revoked", "manifests"];
+
 export function readTrustFile(value: unknown): TrustFile {
   if (Array.isArray(value)) return { anchors: value, revoked: [], manifests: [] };
   if (isJsonObject(value) && Array.isArray(value.anchors)) {
+    // A member of another name is a mistake, never ignored: `revoke` or `revocations` for
+    // `revoked` would otherwise leave the key trusted, and its receipts judged valid.
+    const unknown = Object.keys(value).find((k) => !TRUST_FILE_MEMBERS.includes(k));
+    if (unknown !== undefined) throw new UsageError(`anchors file: unknown member ${JSON.stringify(unknown)} (a trust file has ${TRUST_FILE_MEMBERS.join(", ")})`);
     const revoked = value.revoked ?? [];
     if (!Array.isArray(revoked) || !revoked.every(isJsonObject)) throw new UsageError("anchors file: revoked must be a list of {issuer, kid | fingerprint}");
     const manifests = value.manifests ?? [];

@@ -167,6 +167,22 @@ describe("countersign sign and verify", () => {
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
   });
 
+  it("a trust file member of another name (revoke for revoked) is refused, exit 2, never ignored with the key left trusted", async () => {
+    const { key, pub } = await issuerFiles("tfm");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("tfm-call.json"), call.out);
+    const revocation = [{ issuer: ISSUER, kid: "k1" }];
+    writeFileSync(at("tfm-revoked.json"), JSON.stringify({ anchors: [{ issuer: ISSUER, keys: [pub] }], revoked: revocation }));
+    const revoked = await run("verify", at("tfm-call.json"), "--anchors", at("tfm-revoked.json"), "--json");
+    expect({ code: revoked.code, codes: JSON.parse(revoked.out).failures.map((f: { code: string }) => f.code) }).toEqual({ code: 1, codes: ["ANCHOR_REVOKED"] });
+    writeFileSync(at("tfm-typo.json"), JSON.stringify({ anchors: [{ issuer: ISSUER, keys: [pub] }], revoke: revocation }));
+    for (const argv of [["verify", at("tfm-call.json")], ["manifest", "verify", at("tfm-call.json")]]) {
+      const typo = await run(...argv, "--anchors", at("tfm-typo.json"), "--json");
+      expect({ code: typo.code, out: typo.out }).toEqual({ code: 2, out: "" });
+      expect(typo.err).toMatch(/anchors file: unknown member "revoke" \(a trust file has anchors, revoked, manifests\)/);
+    }
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
