@@ -33,6 +33,13 @@ export function readTrustFile(value: unknown): TrustFile {
     if (unknown !== undefined) throw new UsageError(`anchors file: unknown member ${JSON.stringify(unknown)} (a trust file has ${TRUST_FILE_MEMBERS.join(", ")})`);
     const revoked = value.revoked ?? [];
     if (!Array.isArray(revoked) || !revoked.every(isJsonObject)) throw new UsageError("anchors file: revoked must be a list of {issuer, kid | fingerprint}");
+    // Each entry's form is judged here, for `manifest verify` too, which reads the list itself
+    // (`verify` has the admin route judge it): {issuer, kidd} named no key and was skipped there.
+    for (const r of revoked) {
+      const names = Object.keys(r);
+      const form = names.length === 2 && typeof r.issuer === "string" && (typeof r.kid === "string" || typeof r.fingerprint === "string");
+      if (!form) throw new UsageError(`anchors file: each revoked entry must be {issuer, kid} or {issuer, fingerprint}, not ${JSON.stringify(r).slice(0, 200)}`);
+    }
     const manifests = value.manifests ?? [];
     if (!Array.isArray(manifests)) throw new UsageError("anchors file: manifests must be a list of {manifest, configurations?}");
     return { anchors: value.anchors, revoked, manifests };

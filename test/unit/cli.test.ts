@@ -183,6 +183,21 @@ describe("countersign sign and verify", () => {
     }
   });
 
+  it("a revoked entry out of form ({issuer, kidd}) is refused by manifest verify as by verify, exit 2, never skipped", async () => {
+    const { key, pub } = await issuerFiles("rvf");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("rvf-call.json"), call.out);
+    const anchors = [{ issuer: ISSUER, keys: [pub] }];
+    for (const entry of [{ issuer: ISSUER, kidd: "k1" }, { issuer: ISSUER }, { issuer: ISSUER, kid: "k1", fingerprint: pub.fingerprint }, { issuer: ISSUER, kid: 1 }]) {
+      writeFileSync(at("rvf-anchors.json"), JSON.stringify({ anchors, revoked: [entry] }));
+      for (const argv of [["verify", at("rvf-call.json")], ["manifest", "verify", at("rvf-call.json")]]) {
+        const res = await run(...argv, "--anchors", at("rvf-anchors.json"), "--json");
+        expect({ argv, entry, code: res.code, out: res.out }).toEqual({ argv, entry, code: 2, out: "" });
+        expect(res.err).toMatch(/anchors file: each revoked entry must be \{issuer, kid\} or \{issuer, fingerprint\}/);
+      }
+    }
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
