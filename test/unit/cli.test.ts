@@ -3,7 +3,7 @@
  * private, and the same decisions as the Worker on every committed vector (the workers-pool suite
  * runs the same vectors through workerd against the same expectations).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -197,6 +197,21 @@ describe("countersign sign and verify", () => {
       }
     }
   });
+
+  it("a reader that closes stdout early (| head -1) leaves the exit code as judged: no EPIPE stack trace, no exit 1 for valid calls", async () => {
+    const { key, anchors } = await issuerFiles("epipe");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--lifetime", "300", "--json");
+    // Audit mode: the same call again is judged again, valid, so every line is valid; the
+    // answers (about 0.5 MB) outgrow the pipe's buffer.
+    const line = JSON.stringify({ ...JSON.parse(call.out), mode: "audit" });
+    writeFileSync(at("epipe.jsonl"), `${line}\n`.repeat(1000));
+    const child = spawn(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "verify", "--lines", at("epipe.jsonl"), "--anchors", anchors, "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => void (stderr += d));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((done) => child.on("close", (c) => done(c)));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  }, 60_000);
 
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
