@@ -126,6 +126,12 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(res.stderr).toBe(`cannot write ${missing}: ENOENT\n`);
   });
 
+  it("npm run demo (cli/demo.ts) into a missing directory: one line, exit 2, no stack trace", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/demo.ts", missing], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({ status: 2, stdout: "", stderr: `cannot write ${missing}: ENOENT\n` });
+  });
+
   it("the countersign process itself: keygen into a missing directory exits 2 with one line", () => {
     const res = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "keygen", "--out", join(dir, "no-such-dir", "k")], { encoding: "utf8" });
     expect(res.status).toBe(2);
