@@ -562,9 +562,15 @@ export function withoutTrailingSlashes(text: string): string {
 /** Runs one command line; answers the exit code. Never throws. */
 export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
   const [command, ...args] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+  // No command at all is a usage error: the usage goes to stderr, as every usage error's message
+  // does, and stdout stays empty (a script reading the answer from stdout must not take the help for it).
+  if (command === undefined) {
+    io.err(USAGE);
+    return 2;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     io.out(USAGE);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   const run = COMMANDS[command];
   if (!run) {

@@ -416,6 +416,10 @@ describe("countersign sign and verify", () => {
     const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
     expect(usage.status).toBe(2);
     expect(usage.stdout).toBe("");
+    // No command at all: exit 2 and the usage on stderr, nothing on stdout (it went to stdout).
+    const none = spawnSync(process.execPath, [bin], { encoding: "utf8" });
+    expect({ status: none.status, stdout: none.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(none.stderr).toMatch(/^usage: countersign/);
     const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8"));
     expect(pkg.bin.countersign).toBe("cli/bin.mjs");
   });
