@@ -248,7 +248,8 @@ async function sign(io: Io, args: string[]): Promise<number> {
   return 0;
 }
 
-type Subject = { path: string; body: Record<string, unknown> };
+/** `bare`: the file held a receipt, envelope or chain alone, not a call body naming its own audience. */
+type Subject = { path: string; body: Record<string, unknown>; bare?: true };
 
 /** What a file holds: a verification call body, or a bare receipt, envelope or chain. */
 function subjectOf(doc: unknown): Subject {
@@ -257,9 +258,9 @@ function subjectOf(doc: unknown): Subject {
   if (isJsonObject(doc.receipt)) return { path: "/v1/receipts/verify", body: { ...doc } };
   if ("envelope" in doc) return { path: "/v1/envelopes/verify", body: { ...doc } };
   if ("chain" in doc) return { path: "/v1/chains/verify", body: { ...doc } };
-  if ("envelope_version" in doc) return { path: "/v1/envelopes/verify", body: { envelope: doc } };
-  if ("entries" in doc && "chain_id" in doc) return { path: "/v1/chains/verify", body: { chain: doc } };
-  if ("signature" in doc && "nonce" in doc) return { path: "/v1/receipts/verify", body: { receipt: doc } };
+  if ("envelope_version" in doc) return { path: "/v1/envelopes/verify", body: { envelope: doc }, bare: true };
+  if ("entries" in doc && "chain_id" in doc) return { path: "/v1/chains/verify", body: { chain: doc }, bare: true };
+  if ("signature" in doc && "nonce" in doc) return { path: "/v1/receipts/verify", body: { receipt: doc }, bare: true };
   throw new UsageError("cannot tell what to verify: expected a receipt, an envelope, a chain, or a verification call body");
 }
 
@@ -327,7 +328,10 @@ async function verify(io: Io, args: string[]): Promise<number> {
   else notWith(["seal", "no-freshness"], "a receipt or an envelope (only to a chain)");
   if (subject.path === "/v1/envelopes/verify") notWith(["request", "response", "runtime-context"], "an envelope (only to a receipt)");
   if (!chain) {
-    body.audience = values.audience ?? body.audience ?? audienceOf(subject);
+    // A bare receipt or envelope speaks for the audience it names unless --audience says whose
+    // check this is; a call body names its own, and one that names none is refused as the
+    // service refuses it (400 MALFORMED_REQUEST), not completed from its receipt.
+    body.audience = values.audience ?? (subject.bare ? audienceOf(subject) : body.audience);
     if (values.mode !== undefined) body.mode = values.mode;
     body.mode ??= "audit";
     for (const [flag, field] of [["request", "request"], ["response", "response"], ["runtime-context", "runtime_context"]] as const) {

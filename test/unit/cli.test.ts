@@ -219,6 +219,21 @@ describe("countersign sign and verify", () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
   }, 60_000);
 
+  it("a call body that names no audience is refused as the service refuses it (MALFORMED_REQUEST), not completed from its receipt; a bare receipt still speaks for its own", async () => {
+    const { key, anchors } = await issuerFiles("noaud");
+    const call = JSON.parse((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out);
+    const { audience: _named, ...unnamed } = call;
+    writeFileSync(at("noaud-call.json"), JSON.stringify(unnamed));
+    const res = await run("verify", at("noaud-call.json"), "--anchors", anchors, "--mode", "enforce", "--json");
+    expect({ code: res.code, codes: JSON.parse(res.out).failures.map((f: { code: string }) => f.code) }).toEqual({ code: 1, codes: ["MALFORMED_REQUEST"] });
+    expect(JSON.parse(res.out).failures[0].detail).toMatch(/^audience/);
+    const named = await run("verify", at("noaud-call.json"), "--anchors", anchors, "--mode", "enforce", "--audience", AUDIENCE, "--json");
+    expect({ code: named.code, decision: JSON.parse(named.out).decision }).toEqual({ code: 0, decision: "accept" });
+    writeFileSync(at("noaud-bare.json"), JSON.stringify(call.receipt));
+    const bare = await run("verify", at("noaud-bare.json"), "--anchors", anchors, "--json");
+    expect({ code: bare.code, valid: JSON.parse(bare.out).valid }).toEqual({ code: 0, valid: true });
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
