@@ -347,7 +347,10 @@ async function verify(io: Io, args: string[]): Promise<number> {
     if (chain && body.check_freshness !== false) throw new UsageError("--at judges a chain only with --no-freshness (archival audit)");
     body.at = at;
   }
-  const audiences = typeof body.audience === "string" ? [body.audience] : [];
+  // Registered as `--lines` registers a line's (callAudience): only an audience a party could be
+  // registered for. An http:// one made a party the service never has, so the call was judged
+  // AUDIENCE_MISMATCH here but AUDIENCE_NOT_ALLOWED (403) by the service and by --lines.
+  const audiences = typeof body.audience === "string" && isHttpsUri(body.audience) ? [body.audience] : [];
   const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   const answer = await verifier.post(subject.path, JSON.stringify(body));
   const { valid, text } = outcome(answer.body);

@@ -234,6 +234,19 @@ describe("countersign sign and verify", () => {
     expect({ code: bare.code, valid: JSON.parse(bare.out).valid }).toEqual({ code: 0, valid: true });
   });
 
+  it("a call for an audience no party can be registered for (http://) is AUDIENCE_NOT_ALLOWED alone as in --lines, as the service answers it", async () => {
+    const { key, anchors } = await issuerFiles("httpaud");
+    const call = JSON.parse((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out);
+    const body = { ...call, audience: "http://relying-party.example", mode: "audit" };
+    writeFileSync(at("httpaud.json"), JSON.stringify(body));
+    writeFileSync(at("httpaud.jsonl"), JSON.stringify(body) + "\n");
+    const alone = await run("verify", at("httpaud.json"), "--anchors", anchors, "--json");
+    const line = await run("verify", "--lines", at("httpaud.jsonl"), "--anchors", anchors, "--json");
+    const codes = (out: string) => JSON.parse(out).failures.map((f: { code: string }) => f.code);
+    expect({ alone: codes(alone.out), line: codes(line.out) }).toEqual({ alone: ["AUDIENCE_NOT_ALLOWED"], line: ["AUDIENCE_NOT_ALLOWED"] });
+    expect(alone.code).toBe(1);
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
