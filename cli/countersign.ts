@@ -64,7 +64,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       a receipt or envelope call that names no mode is judged in audit mode here
                                                       (decision audit), where the service's default is enforce (accept or reject)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
-                                                      one verification call per line, in order, in one offline world
+                                                      one verification call per line, in order, in one offline world;
+                                                      stdout has one compact answer a line ({status, ...}), with or without
+                                                      --json; exit 0 only when every call is valid (a file with none: exit 2)
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
   manifest verify FILE --anchors FILE [--now T] [--skew S]
                                                       a capability manifest's signature, key, profiles_digest and window, offline
