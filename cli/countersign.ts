@@ -85,10 +85,19 @@ const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" 
 
 function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T, positionals = 0) {
   let parsed;
+  const all: NonNullable<ParseArgsConfig["options"]> = { ...common, ...options };
   try {
-    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true, tokens: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
+  }
+  // A value option given twice kept its last value and dropped the first without a word
+  // (`--anchors a.json --anchors b.json` trusted b alone, `--mode enforce --mode audit` audited).
+  const seen = new Set<string>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== "option" || all[t.name]?.type !== "string" || all[t.name]?.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once`);
+    seen.add(t.name);
   }
   if (parsed.positionals.length > positionals) throw new UsageError(`unexpected argument ${parsed.positionals[positionals]}`);
   return parsed;

@@ -247,6 +247,25 @@ describe("countersign sign and verify", () => {
     expect(alone.code).toBe(1);
   });
 
+  it("a value option given twice is a usage error, exit 2, not its last value alone; a repeatable one (--audience) still repeats", async () => {
+    const { key, anchors } = await issuerFiles("twice");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("twice-call.json"), call.out);
+    for (const argv of [
+      ["verify", at("twice-call.json"), "--anchors", anchors, "--mode", "enforce", "--mode", "audit"],
+      ["verify", at("twice-call.json"), "--anchors", at("no-such.json"), "--anchors", anchors],
+      ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--audience=https://other.example"],
+    ]) {
+      const res = await run(...argv, "--json");
+      expect({ argv, code: res.code, out: res.out }).toEqual({ argv, code: 2, out: "" });
+      expect(res.err).toMatch(/ is given more than once\n$/);
+    }
+    let sent: unknown;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async (_url: string, init: RequestInit) => ((sent = JSON.parse(String(init.body))), new Response("{}", { status: 201 }))) as unknown as typeof fetch };
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", "https://second-party.example", "--url", "http://127.0.0.1:9", "--json", "--json"], io)).toBe(0);
+    expect(sent).toMatchObject({ audiences: [AUDIENCE, "https://second-party.example"] });
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
@@ -304,8 +323,18 @@ describe("countersign sign and verify", () => {
       [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
       [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
     ];
+    // A case's flag replaces base's of that name (a value option may be given once).
+    const withFlags = (flags: string[]) => {
+      const names = new Set(flags.filter((f) => f.startsWith("--")).map((f) => f.split("=")[0]));
+      const kept: string[] = [];
+      for (let i = 0; i < base.length; i++) {
+        if (names.has(base[i]) && base[i] !== "--json") i++;
+        else kept.push(base[i]);
+      }
+      return [...kept, ...flags];
+    };
     for (const [flags, message] of refused) {
-      const res = await run(...base, ...flags);
+      const res = await run(...withFlags(flags));
       expect({ flags, code: res.code, out: res.out }).toEqual({ flags, code: 2, out: "" });
       expect(res.err).toMatch(message);
     }
