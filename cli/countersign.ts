@@ -395,7 +395,7 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
   const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   let allValid = true;
   for (const [i, line] of calls.entries()) {
-    const answer = await verifier.post(routeOf(line), line);
+    const answer = await verifier.post(routeOf(line), line, callAudience(line) ?? undefined);
     const { valid, text: summary } = outcome(answer.body);
     allValid &&= valid;
     io.out(JSON.stringify({ status: answer.status, ...answer.body }) + "\n");

@@ -266,6 +266,24 @@ describe("countersign sign and verify", () => {
     expect(sent).toMatchObject({ audiences: [AUDIENCE, "https://second-party.example"] });
   });
 
+  it("--lines speaks for more audiences than one party holds (16): each call is judged for its own, no usage error for the file", async () => {
+    const { key, anchors } = await issuerFiles("manyaud");
+    const lines: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", `https://party-${i}.example`, "--sequence", String(i), "--call", "--json");
+      lines.push(call.out.trim());
+    }
+    writeFileSync(at("manyaud.jsonl"), lines.join("\n") + "\n");
+    const res = await run("verify", "--lines", at("manyaud.jsonl"), "--anchors", anchors, "--json");
+    expect({ code: res.code, err: res.err }).toEqual({ code: 0, err: "" });
+    const answers = res.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(answers.map((a) => [a.status, a.decision])).toEqual(lines.map(() => [200, "accept"]));
+    // A call whose audience is not its receipt's is still a mismatch, whichever party it is sent as.
+    writeFileSync(at("manyaud-swap.jsonl"), [...lines.slice(1), JSON.stringify({ ...JSON.parse(lines[0]), audience: "https://party-19.example" })].join("\n") + "\n");
+    const swapped = (await run("verify", "--lines", at("manyaud-swap.jsonl"), "--anchors", anchors, "--json")).out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(swapped.at(-1).failures.map((f: { code: string }) => f.code)).toEqual(["AUDIENCE_MISMATCH"]);
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
