@@ -53,7 +53,8 @@ export const USAGE = `usage: countersign <command> [options]
        [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
                                                       a signed CCS v1.3 receipt (or, with --call, a verification call body);
                                                       URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
-                                                      sequence an integer 0..2^53-1, --block-reason for deny/escalate only
+                                                      sequence an integer 0..2^53-1 (default: microseconds since the epoch,
+                                                      never repeated by one run), --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
@@ -182,6 +183,20 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   return 0;
 }
 
+let lastSequence = 0;
+
+/**
+ * sign's default sequence: microseconds since the epoch, above the last this process gave. It was
+ * Date.now(), so two receipts signed in one millisecond (a loop over `main`, parallel runs) shared
+ * a sequence, and the service refuses the second as REPLAY_DETECTED ("sequence … was already
+ * presented"). Still increasing with time (a "window" policy's order), and below 2^53 until 2255.
+ */
+function nextSequence(): number {
+  const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  lastSequence = Math.max(micros, lastSequence + 1);
+  return lastSequence;
+}
+
 function readSeed(io: Io, path: string): Uint8Array {
   let text: string;
   try {
@@ -216,7 +231,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
   }
   const skew = jsonNumber(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
-  let sequence = Date.now();
+  let sequence = nextSequence();
   if (values.sequence !== undefined) {
     sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
     if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");

@@ -284,6 +284,19 @@ describe("countersign sign and verify", () => {
     expect(swapped.at(-1).failures.map((f: { code: string }) => f.code)).toEqual(["AUDIENCE_MISMATCH"]);
   });
 
+  it("receipts signed one after another without --sequence never share a sequence: the service would refuse the second as a replay", async () => {
+    const { key, anchors } = await issuerFiles("seqdef");
+    const lines: string[] = [];
+    for (let i = 0; i < 30; i++) lines.push((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out.trim());
+    const sequences = lines.map((l) => JSON.parse(l).receipt.sequence as number);
+    expect(new Set(sequences).size).toBe(sequences.length);
+    expect(sequences.every((q, i) => Number.isSafeInteger(q) && (i === 0 || q > sequences[i - 1]))).toBe(true);
+    writeFileSync(at("seqdef.jsonl"), lines.join("\n") + "\n");
+    const res = await run("verify", "--lines", at("seqdef.jsonl"), "--anchors", anchors, "--json");
+    expect(res.out.trim().split("\n").map((l) => JSON.parse(l).decision)).toEqual(lines.map(() => "accept"));
+    expect(res.code).toBe(0);
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
