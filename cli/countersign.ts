@@ -23,7 +23,7 @@ import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
-import { OutputError, writeOutputs } from "./output.js";
+import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
 import { readUtf8 } from "./input.js";
 
 export interface Io {
@@ -422,7 +422,9 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
 async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
-  const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"), { expectedBundleDigest: values.expect ?? null });
+  const file = need(positionals[0], "the bundle file");
+  if (values.out !== undefined) refuseOverwritingInput(values.out, [file]);
+  const report = await replayBundle(readJson(io, file, "bundle"), { expectedBundleDigest: values.expect ?? null });
   if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
   if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
   else if (values.out === undefined) io.out(renderReport(report));

@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { SHA256_REF } from "../worker/protocol/encoding.js";
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
-import { OutputError, writeOutputs } from "./output.js";
+import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
 import { readUtf8 } from "./input.js";
 
 const usage = () => {
@@ -25,6 +25,12 @@ try {
 const file = args!.positionals[0];
 const { out, expect } = args!.values;
 if (!file || args!.positionals.length > 1 || (expect !== undefined && !SHA256_REF.test(expect))) usage();
+try {
+  if (out !== undefined) refuseOverwritingInput(out, [file]);
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(2);
+}
 let bundle: unknown;
 try {
   bundle = parseStrictJson(readUtf8(file));

@@ -132,6 +132,18 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({ status: 2, stdout: "", stderr: `cannot write ${missing}: ENOENT\n` });
   });
 
+  it("replay --out naming the bundle itself is refused (exit 2, the bundle left as it was), for countersign replay and npm run replay", async () => {
+    writeFileSync(at("own-bundle.json"), readFileSync(bundle));
+    const res = await run("replay", at("own-bundle.json"), "--out", join(dir, ".", "own-bundle.json"), "--json");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/cannot write .*own-bundle\.json: it is the input .*own-bundle\.json, which the report would replace\n$/);
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const npm = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("own-bundle.json"), "--out", at("own-bundle.json")], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: npm.status, stdout: npm.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(readFileSync(at("own-bundle.json"), "utf8")).toBe(readFileSync(bundle, "utf8"));
+    noTemp(dir);
+  });
+
   it("the countersign process itself: keygen into a missing directory exits 2 with one line", () => {
     const res = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "keygen", "--out", join(dir, "no-such-dir", "k")], { encoding: "utf8" });
     expect(res.status).toBe(2);
