@@ -17,6 +17,7 @@ import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
 import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
+import { MAX_VERIFY_BODY } from "../worker/config.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
@@ -270,6 +271,12 @@ async function sign(io: Io, args: string[]): Promise<number> {
   const doc = values.call
     ? { receipt, audience: receipt.audience, request, ...(response === undefined ? {} : { response }), ...(runtimeContext === undefined ? {} : { runtime_context: runtimeContext }) }
     : receipt;
+  // A call body is sent as it is: one over the verification route's cap would be refused whole
+  // (413 REQUEST_TOO_LARGE), so it is not emitted. The size is that of the text written.
+  if (values.call) {
+    const bytes = new TextEncoder().encode(values.json ? JSON.stringify(doc) : JSON.stringify(doc, null, 2)).length;
+    if (bytes > MAX_VERIFY_BODY) throw new UsageError(`the call body would be ${bytes} bytes; POST /v1/receipts/verify takes at most ${MAX_VERIFY_BODY} (413 REQUEST_TOO_LARGE)${values.json ? "" : "; --json writes it compact"}`);
+  }
   emit(io, values.json === true, doc, `signed ${verdict} receipt for ${request.tool}, nonce ${receipt.nonce}, expires ${new Date(receipt.expires_at * 1000).toISOString()}`);
   return 0;
 }

@@ -309,6 +309,23 @@ describe("countersign sign and verify", () => {
     expect(res.code).toBe(0);
   });
 
+  it("sign --call never emits a call body over the verification route's cap (the service answers it 413 whole); the receipt alone is still signed", async () => {
+    const { key, anchors } = await issuerFiles("bigcall");
+    writeFileSync(at("bigcall-command.json"), JSON.stringify({ ...COMMAND, params: { pad: "x".repeat(270_000) } }));
+    const args = ["sign", "--key", key, "--command", at("bigcall-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE];
+    for (const json of [["--json"], []]) {
+      const res = await run(...args, "--call", ...json);
+      expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+      expect(res.err).toMatch(/the call body would be \d+ bytes; POST \/v1\/receipts\/verify takes at most 262144 \(413 REQUEST_TOO_LARGE\)/);
+    }
+    const bare = await run(...args, "--json");
+    expect(bare.code).toBe(0);
+    // What was refused is what the service refuses.
+    writeFileSync(at("bigcall-call.json"), JSON.stringify({ receipt: JSON.parse(bare.out), audience: AUDIENCE, request: JSON.parse(readFileSync(at("bigcall-command.json"), "utf8")) }));
+    const offline = await run("verify", at("bigcall-call.json"), "--anchors", anchors, "--json");
+    expect(JSON.parse(offline.out).failures.map((f: { code: string }) => f.code)).toEqual(["REQUEST_TOO_LARGE"]);
+  });
+
   it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
     const { anchors } = await issuerFiles("nolines");
     for (const text of ["", "\n \n\t\r\n"]) {
