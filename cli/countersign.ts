@@ -7,7 +7,7 @@
  * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -17,18 +17,20 @@ import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { requestProblem, type PresentedRequest } from "../worker/protocol/checks/binding.js";
 import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
 import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
+import { MAX_VERIFY_BODY } from "../worker/config.js";
 import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
-import { OutputError, writeOutputs } from "./output.js";
+import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
+import { readUtf8 } from "./input.js";
 
 export interface Io {
   out(text: string): void;
   err(text: string): void;
-  /** Reads a file, or standard input for "-". */
+  /** Reads a file, or standard input for "-", as UTF-8 text (bytes that are not UTF-8 are refused). */
   read(path: string): string;
   env: Record<string, string | undefined>;
   fetch: typeof fetch;
@@ -37,7 +39,7 @@ export interface Io {
 const nodeIo: Io = {
   out: (t) => void process.stdout.write(t),
   err: (t) => void process.stderr.write(t),
-  read: (path) => readFileSync(path === "-" ? 0 : path, "utf8"),
+  read: readUtf8,
   env: process.env,
   fetch: (...args) => fetch(...args),
 };
@@ -52,16 +54,21 @@ export const USAGE = `usage: countersign <command> [options]
        [--sequence N] [--response FILE] [--runtime-context FILE] [--call]
                                                       a signed CCS v1.3 receipt (or, with --call, a verification call body);
                                                       URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
-                                                      sequence an integer 0..2^53-1, --block-reason for deny/escalate only
+                                                      sequence an integer 0..2^53-1 (default: microseconds since the epoch,
+                                                      never repeated by one run), --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
                                                       (--request/--response/--runtime-context: a receipt; --mode: a receipt or
                                                       an envelope, --at with audit mode; --seal, --no-freshness: a chain, --at with
                                                       --no-freshness); offline, --mode enforce claims the nonce in this run's memory
-                                                      only: its nonce_consumed guards nothing after it, and a second run accepts again
+                                                      only: its nonce_consumed guards nothing after it, and a second run accepts again;
+                                                      a receipt or envelope call that names no mode is judged in audit mode here
+                                                      (decision audit), where the service's default is enforce (accept or reject)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
-                                                      one verification call per line, in order, in one offline world
+                                                      one verification call per line, in order, in one offline world;
+                                                      stdout has one compact answer a line ({status, ...}), with or without
+                                                      --json; exit 0 only when every call is valid (a file with none: exit 2)
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
   manifest verify FILE --anchors FILE [--now T] [--skew S]
                                                       a capability manifest's signature, key, profiles_digest and window, offline
@@ -81,10 +88,19 @@ const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" 
 
 function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[], options: T, positionals = 0) {
   let parsed;
+  const all: NonNullable<ParseArgsConfig["options"]> = { ...common, ...options };
   try {
-    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args, options: { ...common, ...options }, allowPositionals: true, strict: true, tokens: true });
   } catch (err) {
     throw new UsageError((err as Error).message);
+  }
+  // A value option given twice kept its last value and dropped the first without a word
+  // (`--anchors a.json --anchors b.json` trusted b alone, `--mode enforce --mode audit` audited).
+  const seen = new Set<string>();
+  for (const t of parsed.tokens ?? []) {
+    if (t.kind !== "option" || all[t.name]?.type !== "string" || all[t.name]?.multiple) continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given more than once`);
+    seen.add(t.name);
   }
   if (parsed.positionals.length > positionals) throw new UsageError(`unexpected argument ${parsed.positionals[positionals]}`);
   return parsed;
@@ -169,6 +185,20 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   return 0;
 }
 
+let lastSequence = 0;
+
+/**
+ * sign's default sequence: microseconds since the epoch, above the last this process gave. It was
+ * Date.now(), so two receipts signed in one millisecond (a loop over `main`, parallel runs) shared
+ * a sequence, and the service refuses the second as REPLAY_DETECTED ("sequence … was already
+ * presented"). Still increasing with time (a "window" policy's order), and below 2^53 until 2255.
+ */
+function nextSequence(): number {
+  const micros = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+  lastSequence = Math.max(micros, lastSequence + 1);
+  return lastSequence;
+}
+
 function readSeed(io: Io, path: string): Uint8Array {
   let text: string;
   try {
@@ -203,7 +233,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
   }
   const skew = jsonNumber(values.skew, "--skew", 30);
   if (skew < 0) throw new UsageError("--skew must be a number of seconds >= 0");
-  let sequence = Date.now();
+  let sequence = nextSequence();
   if (values.sequence !== undefined) {
     sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
     if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");
@@ -242,11 +272,18 @@ async function sign(io: Io, args: string[]): Promise<number> {
   const doc = values.call
     ? { receipt, audience: receipt.audience, request, ...(response === undefined ? {} : { response }), ...(runtimeContext === undefined ? {} : { runtime_context: runtimeContext }) }
     : receipt;
+  // A call body is sent as it is: one over the verification route's cap would be refused whole
+  // (413 REQUEST_TOO_LARGE), so it is not emitted. The size is that of the text written.
+  if (values.call) {
+    const bytes = new TextEncoder().encode(values.json ? JSON.stringify(doc) : JSON.stringify(doc, null, 2)).length;
+    if (bytes > MAX_VERIFY_BODY) throw new UsageError(`the call body would be ${bytes} bytes; POST /v1/receipts/verify takes at most ${MAX_VERIFY_BODY} (413 REQUEST_TOO_LARGE)${values.json ? "" : "; --json writes it compact"}`);
+  }
   emit(io, values.json === true, doc, `signed ${verdict} receipt for ${request.tool}, nonce ${receipt.nonce}, expires ${new Date(receipt.expires_at * 1000).toISOString()}`);
   return 0;
 }
 
-type Subject = { path: string; body: Record<string, unknown> };
+/** `bare`: the file held a receipt, envelope or chain alone, not a call body naming its own audience. */
+type Subject = { path: string; body: Record<string, unknown>; bare?: true };
 
 /** What a file holds: a verification call body, or a bare receipt, envelope or chain. */
 function subjectOf(doc: unknown): Subject {
@@ -255,9 +292,9 @@ function subjectOf(doc: unknown): Subject {
   if (isJsonObject(doc.receipt)) return { path: "/v1/receipts/verify", body: { ...doc } };
   if ("envelope" in doc) return { path: "/v1/envelopes/verify", body: { ...doc } };
   if ("chain" in doc) return { path: "/v1/chains/verify", body: { ...doc } };
-  if ("envelope_version" in doc) return { path: "/v1/envelopes/verify", body: { envelope: doc } };
-  if ("entries" in doc && "chain_id" in doc) return { path: "/v1/chains/verify", body: { chain: doc } };
-  if ("signature" in doc && "nonce" in doc) return { path: "/v1/receipts/verify", body: { receipt: doc } };
+  if ("envelope_version" in doc) return { path: "/v1/envelopes/verify", body: { envelope: doc }, bare: true };
+  if ("entries" in doc && "chain_id" in doc) return { path: "/v1/chains/verify", body: { chain: doc }, bare: true };
+  if ("signature" in doc && "nonce" in doc) return { path: "/v1/receipts/verify", body: { receipt: doc }, bare: true };
   throw new UsageError("cannot tell what to verify: expected a receipt, an envelope, a chain, or a verification call body");
 }
 
@@ -325,7 +362,10 @@ async function verify(io: Io, args: string[]): Promise<number> {
   else notWith(["seal", "no-freshness"], "a receipt or an envelope (only to a chain)");
   if (subject.path === "/v1/envelopes/verify") notWith(["request", "response", "runtime-context"], "an envelope (only to a receipt)");
   if (!chain) {
-    body.audience = values.audience ?? body.audience ?? audienceOf(subject);
+    // A bare receipt or envelope speaks for the audience it names unless --audience says whose
+    // check this is; a call body names its own, and one that names none is refused as the
+    // service refuses it (400 MALFORMED_REQUEST), not completed from its receipt.
+    body.audience = values.audience ?? (subject.bare ? audienceOf(subject) : body.audience);
     if (values.mode !== undefined) body.mode = values.mode;
     body.mode ??= "audit";
     for (const [flag, field] of [["request", "request"], ["response", "response"], ["runtime-context", "runtime_context"]] as const) {
@@ -341,7 +381,10 @@ async function verify(io: Io, args: string[]): Promise<number> {
     if (chain && body.check_freshness !== false) throw new UsageError("--at judges a chain only with --no-freshness (archival audit)");
     body.at = at;
   }
-  const audiences = typeof body.audience === "string" ? [body.audience] : [];
+  // Registered as `--lines` registers a line's (callAudience): only an audience a party could be
+  // registered for. An http:// one made a party the service never has, so the call was judged
+  // AUDIENCE_MISMATCH here but AUDIENCE_NOT_ALLOWED (403) by the service and by --lines.
+  const audiences = typeof body.audience === "string" && isHttpsUri(body.audience) ? [body.audience] : [];
   const verifier = await offlineVerifier({ trust, audiences, orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   const answer = await verifier.post(subject.path, JSON.stringify(body));
   const { valid, text } = outcome(answer.body);
@@ -362,6 +405,9 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
     throw new UsageError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
   const calls = text.split("\n").filter((line) => line.trim() !== "");
+  // "Exit 0 only when every call was judged valid" must not hold of no call at all: an empty or
+  // truncated export is not a file of valid calls.
+  if (calls.length === 0) throw new UsageError(`${file} holds no calls (one verification call body a line)`);
   const audiences = new Set<string>();
   // Each call's own audience (read as JSON, not as compact text: a line may have spaces, and its
   // receipt names an audience too), so a mismatch is judged as it would be alone.
@@ -372,7 +418,7 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
   const verifier = await offlineVerifier({ trust, audiences: [...audiences], orgId: values["org-id"], now, secrets: sharedSecretsOf(trust, io.env) });
   let allValid = true;
   for (const [i, line] of calls.entries()) {
-    const answer = await verifier.post(routeOf(line), line);
+    const answer = await verifier.post(routeOf(line), line, callAudience(line) ?? undefined);
     const { valid, text: summary } = outcome(answer.body);
     allValid &&= valid;
     io.out(JSON.stringify({ status: answer.status, ...answer.body }) + "\n");
@@ -384,7 +430,9 @@ async function verifyLines(io: Io, file: string, values: { "org-id"?: string; js
 async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
-  const report = await replayBundle(readJson(io, need(positionals[0], "the bundle file"), "bundle"), { expectedBundleDigest: values.expect ?? null });
+  const file = need(positionals[0], "the bundle file");
+  if (values.out !== undefined) refuseOverwritingInput(values.out, [file]);
+  const report = await replayBundle(readJson(io, file, "bundle"), { expectedBundleDigest: values.expect ?? null });
   if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
   if (values.json) io.out(JSON.stringify(JSON.parse(renderReport(report))) + "\n");
   else if (values.out === undefined) io.out(renderReport(report));
@@ -416,16 +464,29 @@ function unavailableDoc(status: number | null, detail: string) {
 
 async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = withoutTrailingSlashes(values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787");
-  let protocol: string | null = null;
+  const which = values.url !== undefined ? "--url" : "COUNTERSIGN_URL";
+  let parsed: URL | null = null;
   try {
-    protocol = new URL(url).protocol;
+    parsed = new URL(url);
   } catch {
     /* not a URL */
   }
-  if (protocol !== "http:" && protocol !== "https:") throw new UsageError(`${values.url !== undefined ? "--url" : "COUNTERSIGN_URL"} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
+  if (parsed === null || (parsed.protocol !== "http:" && parsed.protocol !== "https:")) throw new UsageError(`${which} must be an http:// or https:// URL, not ${JSON.stringify(url)}`);
+  // The route's path is appended to the URL as written: after a query or a fragment it would be
+  // part of that, and the call would go to another route. Credentials in it are refused by fetch
+  // (and were echoed, in that failure's detail, on stdout).
+  if (parsed.username !== "" || parsed.password !== "") throw new UsageError(`${which} must not carry credentials (the admin token goes in --admin-token or COUNTERSIGN_ADMIN_TOKEN)`);
+  if (url.includes("?") || url.includes("#")) throw new UsageError(`${which} must not carry a query or a fragment (the command's route is appended to it)`);
   const token = values["admin-token"] ?? io.env.COUNTERSIGN_ADMIN_TOKEN;
+  // What a header can carry as it is: fetch refuses a line break or a character above U+00FF,
+  // and that refusal was answered VERIFIER_UNAVAILABLE, as if the service had been asked.
+  if (token && !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(token)) {
+    throw new UsageError(`${values["admin-token"] !== undefined ? "--admin-token" : "COUNTERSIGN_ADMIN_TOKEN"} must be printable ASCII, without a line break or leading or trailing spaces`);
+  }
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
-  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new UsageError(`--timeout must be above 0 and at most ${MAX_TIMER_MS} milliseconds`);
+  // A whole number: a timer takes no fraction of a millisecond (AbortSignal.timeout(0.5) throws,
+  // and that throw was answered VERIFIER_UNAVAILABLE, exit 1, as if the service had been asked).
+  if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS)) throw new UsageError(`--timeout must be above 0 and at most ${MAX_TIMER_MS} milliseconds, a whole number`);
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (token) headers.authorization = `Bearer ${token}`;
   let res: Response;
@@ -547,9 +608,15 @@ export function withoutTrailingSlashes(text: string): string {
 /** Runs one command line; answers the exit code. Never throws. */
 export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
   const [command, ...args] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+  // No command at all is a usage error: the usage goes to stderr, as every usage error's message
+  // does, and stdout stays empty (a script reading the answer from stdout must not take the help for it).
+  if (command === undefined) {
+    io.err(USAGE);
+    return 2;
+  }
+  if (command === "--help" || command === "-h" || command === "help") {
     io.out(USAGE);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
   const run = COMMANDS[command];
   if (!run) {

@@ -2,10 +2,10 @@
  * `npm run demo`: signs a fresh receipt with the demo issuer key and writes the body of a
  * verification call to demo-request.json (or the path given), ready for curl.
  */
-import { writeFileSync } from "node:fs";
 import { toHex } from "../worker/protocol/encoding.js";
 import { signReceipt, unsignedReceipt } from "../worker/protocol/issue.js";
 import { DEMO_AUDIENCE, DEMO_ISSUER, demoSeed } from "./demo-identity.js";
+import { OutputError, writeOutputs } from "./output.js";
 
 const out = process.argv[2] ?? "demo-request.json";
 const random = (n: number) => toHex(crypto.getRandomValues(new Uint8Array(n)));
@@ -34,7 +34,14 @@ const receipt = signReceipt(
   }),
   demoSeed(),
 );
-writeFileSync(out, JSON.stringify({ receipt, audience: DEMO_AUDIENCE, request }, null, 2) + "\n");
+try {
+  writeOutputs([{ path: out, text: JSON.stringify({ receipt, audience: DEMO_AUDIENCE, request }, null, 2) + "\n" }]);
+} catch (err) {
+  // A path that cannot be written is bad usage, as for the other commands: one line, exit 2.
+  if (!(err instanceof OutputError)) throw err;
+  console.error(err.message);
+  process.exit(2);
+}
 console.log(`wrote ${out}: a receipt valid for 120 s. Verify it (a second call is a replay):`);
 console.log(`  curl -s localhost:\${PORT:-8787}/v1/receipts/verify -H "authorization: Bearer $DEMO_RP_TOKEN" -H 'content-type: application/json' --data @${out}`);
 console.log("  (DEMO_RP_TOKEN is in .dev.vars; read it with: export $(grep DEMO_RP_TOKEN .dev.vars))");

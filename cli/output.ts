@@ -4,7 +4,7 @@
  * and leaves nothing half-written behind. Kept free of the Worker's code, so `npm run replay`
  * loads only what it needs.
  */
-import { chmodSync, closeSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, closeSync, lstatSync, openSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 /** An output path that cannot be written: a usage problem, its message one line naming the path. */
@@ -62,6 +62,30 @@ export function writeOutputs(files: OutputFile[]): void {
     } catch (err) {
       for (const rest of staged.slice(i)) rmSync(rest.temp, { force: true });
       throw new OutputError(`cannot write ${s.path}: ${reason(err)}`);
+    }
+  }
+}
+
+/**
+ * Refuses an output path whose directory entry is one of the files the command read (whatever
+ * the spelling of either path, an input read through a link included): `replay B --out B` wrote
+ * the report over the bundle, the evidence the report is about, and left nothing to replay
+ * again. An output that is a link to an input is not refused: writeOutputs replaces the link.
+ */
+export function refuseOverwritingInput(out: string, inputs: string[]): void {
+  let target;
+  try {
+    target = lstatSync(out);
+  } catch {
+    return; // absent: nothing to lose
+  }
+  for (const input of inputs) {
+    if (input === "-") continue;
+    try {
+      const read = statSync(input);
+      if (read.dev === target.dev && read.ino === target.ino) throw new OutputError(`cannot write ${out}: it is the input ${input}, which the report would replace`);
+    } catch (err) {
+      if (err instanceof OutputError) throw err;
     }
   }
 }

@@ -5,12 +5,12 @@
  * reproduced, 1 on a replay mismatch or an invalid manifest, 2 on bad usage (an unreadable bundle,
  * an --out path that cannot be written: one line, nothing half-written).
  */
-import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { renderReport, replayBundle, replaySummary } from "../worker/protocol/ec/bundle.js";
 import { SHA256_REF } from "../worker/protocol/encoding.js";
 import { parseStrictJson } from "../worker/protocol/strict-json.js";
-import { OutputError, writeOutputs } from "./output.js";
+import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
+import { readUtf8 } from "./input.js";
 
 const usage = () => {
   console.error("usage: npm run replay -- <bundle.json> [--out report.json] [--expect sha256:<64 hex>]");
@@ -25,9 +25,15 @@ try {
 const file = args!.positionals[0];
 const { out, expect } = args!.values;
 if (!file || args!.positionals.length > 1 || (expect !== undefined && !SHA256_REF.test(expect))) usage();
+try {
+  if (out !== undefined) refuseOverwritingInput(out, [file]);
+} catch (err) {
+  console.error((err as Error).message);
+  process.exit(2);
+}
 let bundle: unknown;
 try {
-  bundle = parseStrictJson(readFileSync(file, "utf8"));
+  bundle = parseStrictJson(readUtf8(file));
 } catch (err) {
   console.error(`cannot read ${file}: ${(err as Error).message}`);
   process.exit(2);

@@ -3,7 +3,7 @@
  * private, and the same decisions as the Worker on every committed vector (the workers-pool suite
  * runs the same vectors through workerd against the same expectations).
  */
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -126,6 +126,24 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(res.stderr).toBe(`cannot write ${missing}: ENOENT\n`);
   });
 
+  it("npm run demo (cli/demo.ts) into a missing directory: one line, exit 2, no stack trace", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/demo.ts", missing], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({ status: 2, stdout: "", stderr: `cannot write ${missing}: ENOENT\n` });
+  });
+
+  it("replay --out naming the bundle itself is refused (exit 2, the bundle left as it was), for countersign replay and npm run replay", async () => {
+    writeFileSync(at("own-bundle.json"), readFileSync(bundle));
+    const res = await run("replay", at("own-bundle.json"), "--out", join(dir, ".", "own-bundle.json"), "--json");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/cannot write .*own-bundle\.json: it is the input .*own-bundle\.json, which the report would replace\n$/);
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const npm = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("own-bundle.json"), "--out", at("own-bundle.json")], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: npm.status, stdout: npm.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(readFileSync(at("own-bundle.json"), "utf8")).toBe(readFileSync(bundle, "utf8"));
+    noTemp(dir);
+  });
+
   it("the countersign process itself: keygen into a missing directory exits 2 with one line", () => {
     const res = spawnSync(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "keygen", "--out", join(dir, "no-such-dir", "k")], { encoding: "utf8" });
     expect(res.status).toBe(2);
@@ -165,6 +183,156 @@ describe("countersign sign and verify", () => {
     const answers = twice.out.trim().split("\n").map((l) => JSON.parse(l));
     expect(answers.map((a) => a.decision)).toEqual(["accept", "reject"]);
     expect(answers[1].failures[0].code).toBe("REPLAY_DETECTED");
+  });
+
+  it("a trust file member of another name (revoke for revoked) is refused, exit 2, never ignored with the key left trusted", async () => {
+    const { key, pub } = await issuerFiles("tfm");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("tfm-call.json"), call.out);
+    const revocation = [{ issuer: ISSUER, kid: "k1" }];
+    writeFileSync(at("tfm-revoked.json"), JSON.stringify({ anchors: [{ issuer: ISSUER, keys: [pub] }], revoked: revocation }));
+    const revoked = await run("verify", at("tfm-call.json"), "--anchors", at("tfm-revoked.json"), "--json");
+    expect({ code: revoked.code, codes: JSON.parse(revoked.out).failures.map((f: { code: string }) => f.code) }).toEqual({ code: 1, codes: ["ANCHOR_REVOKED"] });
+    writeFileSync(at("tfm-typo.json"), JSON.stringify({ anchors: [{ issuer: ISSUER, keys: [pub] }], revoke: revocation }));
+    for (const argv of [["verify", at("tfm-call.json")], ["manifest", "verify", at("tfm-call.json")]]) {
+      const typo = await run(...argv, "--anchors", at("tfm-typo.json"), "--json");
+      expect({ code: typo.code, out: typo.out }).toEqual({ code: 2, out: "" });
+      expect(typo.err).toMatch(/anchors file: unknown member "revoke" \(a trust file has anchors, revoked, manifests\)/);
+    }
+  });
+
+  it("a revoked entry out of form ({issuer, kidd}) is refused by manifest verify as by verify, exit 2, never skipped", async () => {
+    const { key, pub } = await issuerFiles("rvf");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("rvf-call.json"), call.out);
+    const anchors = [{ issuer: ISSUER, keys: [pub] }];
+    for (const entry of [{ issuer: ISSUER, kidd: "k1" }, { issuer: ISSUER }, { issuer: ISSUER, kid: "k1", fingerprint: pub.fingerprint }, { issuer: ISSUER, kid: 1 }]) {
+      writeFileSync(at("rvf-anchors.json"), JSON.stringify({ anchors, revoked: [entry] }));
+      for (const argv of [["verify", at("rvf-call.json")], ["manifest", "verify", at("rvf-call.json")]]) {
+        const res = await run(...argv, "--anchors", at("rvf-anchors.json"), "--json");
+        expect({ argv, entry, code: res.code, out: res.out }).toEqual({ argv, entry, code: 2, out: "" });
+        expect(res.err).toMatch(/anchors file: each revoked entry must be \{issuer, kid\} or \{issuer, fingerprint\}/);
+      }
+    }
+  });
+
+  it("a reader that closes stdout early (| head -1) leaves the exit code as judged: no EPIPE stack trace, no exit 1 for valid calls", async () => {
+    const { key, anchors } = await issuerFiles("epipe");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--lifetime", "300", "--json");
+    // Audit mode: the same call again is judged again, valid, so every line is valid; the
+    // answers (about 0.5 MB) outgrow the pipe's buffer.
+    const line = JSON.stringify({ ...JSON.parse(call.out), mode: "audit" });
+    writeFileSync(at("epipe.jsonl"), `${line}\n`.repeat(1000));
+    const child = spawn(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "verify", "--lines", at("epipe.jsonl"), "--anchors", anchors, "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d) => void (stderr += d));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((done) => child.on("close", (c) => done(c)));
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  }, 60_000);
+
+  it("a call body that names no audience is refused as the service refuses it (MALFORMED_REQUEST), not completed from its receipt; a bare receipt still speaks for its own", async () => {
+    const { key, anchors } = await issuerFiles("noaud");
+    const call = JSON.parse((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out);
+    const { audience: _named, ...unnamed } = call;
+    writeFileSync(at("noaud-call.json"), JSON.stringify(unnamed));
+    const res = await run("verify", at("noaud-call.json"), "--anchors", anchors, "--mode", "enforce", "--json");
+    expect({ code: res.code, codes: JSON.parse(res.out).failures.map((f: { code: string }) => f.code) }).toEqual({ code: 1, codes: ["MALFORMED_REQUEST"] });
+    expect(JSON.parse(res.out).failures[0].detail).toMatch(/^audience/);
+    const named = await run("verify", at("noaud-call.json"), "--anchors", anchors, "--mode", "enforce", "--audience", AUDIENCE, "--json");
+    expect({ code: named.code, decision: JSON.parse(named.out).decision }).toEqual({ code: 0, decision: "accept" });
+    writeFileSync(at("noaud-bare.json"), JSON.stringify(call.receipt));
+    const bare = await run("verify", at("noaud-bare.json"), "--anchors", anchors, "--json");
+    expect({ code: bare.code, valid: JSON.parse(bare.out).valid }).toEqual({ code: 0, valid: true });
+  });
+
+  it("a call for an audience no party can be registered for (http://) is AUDIENCE_NOT_ALLOWED alone as in --lines, as the service answers it", async () => {
+    const { key, anchors } = await issuerFiles("httpaud");
+    const call = JSON.parse((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out);
+    const body = { ...call, audience: "http://relying-party.example", mode: "audit" };
+    writeFileSync(at("httpaud.json"), JSON.stringify(body));
+    writeFileSync(at("httpaud.jsonl"), JSON.stringify(body) + "\n");
+    const alone = await run("verify", at("httpaud.json"), "--anchors", anchors, "--json");
+    const line = await run("verify", "--lines", at("httpaud.jsonl"), "--anchors", anchors, "--json");
+    const codes = (out: string) => JSON.parse(out).failures.map((f: { code: string }) => f.code);
+    expect({ alone: codes(alone.out), line: codes(line.out) }).toEqual({ alone: ["AUDIENCE_NOT_ALLOWED"], line: ["AUDIENCE_NOT_ALLOWED"] });
+    expect(alone.code).toBe(1);
+  });
+
+  it("a value option given twice is a usage error, exit 2, not its last value alone; a repeatable one (--audience) still repeats", async () => {
+    const { key, anchors } = await issuerFiles("twice");
+    const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    writeFileSync(at("twice-call.json"), call.out);
+    for (const argv of [
+      ["verify", at("twice-call.json"), "--anchors", anchors, "--mode", "enforce", "--mode", "audit"],
+      ["verify", at("twice-call.json"), "--anchors", at("no-such.json"), "--anchors", anchors],
+      ["sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--audience=https://other.example"],
+    ]) {
+      const res = await run(...argv, "--json");
+      expect({ argv, code: res.code, out: res.out }).toEqual({ argv, code: 2, out: "" });
+      expect(res.err).toMatch(/ is given more than once\n$/);
+    }
+    let sent: unknown;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async (_url: string, init: RequestInit) => ((sent = JSON.parse(String(init.body))), new Response("{}", { status: 201 }))) as unknown as typeof fetch };
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--audience", "https://second-party.example", "--url", "http://127.0.0.1:9", "--json", "--json"], io)).toBe(0);
+    expect(sent).toMatchObject({ audiences: [AUDIENCE, "https://second-party.example"] });
+  });
+
+  it("--lines speaks for more audiences than one party holds (16): each call is judged for its own, no usage error for the file", async () => {
+    const { key, anchors } = await issuerFiles("manyaud");
+    const lines: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", `https://party-${i}.example`, "--sequence", String(i), "--call", "--json");
+      lines.push(call.out.trim());
+    }
+    writeFileSync(at("manyaud.jsonl"), lines.join("\n") + "\n");
+    const res = await run("verify", "--lines", at("manyaud.jsonl"), "--anchors", anchors, "--json");
+    expect({ code: res.code, err: res.err }).toEqual({ code: 0, err: "" });
+    const answers = res.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(answers.map((a) => [a.status, a.decision])).toEqual(lines.map(() => [200, "accept"]));
+    // A call whose audience is not its receipt's is still a mismatch, whichever party it is sent as.
+    writeFileSync(at("manyaud-swap.jsonl"), [...lines.slice(1), JSON.stringify({ ...JSON.parse(lines[0]), audience: "https://party-19.example" })].join("\n") + "\n");
+    const swapped = (await run("verify", "--lines", at("manyaud-swap.jsonl"), "--anchors", anchors, "--json")).out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(swapped.at(-1).failures.map((f: { code: string }) => f.code)).toEqual(["AUDIENCE_MISMATCH"]);
+  });
+
+  it("receipts signed one after another without --sequence never share a sequence: the service would refuse the second as a replay", async () => {
+    const { key, anchors } = await issuerFiles("seqdef");
+    const lines: string[] = [];
+    for (let i = 0; i < 30; i++) lines.push((await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json")).out.trim());
+    const sequences = lines.map((l) => JSON.parse(l).receipt.sequence as number);
+    expect(new Set(sequences).size).toBe(sequences.length);
+    expect(sequences.every((q, i) => Number.isSafeInteger(q) && (i === 0 || q > sequences[i - 1]))).toBe(true);
+    writeFileSync(at("seqdef.jsonl"), lines.join("\n") + "\n");
+    const res = await run("verify", "--lines", at("seqdef.jsonl"), "--anchors", anchors, "--json");
+    expect(res.out.trim().split("\n").map((l) => JSON.parse(l).decision)).toEqual(lines.map(() => "accept"));
+    expect(res.code).toBe(0);
+  });
+
+  it("sign --call never emits a call body over the verification route's cap (the service answers it 413 whole); the receipt alone is still signed", async () => {
+    const { key, anchors } = await issuerFiles("bigcall");
+    writeFileSync(at("bigcall-command.json"), JSON.stringify({ ...COMMAND, params: { pad: "x".repeat(270_000) } }));
+    const args = ["sign", "--key", key, "--command", at("bigcall-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE];
+    for (const json of [["--json"], []]) {
+      const res = await run(...args, "--call", ...json);
+      expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+      expect(res.err).toMatch(/the call body would be \d+ bytes; POST \/v1\/receipts\/verify takes at most 262144 \(413 REQUEST_TOO_LARGE\)/);
+    }
+    const bare = await run(...args, "--json");
+    expect(bare.code).toBe(0);
+    // What was refused is what the service refuses.
+    writeFileSync(at("bigcall-call.json"), JSON.stringify({ receipt: JSON.parse(bare.out), audience: AUDIENCE, request: JSON.parse(readFileSync(at("bigcall-command.json"), "utf8")) }));
+    const offline = await run("verify", at("bigcall-call.json"), "--anchors", anchors, "--json");
+    expect(JSON.parse(offline.out).failures.map((f: { code: string }) => f.code)).toEqual(["REQUEST_TOO_LARGE"]);
+  });
+
+  it("--lines of a file with no call (empty, or blank lines only) is a usage error, exit 2, not exit 0 for 'every call valid'", async () => {
+    const { anchors } = await issuerFiles("nolines");
+    for (const text of ["", "\n \n\t\r\n"]) {
+      writeFileSync(at("none.jsonl"), text);
+      const res = await run("verify", "--lines", at("none.jsonl"), "--anchors", anchors, "--json");
+      expect(res).toEqual({ code: 2, out: "", err: `countersign verify: ${at("none.jsonl")} holds no calls (one verification call body a line)\n` });
+    }
   });
 
   it("--lines reads each call's audience as JSON, whatever its spacing: a line with a space after a colon is judged like the same call alone", async () => {
@@ -215,8 +383,18 @@ describe("countersign sign and verify", () => {
       [["--verdict", "deny", "--block-reason="], /--block-reason must not be empty/],
       [["--block-reason", "why"], /--block-reason is for a deny or escalate verdict/],
     ];
+    // A case's flag replaces base's of that name (a value option may be given once).
+    const withFlags = (flags: string[]) => {
+      const names = new Set(flags.filter((f) => f.startsWith("--")).map((f) => f.split("=")[0]));
+      const kept: string[] = [];
+      for (let i = 0; i < base.length; i++) {
+        if (names.has(base[i]) && base[i] !== "--json") i++;
+        else kept.push(base[i]);
+      }
+      return [...kept, ...flags];
+    };
     for (const [flags, message] of refused) {
-      const res = await run(...base, ...flags);
+      const res = await run(...withFlags(flags));
       expect({ flags, code: res.code, out: res.out }).toEqual({ flags, code: 2, out: "" });
       expect(res.err).toMatch(message);
     }
@@ -282,7 +460,16 @@ describe("countersign sign and verify", () => {
       [["relying-parties", "rotate", "rp1", "--token", "short", ...url], /--token must be 32-256/],
       [["relying-parties", "rotate", "rp1", "--audience", AUDIENCE, ...url], /Unknown option '--audience'/],
       [["anchors", "show", ISSUER, "--url", "ftp://127.0.0.1"], /--url must be an http:\/\/ or https:\/\/ URL/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?x=1"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9/#top"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?"], /--url must not carry a query or a fragment/],
+      [["anchors", "show", ISSUER, "--url", "http://user:pw@127.0.0.1:9"], /--url must not carry credentials/],
+      [["anchors", "show", ISSUER, "--admin-token", "tok\nen", ...url], /--admin-token must be printable ASCII/],
+      [["anchors", "show", ISSUER, "--admin-token", "tök€n", ...url], /--admin-token must be printable ASCII/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--admin-token", "token ", ...url], /--admin-token must be printable ASCII/],
       [["anchors", "show", ISSUER, "--timeout", "1e300", ...url], /--timeout must be above 0 and at most 4294967295/],
+      [["anchors", "show", ISSUER, "--timeout", "0.5", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
+      [["anchors", "show", ISSUER, "--timeout", "1500.25", ...url], /--timeout must be above 0 and at most 4294967295 milliseconds, a whole number/],
     ];
     for (const [argv, message] of cases) {
       let err = "";
@@ -295,6 +482,10 @@ describe("countersign sign and verify", () => {
     let err = "";
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "localhost:8787" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must be an http:\/\/ or https:\/\/ URL/);
+    err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9/?v=1" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must not carry a query or a fragment/);
+    expect(fetched).toBe(0);
   });
 
   it("relying-parties rotate asks the admin API for a new token of the named party, with the supplied one when given", async () => {
@@ -361,8 +552,48 @@ describe("countersign sign and verify", () => {
     const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
     expect(usage.status).toBe(2);
     expect(usage.stdout).toBe("");
+    // No command at all: exit 2 and the usage on stderr, nothing on stdout (it went to stdout).
+    const none = spawnSync(process.execPath, [bin], { encoding: "utf8" });
+    expect({ status: none.status, stdout: none.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(none.stderr).toMatch(/^usage: countersign/);
     const pkg = JSON.parse(readFileSync(resolve(ROOT, "package.json"), "utf8"));
     expect(pkg.bin.countersign).toBe("cli/bin.mjs");
+  });
+});
+
+describe("input that is not UTF-8 is refused, never read with U+FFFD in place of its bytes", () => {
+  const bin = resolve(ROOT, "cli/bin.mjs");
+  // A Latin-1 "ö" (0xf6): the service refuses such a body (400 MALFORMED_REQUEST, invalid_utf8).
+  const latin1 = (text: string) => Buffer.from(text.replace("LISBON", "Lisb\u00f6n"), "latin1");
+
+  it("sign --command with a Latin-1 byte: exit 2, one line, nothing signed", async () => {
+    const { key } = await issuerFiles("u8");
+    writeFileSync(at("u8-command.json"), latin1(JSON.stringify({ ...COMMAND, params: { city: "LISBON" } })));
+    const res = spawnSync(process.execPath, [bin, "sign", "--key", key, "--command", at("u8-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE], { encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign sign: cannot read command ${at("u8-command.json")}: not valid UTF-8\n`);
+  });
+
+  it("verify of a call whose request holds a Latin-1 byte (its receipt signed for U+FFFD there): exit 2, where it was judged valid", async () => {
+    const { key, anchors } = await issuerFiles("u8v");
+    writeFileSync(at("u8v-command.json"), JSON.stringify({ ...COMMAND, params: { city: "Lisb\ufffdn" } }));
+    const signed = await run("sign", "--key", key, "--command", at("u8v-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
+    expect(signed.code).toBe(0);
+    // The file the integrator holds has the raw byte 0xf6 where the receipt bound U+FFFD.
+    const bytes = Buffer.from(signed.out, "utf8");
+    const at3 = bytes.indexOf(Buffer.from("\ufffd", "utf8"));
+    writeFileSync(at("u8v-call.json"), Buffer.concat([bytes.subarray(0, at3), Buffer.from([0xf6]), bytes.subarray(at3 + 3)]));
+    const res = spawnSync(process.execPath, [bin, "verify", at("u8v-call.json"), "--anchors", anchors, "--json"], { encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign verify: cannot read input ${at("u8v-call.json")}: not valid UTF-8\n`);
+  });
+
+  it("npm run replay (cli/replay.ts) of a bundle with a Latin-1 byte: exit 2, one line", () => {
+    writeFileSync(at("u8-bundle.json"), latin1(JSON.stringify({ bundle: "LISBON" })));
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("u8-bundle.json")], { cwd: ROOT, encoding: "utf8" });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`cannot read ${at("u8-bundle.json")}: not valid UTF-8\n`);
   });
 });
 
