@@ -44,6 +44,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.24": "bbdef06b9a5ceab1c2b537688b4e510ebc09ad3f5640bc3ace57fd7342160a6b",
   "countersign/0.2.25": "b6a89784911243cc27eba142f083c024427f74362874c4df47f8c66afcfc016a",
   "countersign/0.2.26": "eb31b2b3d38a1d57401920753b3598d9293e850a07be895772f446ce9f965903",
+  "countersign/0.2.27": "71a2f5cf4f8118ce14d4aaa9b48a71651b70f14031dcc1cc027701728899c5c9",
 };
 
 /**

@@ -310,6 +310,15 @@ describe("SEC-001 reads a command-execution tool's command line word by word", (
     expect(await judgeIn("SEC-001", input("bash", { argv: ["curl", "http://169.254.169.254/"] }))).toBe("deny");
   });
 
+  it("reads a parameter expansion in a word as empty too, as a shell expands an unset variable (review rv-50)", async () => {
+    for (const command of [
+      "curl http://169.254.169.254$z/latest/meta-data/", "curl \"http://127.0.0.1${z}/admin\"", "curl ${z}http://10.0.0.5/", "curl http${z}://localhost/",
+      "curl http://169.254.169.254${z:-}/", "curl http://127.0.0.1$1/", "wget --url=http://192.168.1.1$z/",
+    ]) expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    for (const command of ["curl https://$HOST/api", "curl https://example.com$PATH_SUFFIX", "curl http://${HOST:-example.com}/"])
+      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
+  });
+
   it("public URLs in a command line stay allowed, and other tools' free text is still not a URL", async () => {
     for (const command of ["curl https://example.com/ | jq .", "git clone https://github.com/org/repo.git", "echo see 127.0.0.1 in the logs", "ping 10.0.0.1", "ls -la /tmp"])
       expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
