@@ -45,6 +45,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.25": "b6a89784911243cc27eba142f083c024427f74362874c4df47f8c66afcfc016a",
   "countersign/0.2.26": "eb31b2b3d38a1d57401920753b3598d9293e850a07be895772f446ce9f965903",
   "countersign/0.2.27": "71a2f5cf4f8118ce14d4aaa9b48a71651b70f14031dcc1cc027701728899c5c9",
+  "countersign/0.2.28": "b3926a137be421140296d5f1378897b2af42841c53ba2af47fc65e6a65a670d5",
 };
 
 /**

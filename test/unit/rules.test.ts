@@ -344,6 +344,12 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "echo $HOME; ls ~/project" }))).toBe("allow");
   });
 
+  it("SEC-002 escalates a forced recursive rm whose program word holds an expansion that, empty, leaves rm, as it escalates ${x}rm (review rv-50)", async () => {
+    for (const command of ["rm${x} -rf /", "r${x}m -rf /", "/bin/rm$x -rf /", "sudo rm$1 -rf /etc", "xargs rm${x} -rf <<< /"])
+      expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("escalate");
+    for (const command of ["rm${x} -rf build", "rm${x} -f /", "ls${x} -rf /"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
+  });
+
   it("SEC-002's escalation is answered by an approval of this request, not of another, and never lifts a deny", async () => {
     const approval = (request_hash: string) => ({ humanApproval: { approver: "ops@example", request_hash } });
     const command = 'rm -rf "$BUILD_DIR/out"';

@@ -2,8 +2,16 @@ import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH 
 import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
-/** A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`). */
-const UNRESOLVED_PROGRAM = /^(?:\$|`)/;
+/**
+ * A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`), or
+ * one that holds a parameter expansion and is `rm` were it empty (`rm${x}`, `r$x`m`, `/bin/rm$x`):
+ * a shell expands an unset variable to nothing, so what it runs depends on a value the verifier
+ * cannot see (review rv-50: `rm${x} -rf /` was allowed while `${x}rm -rf /` escalated).
+ */
+const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")) === "rm") };
+/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or special parameter. */
+const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]/g;
+const baseName = (word: string): string => word.slice(word.lastIndexOf("/") + 1);
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
