@@ -671,6 +671,13 @@ describe("SEC-004 reads empty expansions in dot segments and globs after a trave
     for (const path of ["ls /e*", "cat /tmp/../x*/shadow", "cat /tmp/a/../b*/c", "cat /home/u/../u/*.md"]) expect(await sec004(path), path).toBe("allow");
   });
 
+  it("counts a glob segment at any depth that could name a directory blocked at any depth (/.ssh, /.aws, /.config/gcloud) (review rv-50)", async () => {
+    for (const path of ["/tmp/../home/alice/.ss?/id_rsa", "cat /tmp/../home/alice/.a[w]s/credentials", "/tmp/../x/.s*/id_rsa", "/tmp/../x/.config/gclou?", "/tmp/../x/.c*/gcloud/creds", "cp a --f=/tmp/../x/.ss?/id_rsa"])
+      expect(await sec004(path), path).toBe("deny");
+    // A leading dot is matched only by a literal one (bash without dotglob), and without a traversal a path is not this rule's business.
+    for (const path of ["/tmp/../home/x/*", "/tmp/../home/x/*.txt", "/tmp/../home/x/.b*", "/tmp/x/.ss?/id_rsa"]) expect(await sec004(path), path).toBe("allow");
+  });
+
   it("SEC-002 joins flags, options, path(s) and target(s) with the program key", async () => {
     for (const params of [{ command: "rm", flags: "-rf", path: "/" }, { cmd: "rm", options: ["-r", "-f"], targets: ["/etc"] }, { program: "rm", flags: "-rf", target: "/" }]) {
       expect(await judgeIn("SEC-002", input("shell_exec", params)), JSON.stringify(params)).toBe("deny");
