@@ -47,6 +47,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.27": "71a2f5cf4f8118ce14d4aaa9b48a71651b70f14031dcc1cc027701728899c5c9",
   "countersign/0.2.28": "b3926a137be421140296d5f1378897b2af42841c53ba2af47fc65e6a65a670d5",
   "countersign/0.2.29": "81368f95a9d3301789ac41dfc45887265c02a2ac0574f758746c7a7495881957",
+  "countersign/0.2.30": "eea235b99c1ef93cc75a908195e52bba009b8b130d13e05cfcde95f4dd1c8965",
 };
 
 /**

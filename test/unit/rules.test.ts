@@ -613,6 +613,16 @@ describe("SEC-002 and SEC-004 see through separators, wrappers, find and argv-sh
   });
 });
 
+describe("the input rules read a string holding a NUL up to it too, as execve and open do (review rv-50)", () => {
+  it("SEC-002 and SEC-001 judge what a C-string consumer runs or fetches", async () => {
+    for (const params of [{ cmd: "rm -rf /\u0000 harmless" }, { argv: ["rm", "-rf", "/\u0000"] }, { command: "rm\u0000x", args: ["-rf", "/"] }])
+      expect(await judgeIn("SEC-002", input("bash", params)), JSON.stringify(params)).toBe("deny");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: "http://169.254.169.254\u0000.example.com/" }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { cmd: "ls -la /tmp\u0000" }))).toBe("allow");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: "https://example.com/\u0000http://127.0.0.1/" }))).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
