@@ -48,6 +48,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.28": "b3926a137be421140296d5f1378897b2af42841c53ba2af47fc65e6a65a670d5",
   "countersign/0.2.29": "81368f95a9d3301789ac41dfc45887265c02a2ac0574f758746c7a7495881957",
   "countersign/0.2.30": "eea235b99c1ef93cc75a908195e52bba009b8b130d13e05cfcde95f4dd1c8965",
+  "countersign/0.2.31": "f77f84fd879eaebbf1779a9c4dbad30336d6912f762035ad2d952758c7763eac",
 };
 
 /**

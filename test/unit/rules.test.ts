@@ -623,6 +623,14 @@ describe("the input rules read a string holding a NUL up to it too, as execve an
   });
 });
 
+describe("SEC-002 skips wrapper options' arguments in their BSD and macOS forms (review rv-50)", () => {
+  it("reads the program after env -P, doas -a, sudo -c/-a/-h, xargs -J and env -a", async () => {
+    for (const command of ["env -P /bin rm -rf /", "env -L root rm -rf /", "env -a x rm -rf /", "env --argv0 x rm -rf /", "doas -a passwd rm -rf /", "sudo -c daemon rm -rf /", "sudo -a passwd rm -rf /", "sudo -h host rm -rf /", "xargs -J % rm -rf % <<< /"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["env -P /bin ls /", "sudo -h", "xargs -J % echo % <<< /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

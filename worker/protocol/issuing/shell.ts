@@ -659,22 +659,25 @@ const EMPTY_COMMAND: Omit<SimpleCommand, "words"> = { substitutions: [], heredoc
 /**
  * Programs that run the command that follows them, as a prefix (`sudo -u root rm …`): for each,
  * its options that take the next word as their argument, and how many operands come before the
- * command (`timeout 5 …`). `xargs` also hands the command the words on its standard input.
+ * command (`timeout 5 …`). `xargs` also hands the command the words on its standard input. The
+ * BSD and macOS forms count too (review rv-50: `env -P /bin rm -rf /`, `doas -a style …`,
+ * `sudo -c class …`, `xargs -J % rm -rf %` read the option's argument as the program), and GNU
+ * env's `-a`/`--argv0` (coreutils 9.5).
  */
 const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands: number }> = new Map(
   (
     [
-      ["sudo", ["-u", "-g", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout", "--other-user", "--chroot"], 0],
-      ["doas", ["-u", "-C"], 0],
+      ["sudo", ["-u", "-g", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "-a", "-c", "-h", "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout", "--other-user", "--chroot", "--auth-type", "--login-class", "--host"], 0],
+      ["doas", ["-u", "-C", "-a"], 0],
       ["timeout", ["-s", "-k", "--signal", "--kill-after"], 1],
       ["stdbuf", ["-i", "-o", "-e", "--input", "--output", "--error"], 0],
       ["ionice", ["-c", "-n", "-P", "-u", "--class", "--classdata", "--pgid", "--uid"], 0],
       ["nice", ["-n", "--adjustment"], 0],
-      ["env", ["-u", "-C", "-S", "--unset", "--chdir", "--split-string"], 0],
+      ["env", ["-u", "-C", "-S", "-P", "-L", "-U", "-a", "--unset", "--chdir", "--split-string", "--argv0"], 0],
       ["nohup", [], 0],
       ["setsid", [], 0],
       ["busybox", [], 0],
-      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
+      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
       ["command", [], 0],
       ["builtin", [], 0],
       ["exec", ["-a"], 0],
