@@ -631,6 +631,15 @@ describe("SEC-002 skips wrapper options' arguments in their BSD and macOS forms 
   });
 });
 
+describe("SEC-002 reads a variable as a find action's program (review rv-50)", () => {
+  it("resolves one assigned earlier and escalates one it cannot see, as it does for rm", async () => {
+    for (const command of ["R=rm; find / -exec $R {} +", 'R="rm -rf"; find /etc -exec $R {} +']) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["find / -exec $R {} +", "find /etc -exec ${R} -f {} \\;"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
+    for (const command of ["find ./build -exec $R {} +", "R=ls; find / -exec $R {} +", "find / -name x -print"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    expect(await judgeIn("SEC-002", input("bash", { command: "T=/tmp/x; find $T -delete" }))).toBe("deny");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

@@ -227,7 +227,7 @@ const RM_IN_SCRIPT = /(?:^|[\s;&|(){}`'"/])rm(?:$|[\s;&|)}`'"])/;
  * The start paths of a `find` that deletes what it finds (`-delete`, or `-exec`/`-execdir`/`-ok`/
  * `-okdir` running `rm`, or running a shell whose words name `rm`: `-exec sh -c 'rm -rf "$1"' _ {} \;`), or [].
  */
-function findDeletionTargets(argv: string[]): string[] {
+function findDeletionTargets(argv: string[], unresolved = false): string[] {
   if (argv[0].slice(argv[0].lastIndexOf("/") + 1) !== "find") return [];
   // Where each action's command ends: the next `;` or `+` (found once, from the end), and its
   // program read with one memo for the line: copied and read from every `-exec` to its end, it
@@ -241,10 +241,12 @@ function findDeletionTargets(argv: string[]): string[] {
   const runsRm = (from: number, to: number): boolean => {
     const program = programAt(argv, from, to, memo);
     if (!program) return false;
+    // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
+    if (unresolved) return UNRESOLVED_PROGRAM.test(argv[program.at]);
     if (program.name === "rm") return true;
     return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
   };
-  const deletes = argv.includes("-delete") || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
+  const deletes = (!unresolved && argv.includes("-delete")) || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
   return deletes ? findStartPaths(argv) : [];
 }
 
@@ -256,7 +258,9 @@ function findDeletionTargets(argv: string[]): string[] {
 function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, vars: ReadonlyMap<string, string>): string[] | null {
   const inv = invocationOf(c);
   if (!inv) return null;
-  const argv = resolveProgram(inv.argv, vars);
+  let argv = resolveProgram(inv.argv, vars);
+  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): the word after each action, when a variable assigned earlier, is its value's words.
+  if (inv.name === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
   if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
   return [...argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
@@ -332,6 +336,8 @@ export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
   return parsed.commands.some((c, i) => {
     const argv = argvs[i];
     if (argv && removedTargets(argv).some((t) => rmTargetRisk(t) !== null)) return true;
+    // A find whose action runs an unresolved program (`find / -exec $R {} +`) is judged as `$R -rf /` is: escalated when its start paths are at risk.
+    if (argv && findDeletionTargets(argv, true).some((t) => rmTargetRisk(t) !== null || (t.startsWith("/") && isProtected(t)))) return true;
     return c.substitutions.some(rmDependsOnExpansion) || c.scripts.some(rmDependsOnExpansion);
   });
 }
