@@ -50,6 +50,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.30": "eea235b99c1ef93cc75a908195e52bba009b8b130d13e05cfcde95f4dd1c8965",
   "countersign/0.2.31": "f77f84fd879eaebbf1779a9c4dbad30336d6912f762035ad2d952758c7763eac",
   "countersign/0.2.32": "f6c12a80bee5f8d1a7eb9371fc075f76dc3c5aba5b7281d72a8188d44276035c",
+  "countersign/0.2.33": "bcf667246ecc656ecc248f2c727cc5be98c70f936b40139b44834413e4564d40",
 };
 
 /**

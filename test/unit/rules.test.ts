@@ -640,6 +640,14 @@ describe("SEC-002 reads a variable as a find action's program (review rv-50)", (
   });
 });
 
+describe("SEC-002 resolves a dd output path as it resolves an rm target (review rv-50)", () => {
+  it("counts of=//dev/sda, of=/./dev/sda and of=${x}/dev/sda as writing a device", async () => {
+    for (const command of ["dd if=/dev/zero of=//dev/sda", "dd if=/dev/zero of=/./dev/sda", "dd if=/dev/zero of=/tmp/../dev/sda", "dd if=/dev/zero of=${x}/dev/sda"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=x of=./disk.img", "dd if=/dev/sda of=/tmp/disk.img", "dd if=x of=/tmp/dev/sda"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

@@ -305,7 +305,18 @@ function wipesRoot(argv: string[]): boolean {
   // A program that is still an unresolved expansion is judged by rmDependsOnExpansion (escalated), not here.
   if (!UNRESOLVED_PROGRAM.test(argv[0]) && removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
   if (/^mkfs(\.|$)/.test(program)) return true;
-  return program === "dd" && argv.slice(1).some((a) => /^of=\/dev\//.test(a));
+  return program === "dd" && argv.slice(1).some((a) => a.startsWith("of=") && writesDevice(a.slice(3)));
+}
+
+/**
+ * Whether a `dd` output path names a device: under `/dev/` once resolved lexically as an rm target is
+ * (`//dev/sda`, `/./dev/sda`, `/tmp/../dev/sda`; review rv-50: only a literal `of=/dev/` counted),
+ * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`.
+ */
+function writesDevice(path: string): boolean {
+  const lead = LEADING_EXPANSION.exec(path);
+  const bare = lead ? path.slice(lead[0].length) : path;
+  return bare.startsWith("/") && resolveRmPath(bare).startsWith("/dev/");
 }
 
 /**
