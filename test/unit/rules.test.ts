@@ -648,6 +648,14 @@ describe("SEC-002 resolves a dd output path as it resolves an rm target (review 
   });
 });
 
+describe("SEC-002 compares protected paths and the rm program without regard to case, as macOS's filesystem does (review rv-50)", () => {
+  it("denies rm -rf /users, /APPLICATIONS and RM -rf /Users", async () => {
+    for (const command of ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

@@ -8,7 +8,7 @@ import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./t
  * a shell expands an unset variable to nothing, so what it runs depends on a value the verifier
  * cannot see (review rv-50: `rm${x} -rf /` was allowed while `${x}rm -rf /` escalated).
  */
-const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")) === "rm") };
+const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")).toLowerCase() === "rm") };
 /** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or special parameter. */
 const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]/g;
 const baseName = (word: string): string => word.slice(word.lastIndexOf("/") + 1);
@@ -160,7 +160,9 @@ export function globSegment(pattern: string): GlobMatcher {
  */
 const isProtected = (absolute: string): boolean => {
   const resolved = resolveRmPath(absolute);
-  if (RM_PROTECTED_PATH.includes(resolved)) return true;
+  // Names compared without regard to case: macOS's default filesystem is case-insensitive, so
+  // `rm -rf /users` removes /Users there (review rv-50); a glob matches case-sensitively, as bash's does.
+  if (PROTECTED_FOLDED.has(resolved.toLowerCase())) return true;
   const segments = resolved.split("/").filter((s) => s !== "");
   const k = segments.findIndex((s) => GLOB.test(s));
   if (k < 0) return false;
@@ -168,9 +170,13 @@ const isProtected = (absolute: string): boolean => {
   const match = globSegment(segments[k]);
   return RM_PROTECTED_PATH.some((p) => {
     const ps = p.split("/").filter((s) => s !== "");
-    return ps.length === k + 1 && prefix.every((s, j) => s === ps[j]) && match.test(ps[k]);
+    return ps.length === k + 1 && prefix.every((s, j) => s.toLowerCase() === ps[j].toLowerCase()) && match.test(ps[k]);
   });
 };
+const PROTECTED_FOLDED: ReadonlySet<string> = new Set(RM_PROTECTED_PATH.map((p) => p.toLowerCase()));
+
+/** A program's base name as a case-insensitive filesystem finds it (`RM` runs /bin/rm on macOS), lowercased. */
+const programName = (word: string): string => word.slice(word.lastIndexOf("/") + 1).toLowerCase();
 
 /**
  * How dangerous one target of a forced recursive `rm` is: "wipe" when it is or resolves to `/`
@@ -194,7 +200,7 @@ export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
 
 /** The targets of a forced recursive `rm` whose argv (program first) is `argv`, or [] when it is not one. */
 function forcedRecursiveRmTargets(argv: string[]): string[] {
-  const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
+  const program = programName(argv[0]);
   if (program !== "rm" && !UNRESOLVED_PROGRAM.test(argv[0])) return [];
   const args = argv.slice(1);
   const end = args.indexOf("--");
@@ -228,7 +234,7 @@ const RM_IN_SCRIPT = /(?:^|[\s;&|(){}`'"/])rm(?:$|[\s;&|)}`'"])/;
  * `-okdir` running `rm`, or running a shell whose words name `rm`: `-exec sh -c 'rm -rf "$1"' _ {} \;`), or [].
  */
 function findDeletionTargets(argv: string[], unresolved = false): string[] {
-  if (argv[0].slice(argv[0].lastIndexOf("/") + 1) !== "find") return [];
+  if (programName(argv[0]) !== "find") return [];
   // Where each action's command ends: the next `;` or `+` (found once, from the end), and its
   // program read with one memo for the line: copied and read from every `-exec` to its end, it
   // was quadratic (`find .` and 15,000 `-ok`: 4.4 s an intake; `-ok sudo` × 7,000: 6 s).
@@ -243,7 +249,7 @@ function findDeletionTargets(argv: string[], unresolved = false): string[] {
     if (!program) return false;
     // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
     if (unresolved) return UNRESOLVED_PROGRAM.test(argv[program.at]);
-    if (program.name === "rm") return true;
+    if (program.name.toLowerCase() === "rm") return true;
     return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
   };
   const deletes = (!unresolved && argv.includes("-delete")) || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
