@@ -656,6 +656,14 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
   });
 });
 
+describe("SEC-002 reads the standard input of sudo -s / sudo -i / doas -s given no command as a shell's (review rv-50)", () => {
+  it("scores the script such a shell reads", async () => {
+    for (const command of ["sudo -s <<< 'rm -rf /'", "sudo -i <<< 'rm -rf /'", "echo 'rm -rf /' | sudo -i", "sudo -u root -s <<EOF\nrm -rf /\nEOF", "sudo --login <<< 'rm -rf /'", "doas -s <<< 'rm -rf /'"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["sudo -s <<< 'ls /'", "sudo -v <<< 'rm -rf /'", "sudo -s ls /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

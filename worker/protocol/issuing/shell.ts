@@ -592,7 +592,9 @@ function printfOutput(args: string[]): string {
 /** The script texts `command` hands to a shell to run; `previous` is the command before it (it may pipe into this one). */
 function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined): string[] {
   const program = programOf(command);
-  if (!program) return [];
+  const stdinScripts = () => [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  // `sudo -s`, `sudo -i` and `doas -s` given no command run a shell on their standard input (review rv-50: `sudo -s <<< 'rm -rf /'`).
+  if (!program) return runsStdinShell(command.words) ? stdinScripts() : [];
   const name = program.name.toLowerCase();
   const args = command.words.slice(program.at + 1);
   if (name === "find") return findActionScripts(args);
@@ -619,7 +621,15 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   }
   if (inline) return k < args.length ? [args[k]] : [];
   if (!stdin && k < args.length && args[k] !== "-" && args[k] !== "/dev/stdin") return [];
-  return [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  return stdinScripts();
+}
+
+/** Whether words that name no program are `sudo` with `-s`/`-i` (`--shell`, `--login`) or `doas` with `-s`: a shell reading its standard input. */
+function runsStdinShell(words: readonly string[]): boolean {
+  const at = words.findIndex((w) => /^(?:sudo|doas)$/.test(w.slice(w.lastIndexOf("/") + 1)));
+  if (at < 0) return false;
+  const doas = words[at].endsWith("doas");
+  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || a === "--shell" || a === "--login"));
 }
 
 /** The actions of `find` that run a command: its words up to the next `;` or `+`. */
