@@ -53,6 +53,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.33": "bcf667246ecc656ecc248f2c727cc5be98c70f936b40139b44834413e4564d40",
   "countersign/0.2.34": "e4277775d5bcf1fe73828bce1c2bbeeca509ae04ca3e8cb2a091940a6ea690f0",
   "countersign/0.2.35": "5d4386499dec4e6fe7339920f2c84e69a9c67591965597ff0f800cd091f9904c",
+  "countersign/0.2.36": "a31f9e6f99a9b4ace5ac8bae8d27780dabf2fcad9831e672a91837e7ab7db730",
 };
 
 /**

@@ -664,6 +664,14 @@ describe("SEC-002 reads the standard input of sudo -s / sudo -i / doas -s given 
   });
 });
 
+describe("SEC-004 reads a leading ~user or plain variable as empty, as it reads ~/ (review rv-50)", () => {
+  it("judges ~root/../etc/shadow and $HOME/../etc/shadow from /", async () => {
+    for (const path of ["cat ~root/../etc/shadow", "cat $HOME/../etc/shadow", 'cat "${HOME}/../etc/shadow"', "~root/../etc/shadow", "cat ~bob/.ssh/../.ssh/id_rsa"])
+      expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("deny");
+    for (const path of ["cat $HOME/../other/file", "cat ~/project/../README.md", "cat ~bob/notes.txt"]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));

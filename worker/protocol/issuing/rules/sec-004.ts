@@ -14,8 +14,9 @@ const QUOTE = /^['"]$/;
  * worst case is assumed). `\` counts as a separator and `%2e`/`%2f` are decoded first.
  */
 export function traversalTarget(path: string): string | null {
-  let p = decodePath(path);
-  if (p.startsWith("~/")) p = p.slice(1);
+  // A leading `~`, `~user` or plain variable names some directory: read as empty, the path is absolute
+  // (`~/…` always was; `~root/../etc/shadow` and `$HOME/../etc/shadow` read /etc/shadow, review rv-50).
+  let p = decodePath(path).replace(LEADING_HOME, "");
   const segments = p.split("/").map(bareSegment);
   if (!segments.includes("..")) return null;
   const absolute = p.startsWith("/");
@@ -30,6 +31,11 @@ export function traversalTarget(path: string): string | null {
   }
   return absolute || escaped ? "/" + stack.join("/") : null;
 }
+
+/** A leading tilde prefix or plain variable followed by `/`: the worst case of a directory the verifier cannot see is its being `/`. */
+const LEADING_HOME = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)(?=\/)/;
+/** LEADING_HOME as a whole segment (the part of a segment after an `=`). */
+const LEADING_HOME_WHOLE = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$/;
 
 /** `%2e`, `%2f`, `%5c` decoded and `\` read as `/`, as a path is judged. */
 const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
@@ -222,7 +228,8 @@ export function blockedAfterEquals(word: string): string | null {
     const last = p.indexOf("=", q + 1);
     const partial = last >= 0 && last < segEnd ? null : p.slice(q + 1, segEnd);
     let resolves: boolean;
-    if (partial === "" || (partial === "~" && segEnd < p.length)) resolves = traverses[rest] === 1;
+    // Nothing, or a leading `~`, `~user` or plain variable read as empty (LEADING_HOME): the suffix is absolute.
+    if (partial === "" || (partial !== null && segEnd < p.length && LEADING_HOME_WHOLE.test(partial))) resolves = traverses[rest] === 1;
     else if (partial === null) resolves = climbs[rest] >= 2;
     else {
       const bare = bareSegment(partial);
