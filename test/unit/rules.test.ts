@@ -310,6 +310,15 @@ describe("SEC-001 reads a command-execution tool's command line word by word", (
     expect(await judgeIn("SEC-001", input("bash", { argv: ["curl", "http://169.254.169.254/"] }))).toBe("deny");
   });
 
+  it("reads a parameter expansion in a word as empty too, as a shell expands an unset variable (review rv-50)", async () => {
+    for (const command of [
+      "curl http://169.254.169.254$z/latest/meta-data/", "curl \"http://127.0.0.1${z}/admin\"", "curl ${z}http://10.0.0.5/", "curl http${z}://localhost/",
+      "curl http://169.254.169.254${z:-}/", "curl http://127.0.0.1$1/", "wget --url=http://192.168.1.1$z/",
+    ]) expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    for (const command of ["curl https://$HOST/api", "curl https://example.com$PATH_SUFFIX", "curl http://${HOST:-example.com}/"])
+      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
+  });
+
   it("public URLs in a command line stay allowed, and other tools' free text is still not a URL", async () => {
     for (const command of ["curl https://example.com/ | jq .", "git clone https://github.com/org/repo.git", "echo see 127.0.0.1 in the logs", "ping 10.0.0.1", "ls -la /tmp"])
       expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
@@ -333,6 +342,12 @@ describe("SEC-002 and SEC-006 read rm targets and the scripts a shell is handed"
       expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("escalate");
     }
     expect(await judgeIn("SEC-002", input("shell_exec", { command: "echo $HOME; ls ~/project" }))).toBe("allow");
+  });
+
+  it("SEC-002 escalates a forced recursive rm whose program word holds an expansion that, empty, leaves rm, as it escalates ${x}rm (review rv-50)", async () => {
+    for (const command of ["rm${x} -rf /", "r${x}m -rf /", "/bin/rm$x -rf /", "sudo rm$1 -rf /etc", "xargs rm${x} -rf <<< /"])
+      expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("escalate");
+    for (const command of ["rm${x} -rf build", "rm${x} -f /", "ls${x} -rf /"]) expect(await judgeIn("SEC-002", input("shell_exec", { command })), command).toBe("allow");
   });
 
   it("SEC-002's escalation is answered by an approval of this request, not of another, and never lifts a deny", async () => {
@@ -598,6 +613,65 @@ describe("SEC-002 and SEC-004 see through separators, wrappers, find and argv-sh
   });
 });
 
+describe("the input rules read a string holding a NUL up to it too, as execve and open do (review rv-50)", () => {
+  it("SEC-002 and SEC-001 judge what a C-string consumer runs or fetches", async () => {
+    for (const params of [{ cmd: "rm -rf /\u0000 harmless" }, { argv: ["rm", "-rf", "/\u0000"] }, { command: "rm\u0000x", args: ["-rf", "/"] }])
+      expect(await judgeIn("SEC-002", input("bash", params)), JSON.stringify(params)).toBe("deny");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: "http://169.254.169.254\u0000.example.com/" }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { cmd: "ls -la /tmp\u0000" }))).toBe("allow");
+    expect(await judgeIn("SEC-001", input("fetch_url", { url: "https://example.com/\u0000http://127.0.0.1/" }))).toBe("allow");
+  });
+});
+
+describe("SEC-002 skips wrapper options' arguments in their BSD and macOS forms (review rv-50)", () => {
+  it("reads the program after env -P, doas -a, sudo -c/-a/-h, xargs -J and env -a", async () => {
+    for (const command of ["env -P /bin rm -rf /", "env -L root rm -rf /", "env -a x rm -rf /", "env --argv0 x rm -rf /", "doas -a passwd rm -rf /", "sudo -c daemon rm -rf /", "sudo -a passwd rm -rf /", "sudo -h host rm -rf /", "xargs -J % rm -rf % <<< /"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["env -P /bin ls /", "sudo -h", "xargs -J % echo % <<< /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 reads a variable as a find action's program (review rv-50)", () => {
+  it("resolves one assigned earlier and escalates one it cannot see, as it does for rm", async () => {
+    for (const command of ["R=rm; find / -exec $R {} +", 'R="rm -rf"; find /etc -exec $R {} +']) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["find / -exec $R {} +", "find /etc -exec ${R} -f {} \\;"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
+    for (const command of ["find ./build -exec $R {} +", "R=ls; find / -exec $R {} +", "find / -name x -print"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    expect(await judgeIn("SEC-002", input("bash", { command: "T=/tmp/x; find $T -delete" }))).toBe("deny");
+  });
+});
+
+describe("SEC-002 resolves a dd output path as it resolves an rm target (review rv-50)", () => {
+  it("counts of=//dev/sda, of=/./dev/sda and of=${x}/dev/sda as writing a device", async () => {
+    for (const command of ["dd if=/dev/zero of=//dev/sda", "dd if=/dev/zero of=/./dev/sda", "dd if=/dev/zero of=/tmp/../dev/sda", "dd if=/dev/zero of=${x}/dev/sda"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=x of=./disk.img", "dd if=/dev/sda of=/tmp/disk.img", "dd if=x of=/tmp/dev/sda"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 compares protected paths and the rm program without regard to case, as macOS's filesystem does (review rv-50)", () => {
+  it("denies rm -rf /users, /APPLICATIONS and RM -rf /Users", async () => {
+    for (const command of ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 reads the standard input of sudo -s / sudo -i / doas -s given no command as a shell's (review rv-50)", () => {
+  it("scores the script such a shell reads", async () => {
+    for (const command of ["sudo -s <<< 'rm -rf /'", "sudo -i <<< 'rm -rf /'", "echo 'rm -rf /' | sudo -i", "sudo -u root -s <<EOF\nrm -rf /\nEOF", "sudo --login <<< 'rm -rf /'", "doas -s <<< 'rm -rf /'"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["sudo -s <<< 'ls /'", "sudo -v <<< 'rm -rf /'", "sudo -s ls /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-004 reads a leading ~user or plain variable as empty, as it reads ~/ (review rv-50)", () => {
+  it("judges ~root/../etc/shadow and $HOME/../etc/shadow from /", async () => {
+    for (const path of ["cat ~root/../etc/shadow", "cat $HOME/../etc/shadow", 'cat "${HOME}/../etc/shadow"', "~root/../etc/shadow", "cat ~bob/.ssh/../.ssh/id_rsa"])
+      expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("deny");
+    for (const path of ["cat $HOME/../other/file", "cat ~/project/../README.md", "cat ~bob/notes.txt"]) expect(await judgeIn("SEC-004", input("read_file", { path })), path).toBe("allow");
+  });
+});
+
 describe("SEC-002 and SEC-004 read ANSI-C quoting and option clusters", () => {
   const sec002 = (params: Record<string, unknown>) => judgeIn("SEC-002", input("shell_exec", params));
   const sec004 = (path: string) => judgeIn("SEC-004", input("read_file", { path }));
@@ -654,6 +728,13 @@ describe("SEC-004 reads empty expansions in dot segments and globs after a trave
       expect(await sec004(path), path).toBe("deny");
     }
     for (const path of ["ls /e*", "cat /tmp/../x*/shadow", "cat /tmp/a/../b*/c", "cat /home/u/../u/*.md"]) expect(await sec004(path), path).toBe("allow");
+  });
+
+  it("counts a glob segment at any depth that could name a directory blocked at any depth (/.ssh, /.aws, /.config/gcloud) (review rv-50)", async () => {
+    for (const path of ["/tmp/../home/alice/.ss?/id_rsa", "cat /tmp/../home/alice/.a[w]s/credentials", "/tmp/../x/.s*/id_rsa", "/tmp/../x/.config/gclou?", "/tmp/../x/.c*/gcloud/creds", "cp a --f=/tmp/../x/.ss?/id_rsa"])
+      expect(await sec004(path), path).toBe("deny");
+    // A leading dot is matched only by a literal one (bash without dotglob), and without a traversal a path is not this rule's business.
+    for (const path of ["/tmp/../home/x/*", "/tmp/../home/x/*.txt", "/tmp/../home/x/.b*", "/tmp/x/.ss?/id_rsa"]) expect(await sec004(path), path).toBe("allow");
   });
 
   it("SEC-002 joins flags, options, path(s) and target(s) with the program key", async () => {

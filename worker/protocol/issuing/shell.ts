@@ -592,7 +592,9 @@ function printfOutput(args: string[]): string {
 /** The script texts `command` hands to a shell to run; `previous` is the command before it (it may pipe into this one). */
 function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined): string[] {
   const program = programOf(command);
-  if (!program) return [];
+  const stdinScripts = () => [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  // `sudo -s`, `sudo -i` and `doas -s` given no command run a shell on their standard input (review rv-50: `sudo -s <<< 'rm -rf /'`).
+  if (!program) return runsStdinShell(command.words) ? stdinScripts() : [];
   const name = program.name.toLowerCase();
   const args = command.words.slice(program.at + 1);
   if (name === "find") return findActionScripts(args);
@@ -619,7 +621,15 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
   }
   if (inline) return k < args.length ? [args[k]] : [];
   if (!stdin && k < args.length && args[k] !== "-" && args[k] !== "/dev/stdin") return [];
-  return [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  return stdinScripts();
+}
+
+/** Whether words that name no program are `sudo` with `-s`/`-i` (`--shell`, `--login`) or `doas` with `-s`: a shell reading its standard input. */
+function runsStdinShell(words: readonly string[]): boolean {
+  const at = words.findIndex((w) => /^(?:sudo|doas)$/.test(w.slice(w.lastIndexOf("/") + 1)));
+  if (at < 0) return false;
+  const doas = words[at].endsWith("doas");
+  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || a === "--shell" || a === "--login"));
 }
 
 /** The actions of `find` that run a command: its words up to the next `;` or `+`. */
@@ -659,22 +669,25 @@ const EMPTY_COMMAND: Omit<SimpleCommand, "words"> = { substitutions: [], heredoc
 /**
  * Programs that run the command that follows them, as a prefix (`sudo -u root rm …`): for each,
  * its options that take the next word as their argument, and how many operands come before the
- * command (`timeout 5 …`). `xargs` also hands the command the words on its standard input.
+ * command (`timeout 5 …`). `xargs` also hands the command the words on its standard input. The
+ * BSD and macOS forms count too (review rv-50: `env -P /bin rm -rf /`, `doas -a style …`,
+ * `sudo -c class …`, `xargs -J % rm -rf %` read the option's argument as the program), and GNU
+ * env's `-a`/`--argv0` (coreutils 9.5).
  */
 const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands: number }> = new Map(
   (
     [
-      ["sudo", ["-u", "-g", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout", "--other-user", "--chroot"], 0],
-      ["doas", ["-u", "-C"], 0],
+      ["sudo", ["-u", "-g", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "-a", "-c", "-h", "--user", "--group", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout", "--other-user", "--chroot", "--auth-type", "--login-class", "--host"], 0],
+      ["doas", ["-u", "-C", "-a"], 0],
       ["timeout", ["-s", "-k", "--signal", "--kill-after"], 1],
       ["stdbuf", ["-i", "-o", "-e", "--input", "--output", "--error"], 0],
       ["ionice", ["-c", "-n", "-P", "-u", "--class", "--classdata", "--pgid", "--uid"], 0],
       ["nice", ["-n", "--adjustment"], 0],
-      ["env", ["-u", "-C", "-S", "--unset", "--chdir", "--split-string"], 0],
+      ["env", ["-u", "-C", "-S", "-P", "-L", "-U", "-a", "--unset", "--chdir", "--split-string", "--argv0"], 0],
       ["nohup", [], 0],
       ["setsid", [], 0],
       ["busybox", [], 0],
-      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
+      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
       ["command", [], 0],
       ["builtin", [], 0],
       ["exec", ["-a"], 0],

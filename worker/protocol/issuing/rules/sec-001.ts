@@ -15,12 +15,21 @@ function urlCandidates(text: string, commandLine: boolean): string[] {
   if (!commandLine) return [text];
   const out = new Set([text]);
   for (const word of shellWords(parseShell(text), [])) {
-    out.add(word);
-    const eq = word.indexOf("=");
-    if (eq >= 0) out.add(word.slice(eq + 1));
+    // A parameter expansion in a word is also read as empty, as a shell expands an unset variable:
+    // `curl http://169.254.169.254$z/` fetches 169.254.169.254 (the worst case of a value the
+    // verifier cannot see, as SEC-004 reads `..$x`).
+    const bare = word.includes("$") ? word.replace(PARAMETER_EXPANSION, "") : word;
+    for (const w of bare === word ? [word] : [word, bare]) {
+      out.add(w);
+      const eq = w.indexOf("=");
+      if (eq >= 0) out.add(w.slice(eq + 1));
+    }
   }
   return [...out];
 }
+
+/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or `$@`/`$*` (each can expand to nothing). */
+const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]/g;
 
 /**
  * SEC-001: a URL argument whose host, read literally or by the WHATWG URL parser (NFKC-folded

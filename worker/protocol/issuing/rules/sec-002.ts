@@ -2,8 +2,16 @@ import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH 
 import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
-/** A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`). */
-const UNRESOLVED_PROGRAM = /^(?:\$|`)/;
+/**
+ * A program word that is an expansion the verifier cannot evaluate (`$CMD`, `${R}`, `$(…)`), or
+ * one that holds a parameter expansion and is `rm` were it empty (`rm${x}`, `r$x`m`, `/bin/rm$x`):
+ * a shell expands an unset variable to nothing, so what it runs depends on a value the verifier
+ * cannot see (review rv-50: `rm${x} -rf /` was allowed while `${x}rm -rf /` escalated).
+ */
+const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")).toLowerCase() === "rm") };
+/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or special parameter. */
+const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]/g;
+const baseName = (word: string): string => word.slice(word.lastIndexOf("/") + 1);
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
 const LEADING_EXPANSION = /^(?:\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]|~[A-Za-z0-9._-]*)/;
@@ -152,7 +160,9 @@ export function globSegment(pattern: string): GlobMatcher {
  */
 const isProtected = (absolute: string): boolean => {
   const resolved = resolveRmPath(absolute);
-  if (RM_PROTECTED_PATH.includes(resolved)) return true;
+  // Names compared without regard to case: macOS's default filesystem is case-insensitive, so
+  // `rm -rf /users` removes /Users there (review rv-50); a glob matches case-sensitively, as bash's does.
+  if (PROTECTED_FOLDED.has(resolved.toLowerCase())) return true;
   const segments = resolved.split("/").filter((s) => s !== "");
   const k = segments.findIndex((s) => GLOB.test(s));
   if (k < 0) return false;
@@ -160,9 +170,13 @@ const isProtected = (absolute: string): boolean => {
   const match = globSegment(segments[k]);
   return RM_PROTECTED_PATH.some((p) => {
     const ps = p.split("/").filter((s) => s !== "");
-    return ps.length === k + 1 && prefix.every((s, j) => s === ps[j]) && match.test(ps[k]);
+    return ps.length === k + 1 && prefix.every((s, j) => s.toLowerCase() === ps[j].toLowerCase()) && match.test(ps[k]);
   });
 };
+const PROTECTED_FOLDED: ReadonlySet<string> = new Set(RM_PROTECTED_PATH.map((p) => p.toLowerCase()));
+
+/** A program's base name as a case-insensitive filesystem finds it (`RM` runs /bin/rm on macOS), lowercased. */
+const programName = (word: string): string => word.slice(word.lastIndexOf("/") + 1).toLowerCase();
 
 /**
  * How dangerous one target of a forced recursive `rm` is: "wipe" when it is or resolves to `/`
@@ -186,7 +200,7 @@ export function rmTargetRisk(target: string): "wipe" | "unknown" | null {
 
 /** The targets of a forced recursive `rm` whose argv (program first) is `argv`, or [] when it is not one. */
 function forcedRecursiveRmTargets(argv: string[]): string[] {
-  const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
+  const program = programName(argv[0]);
   if (program !== "rm" && !UNRESOLVED_PROGRAM.test(argv[0])) return [];
   const args = argv.slice(1);
   const end = args.indexOf("--");
@@ -219,8 +233,8 @@ const RM_IN_SCRIPT = /(?:^|[\s;&|(){}`'"/])rm(?:$|[\s;&|)}`'"])/;
  * The start paths of a `find` that deletes what it finds (`-delete`, or `-exec`/`-execdir`/`-ok`/
  * `-okdir` running `rm`, or running a shell whose words name `rm`: `-exec sh -c 'rm -rf "$1"' _ {} \;`), or [].
  */
-function findDeletionTargets(argv: string[]): string[] {
-  if (argv[0].slice(argv[0].lastIndexOf("/") + 1) !== "find") return [];
+function findDeletionTargets(argv: string[], unresolved = false): string[] {
+  if (programName(argv[0]) !== "find") return [];
   // Where each action's command ends: the next `;` or `+` (found once, from the end), and its
   // program read with one memo for the line: copied and read from every `-exec` to its end, it
   // was quadratic (`find .` and 15,000 `-ok`: 4.4 s an intake; `-ok sudo` × 7,000: 6 s).
@@ -233,10 +247,12 @@ function findDeletionTargets(argv: string[]): string[] {
   const runsRm = (from: number, to: number): boolean => {
     const program = programAt(argv, from, to, memo);
     if (!program) return false;
-    if (program.name === "rm") return true;
+    // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
+    if (unresolved) return UNRESOLVED_PROGRAM.test(argv[program.at]);
+    if (program.name.toLowerCase() === "rm") return true;
     return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
   };
-  const deletes = argv.includes("-delete") || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
+  const deletes = (!unresolved && argv.includes("-delete")) || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
   return deletes ? findStartPaths(argv) : [];
 }
 
@@ -248,7 +264,9 @@ function findDeletionTargets(argv: string[]): string[] {
 function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, vars: ReadonlyMap<string, string>): string[] | null {
   const inv = invocationOf(c);
   if (!inv) return null;
-  const argv = resolveProgram(inv.argv, vars);
+  let argv = resolveProgram(inv.argv, vars);
+  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): the word after each action, when a variable assigned earlier, is its value's words.
+  if (inv.name === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
   if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
   return [...argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
@@ -293,7 +311,18 @@ function wipesRoot(argv: string[]): boolean {
   // A program that is still an unresolved expansion is judged by rmDependsOnExpansion (escalated), not here.
   if (!UNRESOLVED_PROGRAM.test(argv[0]) && removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
   if (/^mkfs(\.|$)/.test(program)) return true;
-  return program === "dd" && argv.slice(1).some((a) => /^of=\/dev\//.test(a));
+  return program === "dd" && argv.slice(1).some((a) => a.startsWith("of=") && writesDevice(a.slice(3)));
+}
+
+/**
+ * Whether a `dd` output path names a device: under `/dev/` once resolved lexically as an rm target is
+ * (`//dev/sda`, `/./dev/sda`, `/tmp/../dev/sda`; review rv-50: only a literal `of=/dev/` counted),
+ * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`.
+ */
+function writesDevice(path: string): boolean {
+  const lead = LEADING_EXPANSION.exec(path);
+  const bare = lead ? path.slice(lead[0].length) : path;
+  return bare.startsWith("/") && resolveRmPath(bare).startsWith("/dev/");
 }
 
 /**
@@ -324,6 +353,8 @@ export function rmDependsOnExpansion(parsed: ParsedShell): boolean {
   return parsed.commands.some((c, i) => {
     const argv = argvs[i];
     if (argv && removedTargets(argv).some((t) => rmTargetRisk(t) !== null)) return true;
+    // A find whose action runs an unresolved program (`find / -exec $R {} +`) is judged as `$R -rf /` is: escalated when its start paths are at risk.
+    if (argv && findDeletionTargets(argv, true).some((t) => rmTargetRisk(t) !== null || (t.startsWith("/") && isProtected(t)))) return true;
     return c.substitutions.some(rmDependsOnExpansion) || c.scripts.some(rmDependsOnExpansion);
   });
 }

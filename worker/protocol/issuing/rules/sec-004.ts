@@ -14,8 +14,9 @@ const QUOTE = /^['"]$/;
  * worst case is assumed). `\` counts as a separator and `%2e`/`%2f` are decoded first.
  */
 export function traversalTarget(path: string): string | null {
-  let p = decodePath(path);
-  if (p.startsWith("~/")) p = p.slice(1);
+  // A leading `~`, `~user` or plain variable names some directory: read as empty, the path is absolute
+  // (`~/…` always was; `~root/../etc/shadow` and `$HOME/../etc/shadow` read /etc/shadow, review rv-50).
+  let p = decodePath(path).replace(LEADING_HOME, "");
   const segments = p.split("/").map(bareSegment);
   if (!segments.includes("..")) return null;
   const absolute = p.startsWith("/");
@@ -30,6 +31,11 @@ export function traversalTarget(path: string): string | null {
   }
   return absolute || escaped ? "/" + stack.join("/") : null;
 }
+
+/** A leading tilde prefix or plain variable followed by `/`: the worst case of a directory the verifier cannot see is its being `/`. */
+const LEADING_HOME = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)(?=\/)/;
+/** LEADING_HOME as a whole segment (the part of a segment after an `=`). */
+const LEADING_HOME_WHOLE = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$/;
 
 /** `%2e`, `%2f`, `%5c` decoded and `\` read as `/`, as a path is judged. */
 const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
@@ -52,7 +58,52 @@ const VARIABLE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*/g;
  */
 export const isBlockedPath = (path: string): boolean =>
   BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b)))) ||
-  (/[*?[]/.test(path) && BLOCKED_ABSOLUTE_PATH.some((b) => globReaches(path, b)));
+  (/[*?[]/.test(path) && (BLOCKED_ABSOLUTE_PATH.some((b) => globReaches(path, b)) || dottedGlobFrom(path.split("/").filter((s) => s !== ""))[0] === 1));
+
+/** The `/.`-rooted blocked paths (`/.ssh`, `/.aws`, `/.config/gcloud`), blocked at any depth, as their segments. */
+const DOTTED_BLOCKED: readonly (readonly string[])[] = BLOCKED_ABSOLUTE_PATH.filter((b) => b.startsWith("/.")).map((b) => b.split("/").filter((x) => x !== ""));
+/** Every segment name of DOTTED_BLOCKED, and for each blocked path the index of each of its segments there. */
+const DOTTED_NAMES: readonly string[] = [...new Set(DOTTED_BLOCKED.flat())];
+const DOTTED_INDEX: readonly (readonly number[])[] = DOTTED_BLOCKED.map((parts) => parts.map((p) => DOTTED_NAMES.indexOf(p)));
+
+/**
+ * Which DOTTED_NAMES a glob segment could match (a bit each), compiled once per segment for the
+ * Command SEC-004 is judging (reset by its judge; capped): a path is judged in several readings, so
+ * its segments came back to be compiled ten times (`=/.s?` x 12,000: 0.4 s).
+ */
+let dottedMatches = new Map<string, number>();
+const DOTTED_MEMO_MAX = 1 << 16;
+function dottedBits(seg: string): number {
+  let bits = dottedMatches.get(seg);
+  if (bits === undefined) {
+    const matcher = globSegment(seg);
+    bits = DOTTED_NAMES.reduce((acc, name, i) => (matcher.test(name) ? acc | (1 << i) : acc), 0);
+    if (dottedMatches.size >= DOTTED_MEMO_MAX) dottedMatches = new Map();
+    dottedMatches.set(seg, bits);
+  }
+  return bits;
+}
+
+/**
+ * For each m, whether the segments of `names` from m on hold, at any level, a run whose glob
+ * segments could name a `/.`-rooted blocked path (`/x/.ss?/id_rsa`, `/x/.a[w]s`, `/x/.config/gclou*`):
+ * those are blocked at any depth, and a glob there was read only at the root (review rv-50). A
+ * glob's first segment must begin with a literal `.`, as bash (without dotglob) matches a leading
+ * dot, so `/x/*` is not `/x/.ssh`. Each segment is compiled once (dottedBits): linear.
+ */
+function dottedGlobFrom(names: readonly string[]): Uint8Array {
+  const out = new Uint8Array(names.length + 1);
+  const isGlob = names.map((n) => /[*?[]/.test(n));
+  const matches = (i: number, part: string, bit: number) => names[i] === part || (isGlob[i] && (dottedBits(names[i]) & (1 << bit)) !== 0);
+  for (let m = names.length - 1; m >= 0; m--) {
+    const here =
+      names[m].startsWith(".") &&
+      (isGlob[m] || isGlob[m + 1] === true) &&
+      DOTTED_BLOCKED.some((parts, b) => names.length - m >= parts.length && parts.every((part, j) => matches(m + j, part, DOTTED_INDEX[b][j])));
+    out[m] = out[m + 1] | (here ? 1 : 0);
+  }
+  return out;
+}
 
 /** Whether the glob path `path` (absolute, resolved) could name `blocked` or a path below it. */
 function globReaches(path: string, blocked: string): boolean {
@@ -177,7 +228,8 @@ export function blockedAfterEquals(word: string): string | null {
     const last = p.indexOf("=", q + 1);
     const partial = last >= 0 && last < segEnd ? null : p.slice(q + 1, segEnd);
     let resolves: boolean;
-    if (partial === "" || (partial === "~" && segEnd < p.length)) resolves = traverses[rest] === 1;
+    // Nothing, or a leading `~`, `~user` or plain variable read as empty (LEADING_HOME): the suffix is absolute.
+    if (partial === "" || (partial !== null && segEnd < p.length && LEADING_HOME_WHOLE.test(partial))) resolves = traverses[rest] === 1;
     else if (partial === null) resolves = climbs[rest] >= 2;
     else {
       const bare = bareSegment(partial);
@@ -197,6 +249,7 @@ function survivorsBlocked(names: readonly string[]): (m: number) => boolean {
   const at = (m: number, parts: readonly string[]) => parts.every((part, j) => names[m + j] === part);
   // Whether a `/.`-rooted blocked path (`/.ssh`) appears anywhere from m on, and whether a glob character does.
   const dotted = new Uint8Array(names.length + 1);
+  const dottedGlob = dottedGlobFrom(names);
   const glob = new Uint8Array(names.length + 1);
   for (let m = names.length - 1; m >= 0; m--) {
     dotted[m] = dotted[m + 1] | (blocked.some(({ b, parts }) => b.startsWith("/.") && at(m, parts)) ? 1 : 0);
@@ -210,6 +263,7 @@ function survivorsBlocked(names: readonly string[]): (m: number) => boolean {
     if (answer === undefined) {
       answer =
         dotted[m] === 1 ||
+        dottedGlob[m] === 1 ||
         blocked.some(({ parts }) => at(m, parts)) ||
         (glob[m] === 1 && blocked.some(({ parts }) => names.length - m >= parts.length && parts.every((part, j) => globSegment(names[m + j]).test(part))));
       answered.set(m, answer);
@@ -223,6 +277,7 @@ export const SEC_004: InputRule = {
   trigger: "a path argument, or a word of an argument (or the path of a local file: URL), contains a `..` traversal and resolves to a BLOCKED_ABSOLUTE_PATH or below it",
   scope: "string arguments of any tool and their words, absolute URLs other than local file: URLs excepted",
   judge({ command }) {
+    dottedMatches = new Map();
     for (const s of argumentStrings(command.params)) {
       const target = blockedTraversal(s);
       if (target !== null) return deny(`SEC-004: path traversal reaches ${target}`);

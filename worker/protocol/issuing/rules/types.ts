@@ -116,6 +116,16 @@ function foldedSet(set: readonly string[]): Set<string> {
   return folded;
 }
 
+/**
+ * A string as a consumer that takes it as a C string reads it: up to its first NUL. execve(2) hands
+ * a program its arguments so (`bash -c` of `rm -rf /\u0000 x` runs `rm -rf /`), and open(2) a path;
+ * the rules read such a string both ways (review rv-50: `{"cmd": "rm -rf /\u0000 x"}` was allowed).
+ */
+export const cString = (s: string): string => {
+  const nul = s.indexOf("\0");
+  return nul < 0 ? s : s.slice(0, nul);
+};
+
 /** Marks a binary params value, as intake defines it: `{"$base64": "<padded standard base64>"}`. */
 const BINARY_MARKER = "$base64";
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -136,17 +146,19 @@ export function binaryText(data: string): string | null {
  */
 export function argumentStrings(params: unknown): string[] {
   const out: string[] = [];
+  // A string holding a NUL is also read up to it (cString), as a consumer that takes it as a C string does.
+  const push = (s: string) => (out.push(s), s.includes("\0") && out.push(cString(s)));
   const walk = (value: unknown, depth: number) => {
-    if (typeof value === "string") out.push(value);
+    if (typeof value === "string") push(value);
     else if (Array.isArray(value)) value.forEach((v) => walk(v, depth + 1));
     else if (value !== null && typeof value === "object" && depth < 64) {
       const entries = Object.entries(value);
       if (entries.length === 1 && entries[0][0] === BINARY_MARKER && typeof entries[0][1] === "string") {
         const text = binaryText(entries[0][1]);
-        if (text !== null) out.push(text);
+        if (text !== null) push(text);
       }
       for (const [k, v] of entries) {
-        out.push(k);
+        push(k);
         walk(v, depth + 1);
       }
     }
@@ -174,8 +186,10 @@ const shellQuote = (word: string): string => (/^[A-Za-z0-9_\/.,:=@%+{}~-]+$/.tes
  */
 export function commandLines(params: unknown): string[] {
   const out = argumentStrings(params);
+  // Each string as written and, when any holds a NUL, again up to its first NUL (cString): `["rm", "-rf", "/\u0000"]`.
+  let read = (s: string): string => s;
   const joinArray = (value: unknown): string | null =>
-    Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === "string") ? value.map(shellQuote).join(" ") : null;
+    Array.isArray(value) && value.length > 0 && value.every((v) => typeof v === "string") ? value.map((v) => shellQuote(read(v))).join(" ") : null;
   const walk = (value: unknown, depth: number) => {
     if (depth >= 64) return;
     if (Array.isArray(value)) {
@@ -188,12 +202,12 @@ export function commandLines(params: unknown): string[] {
       const entries = Object.entries(value);
       for (const [pk, pv] of entries) {
         if (!PROGRAM_KEY.has(pk.toLowerCase())) continue;
-        const program = typeof pv === "string" ? pv : joinArray(pv);
+        const program = typeof pv === "string" ? read(pv) : joinArray(pv);
         if (program === null) continue;
         const all: string[] = [];
         for (const [ak, av] of entries) {
           if (!ARGUMENTS_KEY.has(ak.toLowerCase())) continue;
-          const args = typeof av === "string" ? av : joinArray(av);
+          const args = typeof av === "string" ? read(av) : joinArray(av);
           if (args === null) continue;
           out.push(program + " " + args);
           all.push(args);
@@ -205,6 +219,10 @@ export function commandLines(params: unknown): string[] {
     }
   };
   walk(params, 0);
+  if (out.some((s) => s.includes("\0"))) {
+    read = cString;
+    walk(params, 0);
+  }
   return out;
 }
 
