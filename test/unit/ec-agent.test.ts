@@ -578,6 +578,8 @@ describe("bundle replay", () => {
       (e: TraceEvent[]) => ((e[1] as unknown as Record<string, unknown>).action_type = 0),
       (e: TraceEvent[]) => ((e[0] as unknown as Record<string, unknown>).oracle = "the answer is c1"),
       (e: TraceEvent[]) => (e[1] = "answer" as unknown as TraceEvent),
+      // No answer event at all: a missing answer is an explicit answer event, so this is no committed execution.
+      (e: TraceEvent[]) => e.splice(e.findIndex((x) => x.action_type === "answer"), 1),
     ]) {
       const report = await edit((b) => mutate((b.rows["run-006"] as ExecutionRow).events));
       const row = report.rows.find((r) => r.run_id === "run-006")!;
