@@ -237,6 +237,12 @@ describe("dynamic documents: version hash and access decision", () => {
     const regranted = [...events.slice(0, 2), { ...world.events[0], action_id: "t0c" }, ...events.slice(2)];
     const later = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 3, evidence: [ref], corpus: world.corpus, events: regranted });
     expect(later.integrity).toEqual({ valid: true, reasons: ["OK"] });
+    // A denial that records a grant contradicts itself: it is not of its form, so a reference
+    // recording "granted" cannot pass the observation check right after the run was denied.
+    const selfGranted = [world.events[0], { ...denied, access: "granted" as const }, ...world.events.slice(1)];
+    const forged = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c1", claim: "Alpha beta gamma", emission_anchor: 2, evidence: [ref], corpus: world.corpus, events: selfGranted });
+    expect(forged.integrity).toEqual({ valid: false, reasons: ["EVENT_SCHEMA_INVALID"] });
+    expect((await verifyEcReceipt(forged, world.corpus, selfGranted)).findings).toContainEqual(expect.objectContaining({ reason: "EVENT_SCHEMA_INVALID", event: 1, detail: expect.stringMatching(/never granted/) }));
   });
 
   it("replay under a substituted version fails with SOURCE_VERSION_MISMATCH", async () => {
@@ -578,6 +584,8 @@ describe("bundle replay", () => {
       (e: TraceEvent[]) => ((e[1] as unknown as Record<string, unknown>).action_type = 0),
       (e: TraceEvent[]) => ((e[0] as unknown as Record<string, unknown>).oracle = "the answer is c1"),
       (e: TraceEvent[]) => (e[1] = "answer" as unknown as TraceEvent),
+      // No answer event at all: a missing answer is an explicit answer event, so this is no committed execution.
+      (e: TraceEvent[]) => e.splice(e.findIndex((x) => x.action_type === "answer"), 1),
     ]) {
       const report = await edit((b) => mutate((b.rows["run-006"] as ExecutionRow).events));
       const row = report.rows.find((r) => r.run_id === "run-006")!;

@@ -361,6 +361,21 @@ describe("null members, conflict details and time bounds", () => {
     expect(both.body.error.detail).toContain("another usage receipt");
   });
 
+  it("a retry that writes a stored decision's threshold as another equal decimal is the same call, not a conflict", async () => {
+    const { post, get } = setup();
+    const r = receipt();
+    const decision = (threshold: string) => ({ invocation_id: r.invocation_id, decision: "allow", phase: "before-invocation", limit: { name: "daily", metric: "cost", threshold, currency: "USD" }, decided_at: 1_800_000_001 });
+    expect((await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision("1.50")] })).status).toBe(201);
+    const retry = await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision("1.5")] });
+    expect([retry.status, retry.body.stored], JSON.stringify(retry.body)).toEqual([200, false]);
+    // What was stored is kept as it was written, and answered so.
+    expect(retry.body.budget_decisions[0].limit.threshold).toBe("1.50");
+    expect((await get(r.invocation_id)).body.budget_decisions[0].limit.threshold).toBe("1.50");
+    // Another threshold is another decision, and the decisions with something else changed still conflict.
+    expect((await post("/v1/usage/receipts", { receipt: r, budget_decisions: [decision("1.51")] })).body.error.code).toBe("USAGE_RECORD_CONFLICT");
+    expect((await post("/v1/usage/receipts", { receipt: r, cache: { kind: "miss" }, budget_decisions: [decision("1.5")] })).body.error.code).toBe("USAGE_RECORD_CONFLICT");
+  });
+
   it("observed_at is Unix seconds: milliseconds (10^11 or more) and a time beyond the skew ahead of now are refused", async () => {
     const { post, get } = setup();
     for (const observed_at of [4_102_444_800_000, 1e11, TEST_NOW + 31]) {

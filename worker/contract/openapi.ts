@@ -106,7 +106,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "post", path: "/v1/ec/receipts/verify", summary: "an EC-Agent receipt against its corpus and events (docs/ec-receipts.md)", tag: "ec-agent", auth: "none", body: S.EcVerifyCall,
-    responses: { 200: { description: "{valid, reasons, recomputed, support}", schema: S.EcAnswer }, ...errors(400, 413, 500) },
+    responses: { 200: { description: "{valid, reasons, findings, recomputed, support}", schema: S.EcAnswer }, ...errors(400, 413, 500) },
   },
   {
     method: "post", path: "/v1/bundles/replay", summary: "replay of an EC-Agent receipt bundle: a deterministic report", tag: "ec-agent", auth: "none", body: S.BundleCall,

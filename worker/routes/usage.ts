@@ -123,6 +123,13 @@ async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocati
   if (Object.hasOwn(attributes, "invocation_id") && attributes.invocation_id !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
 }
 
+/** A budget decision's identity: canonical, its threshold a decimal ("1.5" and "1.50" are one limit). */
+const decisionKey = (d: { limit: { threshold: string } }): string => jcs({ ...d, limit: { ...d.limit, threshold: normalizeDecimal(d.limit.threshold) } });
+
+/** Whether two lists hold the same budget decisions in the same order, thresholds compared as decimals. */
+const sameDecisions = (a: { limit: { threshold: string } }[], b: readonly { limit: { threshold: string } }[]): boolean =>
+  a.length === b.length && a.every((d, i) => decisionKey(d) === decisionKey(b[i]));
+
 export const usageRoutes = new Hono<AppEnv>()
   /**
    * Validates and stores one usage receipt — given as `receipt`, or as `observed: {response,
@@ -156,8 +163,7 @@ export const usageRoutes = new Hono<AppEnv>()
   // One decision is one entry: the same decision twice would count it twice.
   const seen = new Map<string, number>();
   budget.forEach((d, i) => {
-    // A threshold is a decimal ("1.5" and "1.50" are one limit), so it is compared in its canonical form.
-    const key = jcs({ ...d, limit: { ...d.limit, threshold: normalizeDecimal(d.limit.threshold) } });
+    const key = decisionKey(d);
     const first = seen.get(key);
     if (first !== undefined) throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `budget_decisions[${i}] repeats budget_decisions[${first}]: a decision is recorded once`);
     seen.set(key, i);
@@ -173,7 +179,14 @@ export const usageRoutes = new Hono<AppEnv>()
     cache: cache ? jcs(cache.disposition) : null,
     budget_decisions: jcs(budget),
   };
-  const result = await store.store(entry, Math.floor(services.now()));
+  let result = await store.store(entry, Math.floor(services.now()));
+  // The same decisions with a threshold written otherwise ("1.5" for a stored "1.50") are the
+  // same decisions, so a retry that writes them so is the same call: the stored row answers it.
+  // Nothing else may differ, and the stored texts are kept as they are.
+  if (result.kind === "conflict" && result.differs.length === 1 && result.differs[0] === "budget_decisions") {
+    const held = await store.read(receipt.invocation_id);
+    if (held && sameDecisions(JSON.parse(held.budget_decisions), budget)) result = { kind: "existing", stored: held };
+  }
   if (result.kind === "conflict") {
     const id = receipt.invocation_id;
     const detail = result.differs.includes("receipt")

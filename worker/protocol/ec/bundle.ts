@@ -352,7 +352,11 @@ export async function replayBundle(bundle: unknown, options: { expectedBundleDig
     if (options.limits && row.rerun?.events && row.rerun.events.length > options.limits.events_per_trace) {
       throw new EcLimitError("events_per_trace", `row ${row.run_id}'s rerun has ${row.rerun.events.length} events; at most ${options.limits.events_per_trace} are compared in one call`);
     }
-    const eventsOk = memo.trace(row.events).findings.length === 0;
+    // A trace of its form that holds no answer event is not a committed execution either (a
+    // missing answer is an explicit answer event with empty output): with no receipt to report
+    // EVENT_NO_ANSWER, the row would otherwise reproduce as a match.
+    const prepared = memo.trace(row.events);
+    const eventsOk = prepared.findings.length === 0 && prepared.answer >= 0;
     const receipts: ReceiptReplay[] = [];
     for (const rec of row.receipts) {
       const stored = rec.receipt as Partial<EcReceipt> | null;

@@ -92,6 +92,9 @@ export function traceProblems(events: unknown): EventProblem[] {
     if ((typeof ev.doc_version === "string" || typeof ev.access === "string") && !OBSERVING_TYPES.includes(ev.action_type as string)) {
       bad("EVENT_SCHEMA_INVALID", `only ${OBSERVING_TYPES.join(", ")} events record doc_version and access`);
     }
+    // A denial that records a grant contradicts itself, and would let a reference recording
+    // "granted" pass the observation check right after the run was denied the document.
+    if (ev.action_type === "access_denied" && ev.access === "granted") bad("EVENT_SCHEMA_INVALID", "an access_denied event records a denial: its access is revoked or unauthorized, never granted");
     if (typeof ev.action_id !== "string" || ev.action_id === "") bad("EVENT_SCHEMA_INVALID", "action_id must be a non-empty string");
     else if (ids.has(ev.action_id)) bad("EVENT_DUPLICATE_ACTION_ID", `action_id ${JSON.stringify(ev.action_id)} appears twice`);
     else ids.add(ev.action_id);
