@@ -556,6 +556,24 @@ describe("the /v1/journal port routes", () => {
     expect(await sequenceNow()).toBe(before);
   });
 
+  it("a reconciliation past lease_until is taken though the alarm has not lapsed the lease yet: the lapse is written first, dated lease_until", async () => {
+    const later = (seconds: number) => {
+      const h2 = harness(env, ctx(), { now: () => TEST_NOW + seconds });
+      return (path: string, body: unknown) => h2.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify(body) });
+    };
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    expect((await start(c.trace_id, { lease_seconds: 30 })).body).toMatchObject({ fence: 1, lease_until: TEST_NOW + 30 });
+    // Still within the lease: refused, the holder finalises it.
+    const early = await later(29)(`/v1/receipts/${c.trace_id}/reconcile`, { outcome: "indeterminate" });
+    expect([early.status, early.body.error?.code]).toEqual([409, "EXECUTION_HELD"]);
+    // Past it (the alarm, armed on the real clock, has not run): the execution is lapsed, and reconcilable.
+    const late = await later(31)(`/v1/receipts/${c.trace_id}/reconcile`, { outcome: "reconciliation_required", reason: "runtime lost" });
+    expect([late.status, late.body.state]).toEqual([200, "reconciliation_required"]);
+    const history = (await evidence(c.trace_id)).body.history as { event: string; to: string; at: number; fence: number | null }[];
+    expect(history.slice(-3).map((e) => [e.event, e.to, e.at])).toEqual([["lapse", "started", TEST_NOW + 30], ["append", "indeterminate", TEST_NOW + 31], ["append", "reconciliation_required", TEST_NOW + 31]]);
+  });
+
   it("a prototype key at the top of attributes, detail, receipt or extensions is refused like one deeper, not silently dropped", async () => {
     const rp = (path: string, body: unknown) => post(`/v1/journal/${path}`, body, RP_TOKEN);
     const proto = () => JSON.parse('{"__proto__": {"polluted": true}}');

@@ -265,7 +265,10 @@ export const executionRoutes = new Hono<AppEnv>()
   const done = recordedOutcome(loaded.history, "reconcile");
   if (done && done.call.digest === (await prefixedDigest(jcs(call))) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
   const { record } = loaded;
-  const open = (record.state === "started" && record.lease_lapsed) || record.state === "indeterminate";
+  // A lease ends at lease_until, not when the alarm (which may run late) writes its lapse: past it the
+  // execution is as lapsed as a lapsed one, and the append that records the outcome writes the lapse first.
+  const ended = record.state === "started" && record.lease !== null && c.get("services").now() >= record.lease.until;
+  const open = (record.state === "started" && (record.lease_lapsed || ended)) || record.state === "indeterminate";
   if (!open) {
     if (record.state === "started") throw new ApiError(409, "EXECUTION_HELD", "the execution still holds its lease: finalise it with its fence");
     throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `a record in state ${record.state} has nothing to reconcile`);
