@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigurationError, journalShards, leaseSeconds } from "../../worker/config.js";
 import { durableJournalStub, INTAKE_TENANT, journalClient, journalObjectName } from "../../worker/journal-store.js";
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
+import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, INTAKE_TOKEN, RP_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { journalPortSuite } from "../support/journal-suite.js";
 
@@ -393,6 +394,28 @@ describe("execution: start, finalise, reconcile", () => {
     expect(e.text).not.toContain(secret);
     expect(e.text).not.toContain("X-Goog-Signature");
     expect(e.body.history.at(-1).extensions).toEqual({ "com.example.provider": { request_id: "req_1", Authorization: "[redacted]", signed: "[redacted]", echo: "[redacted]" } });
+  });
+
+  it("the digest kept of an outcome call is of the call as recorded: a redacted credential cannot be guessed back from it", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const sent = { fence: 1, outcome: "indeterminate", extensions: { "com.example.db": { password: "hunter2" } } };
+    expect((await finalize(c.trace_id, sent)).status).toBe(200);
+    const entry = (await evidence(c.trace_id)).body.history.at(-1);
+    expect(entry.extensions).toEqual({ "com.example.db": { password: "[redacted]" } });
+    // Before: the SHA-256 of the call as sent, so a dictionary run over the evidence found "hunter2".
+    expect(entry.detail.outcome_call.digest).not.toBe(await prefixedDigest(jcs(sent)));
+    expect(entry.detail.outcome_call.digest).toBe(await prefixedDigest(jcs({ ...sent, extensions: entry.extensions })));
+    // The same call again is still the same call.
+    expect((await finalize(c.trace_id, sent)).body).toMatchObject({ state: "indeterminate", idempotent_replay: true });
+    // And a reconciliation's reason likewise.
+    const why = { response: { ok: true }, reason: "db password=hunter2 rotated" };
+    expect((await reconcile(c.trace_id, why)).status).toBe(200);
+    const last = (await evidence(c.trace_id)).body.history.at(-1);
+    expect(last.detail.reason).toBe("db password=[redacted] rotated");
+    expect(last.detail.outcome_call.digest).not.toBe(await prefixedDigest(jcs(why)));
+    expect((await reconcile(c.trace_id, why)).body).toMatchObject({ state: "succeeded", idempotent_replay: true });
   });
 });
 
