@@ -358,6 +358,22 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await evidence("00000000000000ff")).status).toBe(404);
   });
 
+  it("content_type, outcome_status and declared come only with a response or an error: beside an outcome nothing would judge them, so they are 400, not silently dropped", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    for (const extra of [{ outcome_status: "succeeded" }, { content_type: "text/html" }, { declared: { max_size: 1 } }]) {
+      const f = await finalize(c.trace_id, { fence: 1, outcome: "indeterminate", ...extra });
+      expect([f.status, f.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      const r = await reconcile(c.trace_id, { outcome: "reconciliation_required", ...extra });
+      expect([r.status, r.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    }
+    expect((await finalize(c.trace_id, { fence: 1, outcome: "indeterminate" })).status).toBe(200);
+    const judged = await reconcile(c.trace_id, { response: { ok: true }, outcome_status: "succeeded", content_type: "application/json" });
+    expect(judged.status).toBe(200);
+    expect(judged.body.rules.find((r: { name: string }) => r.name === "OUT-007").verdict).toBe("deny");
+  });
+
   it("OUT-007 judges the outcome_status a finalise reports: outside the closed enum the final receipt is a deny; inside it, or absent, an allow; not a string, 400", async () => {
     const finalised = async (extra: Record<string, unknown>) => {
       const c = command();
