@@ -200,6 +200,18 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(right.body.receipt.verdict).toBe("allow");
   });
 
+  it("answers that fall short are recorded until the record holds 256 entries; the next is 409 CHALLENGE_ANSWERS_EXHAUSTED, not a 400, and the right evidence is still taken", async () => {
+    const c = command();
+    await h.intake(c);
+    const wrong = { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } };
+    // reserve, awaiting_policy, the challenged deny: 3 entries, then one per short answer.
+    for (let i = 0; i < 253; i++) expect((await answer(h, c.trace_id, wrong)).status).toBe(200);
+    const over = await answer(h, c.trace_id, wrong);
+    expect([over.status, over.body.error?.code]).toEqual([409, "CHALLENGE_ANSWERS_EXHAUSTED"]);
+    const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([right.status, right.body.receipt?.verdict]).toEqual([200, "allow"]);
+  }, 120_000);
+
   it("the server profile the policy floor needs, when the configuration requires it", async () => {
     const strict = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as Env, ctx());
     const c = command({ tool: "search_web", params: { query: "tides" } });

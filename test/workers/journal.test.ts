@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigurationError, journalShards, leaseSeconds } from "../../worker/config.js";
 import { durableJournalStub, INTAKE_TENANT, journalClient, journalObjectName } from "../../worker/journal-store.js";
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
+import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, INTAKE_TOKEN, RP_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { journalPortSuite } from "../support/journal-suite.js";
 
@@ -357,6 +358,22 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await evidence("00000000000000ff")).status).toBe(404);
   });
 
+  it("content_type, outcome_status and declared come only with a response or an error: beside an outcome nothing would judge them, so they are 400, not silently dropped", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    for (const extra of [{ outcome_status: "succeeded" }, { content_type: "text/html" }, { declared: { max_size: 1 } }]) {
+      const f = await finalize(c.trace_id, { fence: 1, outcome: "indeterminate", ...extra });
+      expect([f.status, f.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      const r = await reconcile(c.trace_id, { outcome: "reconciliation_required", ...extra });
+      expect([r.status, r.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    }
+    expect((await finalize(c.trace_id, { fence: 1, outcome: "indeterminate" })).status).toBe(200);
+    const judged = await reconcile(c.trace_id, { response: { ok: true }, outcome_status: "succeeded", content_type: "application/json" });
+    expect(judged.status).toBe(200);
+    expect(judged.body.rules.find((r: { name: string }) => r.name === "OUT-007").verdict).toBe("deny");
+  });
+
   it("OUT-007 judges the outcome_status a finalise reports: outside the closed enum the final receipt is a deny; inside it, or absent, an allow; not a string, 400", async () => {
     const finalised = async (extra: Record<string, unknown>) => {
       const c = command();
@@ -393,6 +410,28 @@ describe("execution: start, finalise, reconcile", () => {
     expect(e.text).not.toContain(secret);
     expect(e.text).not.toContain("X-Goog-Signature");
     expect(e.body.history.at(-1).extensions).toEqual({ "com.example.provider": { request_id: "req_1", Authorization: "[redacted]", signed: "[redacted]", echo: "[redacted]" } });
+  });
+
+  it("the digest kept of an outcome call is of the call as recorded: a redacted credential cannot be guessed back from it", async () => {
+    const c = command();
+    await h.intake(c);
+    await start(c.trace_id);
+    const sent = { fence: 1, outcome: "indeterminate", extensions: { "com.example.db": { password: "hunter2" } } };
+    expect((await finalize(c.trace_id, sent)).status).toBe(200);
+    const entry = (await evidence(c.trace_id)).body.history.at(-1);
+    expect(entry.extensions).toEqual({ "com.example.db": { password: "[redacted]" } });
+    // Before: the SHA-256 of the call as sent, so a dictionary run over the evidence found "hunter2".
+    expect(entry.detail.outcome_call.digest).not.toBe(await prefixedDigest(jcs(sent)));
+    expect(entry.detail.outcome_call.digest).toBe(await prefixedDigest(jcs({ ...sent, extensions: entry.extensions })));
+    // The same call again is still the same call.
+    expect((await finalize(c.trace_id, sent)).body).toMatchObject({ state: "indeterminate", idempotent_replay: true });
+    // And a reconciliation's reason likewise.
+    const why = { response: { ok: true }, reason: "db password=hunter2 rotated" };
+    expect((await reconcile(c.trace_id, why)).status).toBe(200);
+    const last = (await evidence(c.trace_id)).body.history.at(-1);
+    expect(last.detail.reason).toBe("db password=[redacted] rotated");
+    expect(last.detail.outcome_call.digest).not.toBe(await prefixedDigest(jcs(why)));
+    expect((await reconcile(c.trace_id, why)).body).toMatchObject({ state: "succeeded", idempotent_replay: true });
   });
 });
 
@@ -554,6 +593,24 @@ describe("the /v1/journal port routes", () => {
     const finalised = await at(31)(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: { ok: true } }, INTAKE_TOKEN);
     expect([finalised.status, finalised.body.error?.code]).toEqual([409, "FENCE_CONFLICT"]);
     expect(await sequenceNow()).toBe(before);
+  });
+
+  it("a reconciliation past lease_until is taken though the alarm has not lapsed the lease yet: the lapse is written first, dated lease_until", async () => {
+    const later = (seconds: number) => {
+      const h2 = harness(env, ctx(), { now: () => TEST_NOW + seconds });
+      return (path: string, body: unknown) => h2.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify(body) });
+    };
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    expect((await start(c.trace_id, { lease_seconds: 30 })).body).toMatchObject({ fence: 1, lease_until: TEST_NOW + 30 });
+    // Still within the lease: refused, the holder finalises it.
+    const early = await later(29)(`/v1/receipts/${c.trace_id}/reconcile`, { outcome: "indeterminate" });
+    expect([early.status, early.body.error?.code]).toEqual([409, "EXECUTION_HELD"]);
+    // Past it (the alarm, armed on the real clock, has not run): the execution is lapsed, and reconcilable.
+    const late = await later(31)(`/v1/receipts/${c.trace_id}/reconcile`, { outcome: "reconciliation_required", reason: "runtime lost" });
+    expect([late.status, late.body.state]).toEqual([200, "reconciliation_required"]);
+    const history = (await evidence(c.trace_id)).body.history as { event: string; to: string; at: number; fence: number | null }[];
+    expect(history.slice(-3).map((e) => [e.event, e.to, e.at])).toEqual([["lapse", "started", TEST_NOW + 30], ["append", "indeterminate", TEST_NOW + 31], ["append", "reconciliation_required", TEST_NOW + 31]]);
   });
 
   it("a prototype key at the top of attributes, detail, receipt or extensions is refused like one deeper, not silently dropped", async () => {

@@ -161,7 +161,7 @@ export const OPERATIONS: Operation[] = [
   },
   ...([
     ["reserve", S.ReserveCall, "reserve an idempotency key for an action digest: created | existing | conflict"],
-    ["append", S.AppendCall, "append one transition at an expected revision (never into started, which only claim enters; a receipt must have the CCS receipt form): appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
+    ["append", S.AppendCall, "append one transition at an expected revision (started is entered only by claim; started → started only under the live lease, with its fence; a repeated state is refused 400 once the history holds 256 entries; a receipt must have the CCS receipt form): appended | revision-conflict | not-found | fence-conflict | illegal-transition"],
     ["claim", S.ClaimCall, "claim the execution lease: claimed (with its fence) | held | not-eligible | revision-conflict | not-found"],
     ["verify-fence", S.VerifyFenceCall, "whether a fence holds the lease: valid | fence-conflict | not-found"],
     ["load", S.LoadCall, "a record with its ordered history: found | not-found"],

@@ -439,15 +439,20 @@ export const Started = z
   .meta({ id: "Started", description: "the execution lease: present `fence` when finalising" });
 
 const oneOutcome = (v: { response?: unknown; error?: unknown; outcome?: unknown }) => ["response", "error", "outcome"].filter((k) => Object.hasOwn(v, k)).length === 1;
+/** content_type, outcome_status and declared describe a tool's output, which the output rules judge: an outcome without one (indeterminate, reconciliation_required) has nothing for them to describe. */
+const outputOnly = (v: { outcome?: unknown }) => !Object.hasOwn(v, "outcome") || !["content_type", "outcome_status", "declared"].some((k) => Object.hasOwn(v, k));
+const OUTPUT_ONLY = "content_type, outcome_status and declared describe a response or an error: with outcome there is no output for the rules to judge";
 export const FinalizeCall = z
   .object({ fence, response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.literal("indeterminate").optional(), effect: Effect.optional(), ...toolOutput })
   .strict()
   .refine(oneOutcome, "exactly one of response, error and outcome")
+  .refine(outputOnly, OUTPUT_ONLY)
   .meta({ id: "FinalizeCall", description: "{fence, response} | {fence, error} | {fence, outcome: \"indeterminate\"}, with an optional effect disposition" });
 export const ReconcileCall = z
   .object({ response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.enum(["indeterminate", "reconciliation_required"]).optional(), effect: Effect.optional(), reason: z.string().max(1024).optional(), ...toolOutput })
   .strict()
   .refine(oneOutcome, "exactly one of response, error and outcome")
+  .refine(outputOnly, OUTPUT_ONLY)
   .meta({ id: "ReconcileCall", description: "resolves an unknown (lapsed) or indeterminate execution; outcome reconciliation_required on a lapsed lease is recorded through indeterminate (started → indeterminate → reconciliation_required, one transaction)" });
 export const Finalised = z
   .object({

@@ -19,7 +19,7 @@ import { HEX16 } from "../protocol/encoding.js";
 import { finaliseReceipt } from "../protocol/issuing/lifecycle.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import type { ToolOutput } from "../protocol/issuing/rules/types.js";
-import { prepareTransition, recordIdOf } from "../protocol/journal/core.js";
+import { prepareTransition, recordIdOf, redactedExtensions } from "../protocol/journal/core.js";
 import { grantedSkew, seconds } from "../protocol/checks/freshness.js";
 import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
@@ -98,6 +98,20 @@ function admissionOf(history: readonly JournalEntry[]): Receipt {
   return admission.receipt;
 }
 
+/**
+ * The digest that tells a retry of an outcome call from another call, kept in the entry's
+ * `outcome_call`. It is taken over the call as the entry records it, its `extensions` and `reason`
+ * with credentials redacted: a digest of the call as sent would keep a redacted credential in a
+ * form anyone who reads the evidence can test guesses against (`"password": "hunter2"` stored as
+ * `"[redacted]"` beside the SHA-256 of the call that held it). Calls that differ only in what
+ * redaction removes are the same call.
+ */
+async function callDigest(call: OutcomeCall): Promise<string> {
+  const extensions = call.extensions === undefined ? {} : { extensions: redactedExtensions(call.extensions) ?? call.extensions };
+  const reason = call.reason === undefined ? {} : { reason: snapshotJson(call.reason, { credentials: "redact" }) };
+  return prefixedDigest(jcs({ ...call, ...extensions, ...reason }));
+}
+
 /** The step that recorded an outcome (by `finalize` or `reconcile`), with the digest of the call that asked for it. */
 function recordedOutcome(history: readonly JournalEntry[], via: "finalize" | "reconcile") {
   for (let i = history.length - 1; i >= 0; i--) {
@@ -120,7 +134,7 @@ const DEFAULT_EFFECT: Record<"response" | "error", EffectDisposition> = { respon
  */
 async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: LoadedRecord, call: OutcomeCall, outcome: Outcome, fence: number | null, via: "finalize" | "reconcile") {
   const { record, history } = loaded;
-  const digest = await prefixedDigest(jcs(call));
+  const digest = await callDigest(call);
   let to: JournalState;
   let effect: EffectDisposition;
   let receipt: Receipt | null = null;
@@ -248,7 +262,7 @@ export const executionRoutes = new Hono<AppEnv>()
   const done = recordedOutcome(loaded.history, "finalize");
   if (done) {
     if (done.call.fence !== call.fence) throw new ApiError(409, "FENCE_CONFLICT", "this fence does not hold the execution; it was finalised under another");
-    if (done.call.digest !== (await prefixedDigest(jcs(call)))) throw new ApiError(409, "ALREADY_FINALISED", `finalised already with another outcome (${done.entry.to})`);
+    if (done.call.digest !== (await callDigest(call))) throw new ApiError(409, "ALREADY_FINALISED", `finalised already with another outcome (${done.entry.to})`);
     return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
   }
   const { record } = loaded;
@@ -263,9 +277,12 @@ export const executionRoutes = new Hono<AppEnv>()
   const call = validateBody(ReconcileCall, await readStrictJson(c, MAX_VERIFY_BODY)) as OutcomeCall;
   const loaded = await loadTrace(c, traceId);
   const done = recordedOutcome(loaded.history, "reconcile");
-  if (done && done.call.digest === (await prefixedDigest(jcs(call))) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
+  if (done && done.call.digest === (await callDigest(call)) && done.entry.revision === loaded.record.revision) return answer(c, traceId, loaded.record, done.entry.receipt, done.rules, true);
   const { record } = loaded;
-  const open = (record.state === "started" && record.lease_lapsed) || record.state === "indeterminate";
+  // A lease ends at lease_until, not when the alarm (which may run late) writes its lapse: past it the
+  // execution is as lapsed as a lapsed one, and the append that records the outcome writes the lapse first.
+  const ended = record.state === "started" && record.lease !== null && c.get("services").now() >= record.lease.until;
+  const open = (record.state === "started" && (record.lease_lapsed || ended)) || record.state === "indeterminate";
   if (!open) {
     if (record.state === "started") throw new ApiError(409, "EXECUTION_HELD", "the execution still holds its lease: finalise it with its fence");
     throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `a record in state ${record.state} has nothing to reconcile`);
