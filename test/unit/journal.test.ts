@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTransition, type JournalState } from "../../worker/protocol/journal/lifecycle.js";
 import { memoryJournal } from "../../worker/protocol/journal/memory.js";
-import { entryDigest, JournalInputError, MAX_REPEATING_HISTORY, MAX_TRANSITION_BYTES } from "../../worker/protocol/journal/core.js";
+import { entryDigest, historySize, JournalInputError, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../../worker/protocol/journal/core.js";
 import { journalPortSuite, RECEIPT } from "../support/journal-suite.js";
 
 const AT = 1_900_000_000;
@@ -147,6 +147,40 @@ describe("a history's length", () => {
     expect(j.append({ record_id: id, expected_revision: lapsed.record.revision, at: AT, to: "succeeded", effect: "applied" })).toMatchObject({ kind: "appended", record: { state: "succeeded" } });
     // The bound keeps a full history's load within what one answer may carry.
     expect(MAX_REPEATING_HISTORY * MAX_TRANSITION_BYTES).toBeLessThanOrEqual(16 * 1024 * 1024);
+  });
+});
+
+describe("a history's size", () => {
+  it("a repeated state is refused once the history would pass MAX_REPEATING_HISTORY_SIZE, well before 256 large entries; forward edges still close the record", () => {
+    // Every call replays the whole history: 256 entries of 32 KiB cost 0.3-0.7 s a call (review rv-51).
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "large-loop", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    let revision = 1;
+    const step = (to: JournalState) => j.append({ record_id: id, expected_revision: revision, at: AT, to, effect: "not-started", detail: { f: "x".repeat(30_000) } });
+    const first = step("awaiting_policy");
+    if (first.kind !== "appended") throw new Error(first.kind);
+    revision = first.record.revision;
+    let refused: unknown = null;
+    while (revision < MAX_REPEATING_HISTORY && refused === null) {
+      try {
+        const a = step("awaiting_approval");
+        if (a.kind !== "appended") throw new Error(a.kind);
+        revision = a.record.revision;
+      } catch (e) {
+        refused = e;
+      }
+    }
+    expect(refused).toBeInstanceOf(JournalInputError);
+    expect((refused as JournalInputError).message).toMatch(/refused past 1048576; record its next state instead/);
+    expect(revision).toBeLessThan(40);
+    const loaded = j.load(id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    expect(loaded.record.revision).toBe(revision);
+    expect(historySize(loaded.history)).toBeLessThanOrEqual(MAX_REPEATING_HISTORY_SIZE);
+    expect(historySize(loaded.history) + 30_000).toBeGreaterThan(MAX_REPEATING_HISTORY_SIZE);
+    expect(step("ready")).toMatchObject({ kind: "appended", record: { state: "ready", revision: revision + 1 } });
   });
 });
 

@@ -26,7 +26,7 @@ import type { Receipt } from "../protocol/receipt.js";
 import type { JournalEntry } from "../protocol/journal/port.js";
 import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { MAX_REPEATING_HISTORY } from "../protocol/journal/core.js";
+import { historySize, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../protocol/journal/core.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
 import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
 import { ownKeyRevoked } from "../own-key.js";
@@ -221,8 +221,8 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: stri
   // Each answer that falls short is one more awaiting_approval → awaiting_approval entry, and the
   // journal takes a repeated state only up to MAX_REPEATING_HISTORY entries: past it, an answer that
   // still falls short is not recorded (the journal's own refusal would be a 400 naming the port).
-  if (decidedState(admission) === "awaiting_approval" && loaded.history.length >= MAX_REPEATING_HISTORY) {
-    throw new ApiError(409, "CHALLENGE_ANSWERS_EXHAUSTED", `this trace's record holds ${loaded.history.length} entries, as many as it takes of one state repeated: an answer that still falls short is not recorded (its receipt is never answered); only evidence that completes the challenge is, until its deadline`);
+  if (decidedState(admission) === "awaiting_approval" && (loaded.history.length >= MAX_REPEATING_HISTORY || historySize(loaded.history) >= MAX_REPEATING_HISTORY_SIZE - MAX_TRANSITION_BYTES)) {
+    throw new ApiError(409, "CHALLENGE_ANSWERS_EXHAUSTED", `this trace's record holds ${loaded.history.length} entries, as many (or as large) as it takes of one state repeated: an answer that still falls short is not recorded (its receipt is never answered); only evidence that completes the challenge is, until its deadline`);
   }
   const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decisionOf(admission, null, (await issuing(c.env)).identity.fingerprint)] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);

@@ -78,6 +78,16 @@ export const MAX_EXTENSION_NAMESPACES = 16;
  * load could return again.
  */
 export const MAX_REPEATING_HISTORY = 256;
+/**
+ * The other bound on a repeated state: the characters (UTF-16 code units) of canonical JSON a
+ * record's history may hold when it repeats a state again. Every call on a record replays (digests
+ * and checks) its whole history, so 256 entries of 32 KiB (~8.5 MiB) cost 0.3-0.7 s a call; past
+ * this size a repeated state is refused as past the count, and a history stays within this size
+ * plus its forward steps (~1.4 MiB at most).
+ */
+export const MAX_REPEATING_HISTORY_SIZE = 1024 * 1024;
+/** The size MAX_REPEATING_HISTORY_SIZE counts: the canonical JSON of every entry. */
+export const historySize = (history: readonly JournalEntry[]): number => history.reduce((n, e) => n + jcs(e).length, 0);
 /** Reverse-DNS namespaces of at least three labels (`com.example.provider`). */
 export const EXTENSION_NAMESPACE = /^[a-z0-9](?:[a-z0-9-]{0,62})(?:\.[a-z0-9](?:[a-z0-9-]{0,62})){2,}$/;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]+$/;
@@ -103,8 +113,10 @@ export function recordIdOf(idempotencyKey: string): string {
 export const RECORD_ID = /^[0-9a-f]{32}$/;
 
 export function entryDigest(entry: JournalEntry): string {
-  return toHex(sha256(utf8(jcs(entry))));
+  return digestOfText(jcs(entry));
 }
+
+const digestOfText = (canonical: string): string => toHex(sha256(utf8(canonical)));
 
 export function checkIdempotencyKey(key: unknown): string {
   if (typeof key !== "string" || key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY || !IDEMPOTENCY_KEY.test(key)) {
@@ -151,7 +163,7 @@ export function redactedExtensions(value: unknown): JsonObject | null {
 }
 
 /** A transition's parts through the strict boundary, checked for form; what the adapters store. */
-export function prepareTransition(t: Transition): Required<Pick<Transition, "to" | "effect">> & { receipt: JsonObject | null; detail: JsonObject | null; extensions: JsonObject | null } {
+export function prepareTransition(t: Transition): Required<Pick<Transition, "to" | "effect">> & { receipt: JsonObject | null; detail: JsonObject | null; extensions: JsonObject | null; size: number } {
   if (!isJournalState(t.to)) throw new JournalInputError("MALFORMED_REQUEST", "to must be a journal state");
   if (!isEffectDisposition(t.effect)) throw new JournalInputError("MALFORMED_REQUEST", "effect must be an effect disposition");
   const receipt = jsonObjectOrNull(t.receipt, "receipt");
@@ -162,8 +174,9 @@ export function prepareTransition(t: Transition): Required<Pick<Transition, "to"
     if (!parsed.ok) throw new JournalInputError("MALFORMED_REQUEST", `receipt is not a CCS receipt: ${parsed.failures.map((f) => f.detail).join("; ")}`);
   }
   const extensions = redactedExtensions(t.extensions);
-  if (utf8(jcs({ receipt, detail, extensions })).byteLength > MAX_TRANSITION_BYTES) throw new JournalInputError("MALFORMED_REQUEST", `receipt, detail and extensions exceed ${MAX_TRANSITION_BYTES} bytes`);
-  return { to: t.to, effect: t.effect, receipt, detail, extensions };
+  const canonical = jcs({ receipt, detail, extensions });
+  if (utf8(canonical).byteLength > MAX_TRANSITION_BYTES) throw new JournalInputError("MALFORMED_REQUEST", `receipt, detail and extensions exceed ${MAX_TRANSITION_BYTES} bytes`);
+  return { to: t.to, effect: t.effect, receipt, detail, extensions, size: canonical.length };
 }
 
 function checkAt(at: unknown): number {
@@ -171,7 +184,7 @@ function checkAt(at: unknown): number {
   return at;
 }
 
-type Replayed = { ok: true; record: JournalRecord } | { ok: false; reason: string };
+type Replayed = { ok: true; record: JournalRecord; size: number } | { ok: false; reason: string };
 
 /** The record an ordered history adds up to, or why it does not add up. */
 export function replay(recordId: string, history: readonly JournalEntry[]): Replayed {
@@ -186,13 +199,17 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
     record_id: recordId, idempotency_key: d.idempotency_key, action_digest: d.action_digest, attributes: d.attributes as JsonObject,
     state: "reserved", effect: "not-started", revision: 1, fence: 0, lease: null, lease_lapsed: false, verdict: null, outcome_status: null, created_at: first.at, updated_at: first.at,
   };
-  let prev = entryDigest(first);
+  let canonical = jcs(first);
+  let size = canonical.length;
+  let prev = digestOfText(canonical);
   for (let i = 1; i < history.length; i++) {
     const e = history[i];
     const r = i + 1;
     if (e.revision !== r) return bad(`revision ${r} is missing or out of order (found ${e.revision})`);
     if (e.prev !== prev) return bad(`entry ${r} does not follow entry ${r - 1}`);
-    prev = entryDigest(e);
+    canonical = jcs(e);
+    size += canonical.length;
+    prev = digestOfText(canonical);
     if (!isJournalState(e.to) || !isEffectDisposition(e.effect)) return bad(`entry ${r} names no known state or effect`);
     if (!isConsistentEffect(e.to, e.effect)) return bad(`entry ${r}: ${e.to} cannot carry the effect ${e.effect}`);
     if (e.event === "reserve") return bad(`entry ${r} reserves an existing record`);
@@ -212,7 +229,7 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
     const verdict: string | null = e.receipt && typeof e.receipt.verdict === "string" ? e.receipt.verdict : rec.verdict;
     rec = { ...rec, state: e.to, effect: e.effect, revision: r, verdict, updated_at: e.at };
   }
-  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed) } };
+  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed) }, size };
 }
 
 const text = (v: JsonValue | undefined): string | null => (typeof v === "string" ? v : null);
@@ -267,7 +284,7 @@ function endedLease(record: JournalRecord, at: number): Omit<JournalEntry, "revi
   return { at: record.lease.until, event: "lapse", from: "started", to: "started", effect: "unknown", fence: record.fence + 1, lease_until: null, receipt: null, detail: null, extensions: null };
 }
 
-type Loaded = { kind: "found"; record: JournalRecord; history: JournalEntry[]; row: JournalRow } | { kind: "not-found" } | Corrupt;
+type Loaded = { kind: "found"; record: JournalRecord; history: JournalEntry[]; row: JournalRow; size: number } | { kind: "not-found" } | Corrupt;
 
 /** The journal's operations over `storage`. Synchronous: the adapter decides the transaction around each call. */
 export function journalCore(storage: JournalStorage, options: JournalCoreOptions) {
@@ -279,7 +296,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     if (!replayed.ok) return { kind: "corrupt", record_id: recordId, reason: replayed.reason };
     const disagreement = rowDisagrees(row, replayed.record, history);
     if (disagreement) return { kind: "corrupt", record_id: recordId, reason: disagreement };
-    return { kind: "found", record: replayed.record, history, row };
+    return { kind: "found", record: replayed.record, history, row, size: replayed.size };
   }
 
   /** Appends entries to a loaded record: replays the new history, writes it. */
@@ -311,6 +328,7 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     const { record } = loaded;
     if (record.revision !== input.expected_revision) return { kind: "revision-conflict", expected: input.expected_revision, actual: record.revision };
     let state = record.state;
+    let size = loaded.size;
     let holder = record.state === "started" && record.lease ? record.lease.fence : null;
     const drafts: Omit<JournalEntry, "revision" | "prev">[] = [];
     // A lease past its end holds nothing, whether or not the alarm has lapsed it yet: the lapse is written first, here.
@@ -331,6 +349,10 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
       if (step.to === state && loaded.history.length + drafts.length + 1 > MAX_REPEATING_HISTORY) {
         throw new JournalInputError("MALFORMED_REQUEST", `the record's history holds ${loaded.history.length + drafts.length} entries: ${state} → ${state} is refused past ${MAX_REPEATING_HISTORY}; record its next state instead`);
       }
+      if (step.to === state && size + step.size > MAX_REPEATING_HISTORY_SIZE) {
+        throw new JournalInputError("MALFORMED_REQUEST", `the record's history holds about ${size} characters of canonical JSON: ${state} → ${state} is refused past ${MAX_REPEATING_HISTORY_SIZE}; record its next state instead`);
+      }
+      size += step.size;
       drafts.push({ at, event: "append", from: state, to: step.to, effect: step.effect, fence: holder, lease_until: null, receipt: step.receipt, detail: step.detail, extensions: step.extensions });
       if (step.to !== "started") holder = null;
       state = step.to;
