@@ -212,6 +212,30 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect([right.status, right.body.receipt?.verdict]).toEqual([200, "allow"]);
   }, 120_000);
 
+  it("a Command a few hundred bytes under the message limit can still be answered: the evidence is not counted against the Command's limit", async () => {
+    const parent = (await h.intake(command({ tool: "search_web", params: { query: "near the limit" } }))).body.receipt;
+    const previous_receipt_hash = (await h.verify({ receipt: parent, audience: AUDIENCE, mode: "audit" })).body.receipt_hash;
+    const envelope = (delegation_reason: string) => ({ envelope_version: "1.3", original_receipt: parent, parent_trace_id: parent.trace_id, child_trace_id: "0123456789abcdef", delegation_reason, hop_count: 1, previous_receipt_hash });
+    const base = command();
+    // 50 bytes under the limit: any approval (over 100 bytes) takes the Command with it past 131072.
+    const pad = 131072 - 50 - jcs({ ...base, delegation_chain: envelope("") }).length;
+    const c = { ...base, delegation_chain: envelope("r".repeat(pad)) };
+    expect(jcs(c).length).toBe(131072 - 50);
+    const r = await h.intake(c);
+    expect(r.body.receipt).toMatchObject({ verdict: "deny", block_reason: "evidence_required: human_approval" });
+    const wrong = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } });
+    expect(wrong.status, JSON.stringify(wrong.body)).toBe(200);
+    expect(wrong.body.receipt.verdict).toBe("deny");
+    const approval = { approver: "ops@example.org", request_hash: await requestHash(c) };
+    const right = await answer(h, c.trace_id, { human_approval: approval });
+    expect(right.status, JSON.stringify(right.body)).toBe(200);
+    expect(right.body.receipt.verdict).toBe("allow");
+    expect(right.body.runtime_context).toEqual({ human_approval: approval, delegation: expect.objectContaining({ parent_trace_id: parent.trace_id, hop_count: 1 }) });
+    // Still a Command of its own limits: the same Command sent with the approval from the start is over it.
+    const whole = await h.intake({ ...command(), delegation_chain: envelope("r".repeat(pad)), human_approval: approval });
+    expect(whole.body.error.code).toBe("INTAKE_OVERFLOW");
+  });
+
   it("the server profile the policy floor needs, when the configuration requires it", async () => {
     const strict = harness({ ...env, POLICY_FLOOR_REQUIRES_PROFILE: "true" } as Env, ctx());
     const c = command({ tool: "search_web", params: { query: "tides" } });

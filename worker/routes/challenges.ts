@@ -17,7 +17,7 @@ import { HEX16 } from "../protocol/encoding.js";
 import { seconds } from "../protocol/checks/freshness.js";
 import { recordIdOf } from "../protocol/journal/core.js";
 import { buildChallenge, challengeDeadline, evidenceProblem, intakeMessage, type Challenge, type EvidenceGap } from "../protocol/issuing/challenge.js";
-import { IntakeError, parseIntake } from "../protocol/issuing/command.js";
+import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
@@ -39,6 +39,23 @@ export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing)
     delegation: (value) =>
       verifyDelegation(value, { audiences: [...audiences(c.env)], now: services.now(), policy: freshnessPolicy(c.env), orgId: c.env.ORG_ID || null, signedContexts: (traceId) => signedContexts(c, traceId) }, verifyDeps(services)),
   };
+}
+
+/**
+ * The stored Command with the evidence added, each checked in its own form. The Command was
+ * admitted within the intake message limit; the evidence (64 KiB call, an approval of at most
+ * 512-byte approver) is not counted against that limit with it, or a Command within a few hundred
+ * bytes of the limit would be given a challenge that no evidence could answer. The Command is
+ * parsed without the evidence it carried (an earlier answer's included), the evidence on a
+ * carrier of the Command's small fields: the limits of each are the intake's own.
+ */
+export function withEvidence(message: Record<string, unknown>, evidence: Record<string, unknown>): Intake {
+  const { human_approval, server_profile, ...rest } = message;
+  const command = parseIntake(rest);
+  const carried = { ...(human_approval === undefined ? {} : { human_approval }), ...(server_profile === undefined ? {} : { server_profile }), ...evidence };
+  const { intake_version, agent_id, tool, timestamp, trace_id } = rest;
+  const given = parseIntake({ intake_version, agent_id, tool, params: {}, timestamp, trace_id, ...carried });
+  return { ...command, humanApproval: given.humanApproval, serverProfile: given.serverProfile };
 }
 
 const challenges = (c: Context<AppEnv>, traceId: string) => c.env.INTAKE_CHALLENGES.get(c.env.INTAKE_CHALLENGES.idFromName(traceId));
@@ -98,7 +115,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     const gaps = JSON.parse(challenge.gaps) as EvidenceGap[];
     const problem = evidenceProblem(evidence, gaps);
     if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
-    const intake = parseIntake({ ...JSON.parse(challenge.message), ...evidence });
+    const intake = withEvidence(JSON.parse(challenge.message) as Record<string, unknown>, evidence);
     await refuseIfOwnKeyRevoked(c, own);
     // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
     // start, so no evidence can move it on; the challenge is given back as it was.
