@@ -465,6 +465,11 @@ function unavailableDoc(status: number | null, detail: string) {
 async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = withoutTrailingSlashes(values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787");
   const which = values.url !== undefined ? "--url" : "COUNTERSIGN_URL";
+  // The URL parser drops spaces and control characters at either end (and tabs and line breaks
+  // inside), so such a URL passed its check while the route appended to it as written did not:
+  // 'http://host:8787 ' failed at fetch (answered VERIFIER_UNAVAILABLE) and 'http://host:8787/ '
+  // called /%20/v1/... instead of the route.
+  if (/[\x00-\x20\x7f]/.test(url)) throw new UsageError(`${which} must not contain spaces or control characters, not ${JSON.stringify(url)}`);
   let parsed: URL | null = null;
   try {
     parsed = new URL(url);

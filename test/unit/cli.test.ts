@@ -464,6 +464,9 @@ describe("countersign sign and verify", () => {
       [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9/#top"], /--url must not carry a query or a fragment/],
       [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?"], /--url must not carry a query or a fragment/],
       [["anchors", "show", ISSUER, "--url", "http://user:pw@127.0.0.1:9"], /--url must not carry credentials/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9 "], /--url must not contain spaces or control characters/],
+      [["relying-parties", "rotate", "rp1", "--url", "http://127.0.0.1:9/ "], /--url must not contain spaces or control characters/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9\n"], /--url must not contain spaces or control characters/],
       [["anchors", "show", ISSUER, "--admin-token", "tok\nen", ...url], /--admin-token must be printable ASCII/],
       [["anchors", "show", ISSUER, "--admin-token", "tök€n", ...url], /--admin-token must be printable ASCII/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--admin-token", "token ", ...url], /--admin-token must be printable ASCII/],
@@ -485,6 +488,9 @@ describe("countersign sign and verify", () => {
     err = "";
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9/?v=1" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must not carry a query or a fragment/);
+    err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9\t" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must not contain spaces or control characters/);
     expect(fetched).toBe(0);
   });
 
