@@ -18,7 +18,8 @@ import { requestProblem, type PresentedRequest } from "../worker/protocol/checks
 import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
 import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
 import { MAX_VERIFY_BODY } from "../worker/config.js";
-import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
+import { DEFAULT_MAX_DEPTH, isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
+import { VERIFY_BODY_DEPTH as CHAIN_VERIFY_BODY_DEPTH } from "../worker/routes/chains.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
@@ -106,18 +107,24 @@ function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[]
   return parsed;
 }
 
-function readJson(io: Io, path: string, what: string): unknown {
-  let text: string;
+function readText(io: Io, path: string, what: string): string {
   try {
-    text = io.read(path);
+    return io.read(path);
   } catch (err) {
     throw new UsageError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+function parseJson(text: string, path: string, what: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
   try {
-    return parseStrictJson(text);
+    return parseStrictJson(text, maxDepth);
   } catch (err) {
     throw new UsageError(`${what} ${path} is not strict JSON: ${(err as Error).message}`);
   }
+}
+
+function readJson(io: Io, path: string, what: string): unknown {
+  return parseJson(readText(io, path, what), path, what);
 }
 
 const need = (value: string | undefined, flag: string): string => {
@@ -355,7 +362,13 @@ async function verify(io: Io, args: string[]): Promise<number> {
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
   if (values.lines) return verifyLines(io, file, values, trust, now);
-  const subject = subjectOf(readJson(io, file, "input"));
+  // Read as deep as the chain route reads a body (its hops' runtime contexts sit 3 levels deeper
+  // than on the receipt route), then held to what the route it goes to reads: a chain document
+  // the service verifies was refused here as nested deeper than 32.
+  const input = readText(io, file, "input");
+  const subject = subjectOf(parseJson(input, file, "input", CHAIN_VERIFY_BODY_DEPTH));
+  const depth = subject.path !== "/v1/chains/verify" ? DEFAULT_MAX_DEPTH : subject.bare ? CHAIN_VERIFY_BODY_DEPTH - 1 : CHAIN_VERIFY_BODY_DEPTH;
+  if (depth < CHAIN_VERIFY_BODY_DEPTH) parseJson(input, file, "input", depth);
   const chain = subject.path === "/v1/chains/verify";
   const body = subject.body;
   if (chain) notWith(["mode", "audience", "request", "response", "runtime-context"], "a chain");
