@@ -56,7 +56,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       a signed CCS v1.3 receipt (or, with --call, a verification call body);
                                                       URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
                                                       sequence an integer 0..2^53-1 (default: microseconds since the epoch,
-                                                      never repeated by one run), --block-reason for deny/escalate only
+                                                      never repeated by one run: under a "window" sequence_policy a receipt
+                                                      presented after one signed 1,024 us later is refused; give --sequence
+                                                      from a counter there), --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
