@@ -18,7 +18,8 @@ import { requestProblem, type PresentedRequest } from "../worker/protocol/checks
 import { isHttpsUri, MAX_URI_BYTES, parseReceipt, type Verdict } from "../worker/protocol/receipt.js";
 import { DEFAULT_FRESHNESS } from "../worker/protocol/checks/freshness.js";
 import { MAX_VERIFY_BODY } from "../worker/config.js";
-import { isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
+import { DEFAULT_MAX_DEPTH, isJsonObject, parseStrictJson } from "../worker/protocol/strict-json.js";
+import { VERIFY_BODY_DEPTH as CHAIN_VERIFY_BODY_DEPTH } from "../worker/routes/chains.js";
 import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./offline.js";
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
@@ -55,7 +56,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       a signed CCS v1.3 receipt (or, with --call, a verification call body);
                                                       URIs https://, 0 < lifetime <= ${DEFAULT_FRESHNESS.maxLifetime} (default 60), skew >= 0,
                                                       sequence an integer 0..2^53-1 (default: microseconds since the epoch,
-                                                      never repeated by one run), --block-reason for deny/escalate only
+                                                      never repeated by one run: under a "window" sequence_policy a receipt
+                                                      presented after one signed 1,024 us later is refused; give --sequence
+                                                      from a counter there), --block-reason for deny/escalate only
   verify FILE --anchors FILE [--audience URI] [--mode audit|enforce] [--at T]
        [--request FILE] [--response FILE] [--runtime-context FILE] [--org-id URI]
        [--seal FILE] [--no-freshness] [--now T]       a receipt, an envelope or a chain, offline
@@ -106,18 +109,24 @@ function parse<T extends NonNullable<ParseArgsConfig["options"]>>(args: string[]
   return parsed;
 }
 
-function readJson(io: Io, path: string, what: string): unknown {
-  let text: string;
+function readText(io: Io, path: string, what: string): string {
   try {
-    text = io.read(path);
+    return io.read(path);
   } catch (err) {
     throw new UsageError(`cannot read ${what} ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
   }
+}
+
+function parseJson(text: string, path: string, what: string, maxDepth = DEFAULT_MAX_DEPTH): unknown {
   try {
-    return parseStrictJson(text);
+    return parseStrictJson(text, maxDepth);
   } catch (err) {
     throw new UsageError(`${what} ${path} is not strict JSON: ${(err as Error).message}`);
   }
+}
+
+function readJson(io: Io, path: string, what: string): unknown {
+  return parseJson(readText(io, path, what), path, what);
 }
 
 const need = (value: string | undefined, flag: string): string => {
@@ -355,7 +364,13 @@ async function verify(io: Io, args: string[]): Promise<number> {
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
   if (values.lines) return verifyLines(io, file, values, trust, now);
-  const subject = subjectOf(readJson(io, file, "input"));
+  // Read as deep as the chain route reads a body (its hops' runtime contexts sit 3 levels deeper
+  // than on the receipt route), then held to what the route it goes to reads: a chain document
+  // the service verifies was refused here as nested deeper than 32.
+  const input = readText(io, file, "input");
+  const subject = subjectOf(parseJson(input, file, "input", CHAIN_VERIFY_BODY_DEPTH));
+  const depth = subject.path !== "/v1/chains/verify" ? DEFAULT_MAX_DEPTH : subject.bare ? CHAIN_VERIFY_BODY_DEPTH - 1 : CHAIN_VERIFY_BODY_DEPTH;
+  if (depth < CHAIN_VERIFY_BODY_DEPTH) parseJson(input, file, "input", depth);
   const chain = subject.path === "/v1/chains/verify";
   const body = subject.body;
   if (chain) notWith(["mode", "audience", "request", "response", "runtime-context"], "a chain");
@@ -465,6 +480,11 @@ function unavailableDoc(status: number | null, detail: string) {
 async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = withoutTrailingSlashes(values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787");
   const which = values.url !== undefined ? "--url" : "COUNTERSIGN_URL";
+  // The URL parser drops spaces and control characters at either end (and tabs and line breaks
+  // inside), so such a URL passed its check while the route appended to it as written did not:
+  // 'http://host:8787 ' failed at fetch (answered VERIFIER_UNAVAILABLE) and 'http://host:8787/ '
+  // called /%20/v1/... instead of the route.
+  if (/[\x00-\x20\x7f]/.test(url)) throw new UsageError(`${which} must not contain spaces or control characters, not ${JSON.stringify(url)}`);
   let parsed: URL | null = null;
   try {
     parsed = new URL(url);

@@ -103,6 +103,25 @@ describe("the quick start", () => {
     expect(anchor.revoked.map((r: any) => r.kid)).toEqual(["demo-2026"]);
   });
 
+  it("a restart after the demo party's token was rotated gives it DEMO_RP_TOKEN back, its records kept", async () => {
+    // Before, the start kept the party as it was (its noted digest still DEMO_RP_TOKEN's) and said
+    // "token: DEMO_RP_TOKEN in .dev.vars", while that token was refused 401.
+    const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
+    const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
+    const party = (token: string, path: string, body: unknown) =>
+      fetch(`${url}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect((await party(demoToken, "/v1/journal/reserve", { idempotency_key: "quick-start-rotated", action_digest: "d" })).status).toBe(200);
+    const rotated = await fetch(`${url}/v1/admin/relying-parties/demo-relying-party/token`, { method: "POST", headers: admin, body: "{}" });
+    expect(rotated.status).toBe(200);
+    expect((await party(demoToken, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" })).status).toBe(401);
+    await stop();
+    await start(Number(new URL(url).port));
+    expect(output, output).toContain("countersign is listening");
+    const loaded = await party(demoToken, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" });
+    expect([loaded.status, ((await loaded.json()) as any).kind]).toEqual([200, "found"]);
+    expect((await party((await rotated.json() as any).token, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" })).status).toBe(401);
+  });
+
   it("a restart leaves this deployment's own anchor as an admin set it: its verifier class and audit survive", async () => {
     const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
     const own = (await (await fetch(`${url}/.well-known/ccs-issuer`)).json()) as any;

@@ -464,6 +464,9 @@ describe("countersign sign and verify", () => {
       [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9/#top"], /--url must not carry a query or a fragment/],
       [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9?"], /--url must not carry a query or a fragment/],
       [["anchors", "show", ISSUER, "--url", "http://user:pw@127.0.0.1:9"], /--url must not carry credentials/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9 "], /--url must not contain spaces or control characters/],
+      [["relying-parties", "rotate", "rp1", "--url", "http://127.0.0.1:9/ "], /--url must not contain spaces or control characters/],
+      [["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9\n"], /--url must not contain spaces or control characters/],
       [["anchors", "show", ISSUER, "--admin-token", "tok\nen", ...url], /--admin-token must be printable ASCII/],
       [["anchors", "show", ISSUER, "--admin-token", "tök€n", ...url], /--admin-token must be printable ASCII/],
       [["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--admin-token", "token ", ...url], /--admin-token must be printable ASCII/],
@@ -485,6 +488,9 @@ describe("countersign sign and verify", () => {
     err = "";
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9/?v=1" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must not carry a query or a fragment/);
+    err = "";
+    expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9\t" }, err: (t) => void (err += t) })).toBe(2);
+    expect(err).toMatch(/COUNTERSIGN_URL must not contain spaces or control characters/);
     expect(fetched).toBe(0);
   });
 
@@ -632,6 +638,50 @@ describe("the CLI reaches the Worker's decision on every committed vector", () =
       const { status, ...body } = answers[envelopeCalls.length + j];
       expect(chainMismatches(v, { status, body } as ChainAnswer), v.id).toEqual([]);
     });
+  });
+});
+
+describe("countersign verify: a chain nested as deep as the chain route reads it", () => {
+  it("verifies offline a chain whose hop binds a runtime context of the receipt route's depth (31 levels), as the service does; one deeper is a usage error", async () => {
+    // The service's chain verify reads bodies 35 deep (972102a); the CLI parsed its input 32 deep
+    // and refused such a chain, bare or as a call body, exit 2 "nesting deeper than 32".
+    const { identity: makeIdentity, anchorFor, makeChainHops } = await import("../../vectors/ccs/factory.js");
+    const { buildChain } = await import("../../worker/protocol/chain.js");
+    const id = await makeIdentity("cli-deep-chain", "https://cli-deep-chain.example", "d1");
+    writeFileSync(at("deep-anchors.json"), JSON.stringify({ anchors: [anchorFor(id)] }));
+    const nest = (levels: number) => {
+      let v: unknown = 1;
+      for (let d = 0; d < levels; d++) v = { a: v };
+      return v;
+    };
+    const now = Math.floor(Date.now() / 1000);
+    const chainOf = async (levels: number) => {
+      const hops = await makeChainHops([0, 1].map((i) => ({ id, spec: { label: `cli-deep/${levels}/${i}`, audience: AUDIENCE, issuedAt: now - 5, sequence: now * 10 + i, runtimeContext: { x: nest(levels) } } })));
+      return buildChain(`cli-deep-${levels}`, hops);
+    };
+    // {x: 30 levels} is a runtime context of 31 levels: what the receipt route reads at its place there.
+    const chain = await chainOf(30);
+    writeFileSync(at("deep-chain.json"), JSON.stringify(chain));
+    writeFileSync(at("deep-call.json"), JSON.stringify({ chain }));
+    for (const file of ["deep-chain.json", "deep-call.json"]) {
+      const res = await run("verify", at(file), "--anchors", at("deep-anchors.json"), "--json");
+      expect([file, res.code, res.err]).toEqual([file, 0, ""]);
+      expect(JSON.parse(res.out)).toMatchObject({ chain_valid: true, total_hops: 2 });
+    }
+    // One level deeper is refused, as the service refuses it (400), bare or as a call body.
+    const deeper = await chainOf(31);
+    writeFileSync(at("deeper-chain.json"), JSON.stringify(deeper));
+    writeFileSync(at("deeper-call.json"), JSON.stringify({ chain: deeper }));
+    for (const file of ["deeper-chain.json", "deeper-call.json"]) {
+      const res = await run("verify", at(file), "--anchors", at("deep-anchors.json"), "--json");
+      expect([file, res.code]).toEqual([file, 2]);
+      expect(res.err).toMatch(/nesting deeper than 3[45]/);
+    }
+    // A receipt call stays held to the receipt route's 32.
+    writeFileSync(at("deep-receipt-call.json"), JSON.stringify({ receipt: (chain.entries[0] as { receipt: unknown }).receipt, audience: AUDIENCE, runtime_context: { x: nest(31) } }));
+    const receipt = await run("verify", at("deep-receipt-call.json"), "--anchors", at("deep-anchors.json"), "--json");
+    expect(receipt.code).toBe(2);
+    expect(receipt.err).toMatch(/nesting deeper than 32/);
   });
 });
 

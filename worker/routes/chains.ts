@@ -62,7 +62,7 @@ function chainDeps(c: Context<AppEnv>, services: Services): ChainDeps {
  * `{entry: {runtime_context}}`, depth 3), so each route's cap is raised by that difference: a
  * receipt verifiable with its context on the receipt route can be presented in a chain.
  */
-const VERIFY_BODY_DEPTH = DEFAULT_MAX_DEPTH + 3;
+export const VERIFY_BODY_DEPTH = DEFAULT_MAX_DEPTH + 3;
 const HOP_BODY_DEPTH = DEFAULT_MAX_DEPTH + 1;
 
 /** The chain id a path names: 400 when it cannot be one, before any read. */
