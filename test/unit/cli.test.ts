@@ -5,6 +5,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -229,6 +230,23 @@ describe("countersign sign and verify", () => {
     child.stdout.once("data", () => child.stdout.destroy());
     const code = await new Promise<number | null>((done) => child.on("close", (c) => done(c)));
     expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
+  }, 60_000);
+
+  it("relying-parties rotate whose standard output is closed before its answer fails (exit 1): the token it was shown once is lost, the old one already refused", async () => {
+    const server = createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ name: "rp1", token: "t".repeat(40), audiences: [AUDIENCE] })));
+    await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready));
+    try {
+      const { port } = server.address() as { port: number };
+      const child = spawn(process.execPath, [resolve(ROOT, "cli/bin.mjs"), "relying-parties", "rotate", "rp1", "--url", `http://127.0.0.1:${port}`, "--admin-token", "adm", "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+      child.stdout.destroy();
+      let stderr = "";
+      child.stderr.on("data", (d) => void (stderr += d));
+      const code = await new Promise<number | null>((done) => child.on("close", (c) => done(c)));
+      expect(code).toBe(1);
+      expect(stderr).toMatch(/could not be written \(standard output was closed\)/);
+    } finally {
+      server.close();
+    }
   }, 60_000);
 
   it("a call body that names no audience is refused as the service refuses it (MALFORMED_REQUEST), not completed from its receipt; a bare receipt still speaks for its own", async () => {
