@@ -638,16 +638,29 @@ export const FIND_EXEC: ReadonlySet<string> = new Set(["-exec", "-execdir", "-ok
 /**
  * The scripts the actions of a `find` hand to a shell (`find / -exec sh -c 'rm -rf /' \;`): each
  * action's words, to its `;` or `+`, read as a command of their own. Each action's end is found
- * once, from the end, and the actions' words do not overlap, so the reading is linear.
+ * once, from the end, and its program with one memo for the line (programAt). An action that runs
+ * `find` again has its own actions inside the same words, to the same end: they are read on in
+ * this same pass, from that program word, rather than by reading a copy of the action's words as a
+ * command (review rv-54: `find /` and `-exec find` × 5,500 copied the rest of the line at every
+ * level, 2 s an intake at 4,000 levels, and recursed once a level: a stack overflow, answered 500).
+ * Every other action's words are read once and skipped, so the reading is linear.
  */
 function findActionScripts(args: string[]): string[] {
   const stop = findActionEnds(args);
+  const memo = new Map<string, ProgramFound>();
   const scripts: string[] = [];
   for (let k = 0; k < args.length; k++) {
     if (!FIND_EXEC.has(args[k])) continue;
-    const words = args.slice(k + 1, stop[k + 1]);
+    const end = stop[k + 1];
+    const program = programAt(args, k + 1, end, memo);
+    if (program !== null && program.name.toLowerCase() === "find") {
+      // The nested find's actions end where this one does: read on from its program word.
+      k = program.at;
+      continue;
+    }
+    const words = args.slice(k + 1, end);
     if (words.length > 0) scripts.push(...scriptsOf({ ...EMPTY_COMMAND, words }, undefined));
-    k = stop[k + 1];
+    k = end;
   }
   return scripts;
 }
