@@ -55,6 +55,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.35": "5d4386499dec4e6fe7339920f2c84e69a9c67591965597ff0f800cd091f9904c",
   "countersign/0.2.36": "a31f9e6f99a9b4ace5ac8bae8d27780dabf2fcad9831e672a91837e7ab7db730",
   "countersign/0.2.37": "5f45bf295819c1bdfa32ccb98314d3c83545ad6397c42a8c3ebe21841143e68d",
+  "countersign/0.2.38": "f856e000d7056130da378fc9942e6bdfc070dac5f55e665b24248bec5f1d2775",
 };
 
 /**

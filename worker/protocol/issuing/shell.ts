@@ -260,8 +260,8 @@ export const SHELL_WORK_BASE = 65_536;
 
 /** A command line whose reading would pass the work bound: judged as a deny by the rule that read it. */
 export class ShellTooComplex extends Error {
-  constructor(length: number) {
-    super(`a command line of ${length} characters whose reading passes ${SHELL_WORK_PER_CHAR} reads a character (nested substitutions): not judged, refused`);
+  constructor(length: number, message = `a command line of ${length} characters whose reading passes ${SHELL_WORK_PER_CHAR} reads a character (nested substitutions): not judged, refused`) {
+    super(message);
     this.name = "ShellTooComplex";
   }
 }
