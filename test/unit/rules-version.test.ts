@@ -56,6 +56,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.36": "a31f9e6f99a9b4ace5ac8bae8d27780dabf2fcad9831e672a91837e7ab7db730",
   "countersign/0.2.37": "5f45bf295819c1bdfa32ccb98314d3c83545ad6397c42a8c3ebe21841143e68d",
   "countersign/0.2.38": "f856e000d7056130da378fc9942e6bdfc070dac5f55e665b24248bec5f1d2775",
+  "countersign/0.2.39": "041c4458527e73b5b98db35691ac909d664948bf6298be3d7850dece49e21af0",
 };
 
 /**
