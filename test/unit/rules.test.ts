@@ -656,6 +656,14 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
   });
 });
 
+describe("SEC-002 finds a wrapper, and a find's program, without regard to case, as it finds rm (review rv-54)", () => {
+  it("denies SUDO rm -rf /, XARGS rm -rf <<< /, SUDO -s <<< 'rm -rf /', FIND / | xargs rm -rf and R=rm; FIND / -exec $R {} +", async () => {
+    for (const command of ["SUDO rm -rf /", "Sudo -u root rm -rf /", "XARGS rm -rf <<< /", "ENV rm -rf /", "Timeout 5 rm -rf /", "SUDO -s <<< 'rm -rf /'", "DOAS -s <<< 'rm -rf /'", "FIND / | xargs rm -rf", "R=rm; FIND / -exec $R {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["SUDO ls /", "ENV rm -rf ./build", "FIND . -name x"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 reads the standard input of sudo -s / sudo -i / doas -s given no command as a shell's (review rv-50)", () => {
   it("scores the script such a shell reads", async () => {
     for (const command of ["sudo -s <<< 'rm -rf /'", "sudo -i <<< 'rm -rf /'", "echo 'rm -rf /' | sudo -i", "sudo -u root -s <<EOF\nrm -rf /\nEOF", "sudo --login <<< 'rm -rf /'", "doas -s <<< 'rm -rf /'"])

@@ -626,9 +626,9 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
 
 /** Whether words that name no program are `sudo` with `-s`/`-i` (`--shell`, `--login`) or `doas` with `-s`: a shell reading its standard input. */
 function runsStdinShell(words: readonly string[]): boolean {
-  const at = words.findIndex((w) => /^(?:sudo|doas)$/.test(w.slice(w.lastIndexOf("/") + 1)));
+  const at = words.findIndex((w) => /^(?:sudo|doas)$/i.test(w.slice(w.lastIndexOf("/") + 1)));
   if (at < 0) return false;
-  const doas = words[at].endsWith("doas");
+  const doas = words[at].toLowerCase().endsWith("doas");
   return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || a === "--shell" || a === "--login"));
 }
 
@@ -796,12 +796,15 @@ export function programAt(words: readonly string[], from: number, to: number, me
     }
     if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED_PREFIX.has(w)) continue;
     const name = w.slice(w.lastIndexOf("/") + 1);
-    const wrapping = WRAPPER.get(name);
+    // A wrapper's name compared without regard to case, as the programs rm and find are: macOS's
+    // default filesystem finds /usr/bin/sudo for `SUDO` (review rv-54: `SUDO rm -rf /` was allowed).
+    const folded = name.toLowerCase();
+    const wrapping = WRAPPER.get(folded);
     if (wrapping) {
       wrapper = wrapping;
-      wrapperName = name;
+      wrapperName = folded;
       operands = wrapping.operands;
-      viaXargs ||= name === "xargs";
+      viaXargs ||= folded === "xargs";
       continue;
     }
     return done({ at: i, name, viaXargs });

@@ -266,10 +266,10 @@ function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, va
   if (!inv) return null;
   let argv = resolveProgram(inv.argv, vars);
   // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): the word after each action, when a variable assigned earlier, is its value's words.
-  if (inv.name === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
+  if (inv.name.toLowerCase() === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
   if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
-  return [...argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
+  return [...argv, ...(feeder?.name.toLowerCase() === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
 }
 
 /** A program word that is only a variable, `$NAME` or `${NAME}`. */
