@@ -54,4 +54,13 @@ describe("find actions read in linear time", () => {
     expect(await verdict("find / -exec find /tmp -exec echo {} \\; -exec sh -c 'rm -rf /' \\;")).toBe("deny");
     expect(await verdict("find / -exec find /tmp -exec echo {} \\; -exec sh -c 'ls' \\;")).toBe("allow");
   }, 60_000);
+
+  it("judges each action's program word once, however many actions find it past a wrapper's options (review rv-54)", async () => {
+    const verdict = async (c: string) => (await judged("run_shell", { command: c })).find((r) => r.name === "SEC-002")?.verdict;
+    const started = performance.now();
+    expect(await verdict("find / " + "-ok sudo ".repeat(5_000) + "x$a".repeat(5_000) + " ;")).toBe("allow");
+    expect(await verdict("find / " + "-ok sudo ".repeat(5_000) + "r${x}m" + " ;")).toBe("escalate");
+    expect(performance.now() - started).toBeLessThan(1_000);
+  }, 60_000);
 });
+

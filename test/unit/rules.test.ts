@@ -4,6 +4,7 @@ import type { InputContext, OutputContext, ToolOutput } from "../../worker/proto
 import { classifyHost, urlHost } from "../../worker/protocol/issuing/hosts.js";
 import { checkPolicyFloor } from "../../worker/protocol/issuing/policy-floor.js";
 import { pythonFloat } from "../../worker/protocol/issuing/legacy-hmac.js";
+import { parseShell, withoutParameterExpansions } from "../../worker/protocol/issuing/shell.js";
 import { canonicalConfig, configHash, VERIFIER_VERSION } from "../../worker/protocol/issuing/config.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { pinnedIssuer } from "../../worker/protocol/anchors.js";
@@ -653,6 +654,38 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
     for (const command of ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"])
       expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
     for (const command of ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("a parameter expansion is read as empty past quotes, escapes, nesting and special parameters (review rv-54)", () => {
+  it("writes a name that a quote or escape ends, and that a name character follows, as ${name}", () => {
+    const word = (line: string) => parseShell(line).commands[0].words[0];
+    expect(word('"r"$x"m"')).toBe("r${x}m");
+    expect(word('r"$x"m')).toBe("r${x}m");
+    expect(word("r$x\\m")).toBe("r${x}m");
+    expect(word("$x''m")).toBe("${x}m");
+    // Unchanged: a name that goes on in its own context, one that no name character follows, one in single quotes.
+    for (const [line, read] of [["$xm", "$xm"], ['"$x-m"', "$x-m"], ['"$HOME"/x', "$HOME/x"], ["'$x'm", "$xm"], ['"$R"', "$R"], ["${x}m", "${x}m"]]) expect(word(line), line).toBe(read);
+  });
+
+  it("takes nested ${…} and special parameters as empty, in linear time", () => {
+    expect(withoutParameterExpansions("http://169.254.169.254${z:-${y}}/x")).toBe("http://169.254.169.254/x");
+    expect(withoutParameterExpansions("a$-b$#c$?d$$e$!f$1g$@h${x}i$name/j")).toBe("abcdefghi/j");
+    expect(withoutParameterExpansions("a${b")).toBe("a${b");
+    const started = performance.now();
+    withoutParameterExpansions("${".repeat(30_000) + "}".repeat(30_000));
+    withoutParameterExpansions("${".repeat(60_000));
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it("escalates a forced recursive rm whose program is rm were its expansions empty, however they are written", async () => {
+    for (const command of ['"r"$x"m" -rf /', 'r"$x"m -rf /', "r$x\\m -rf /", "r${x:-${y}}m -rf /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
+  });
+
+  it("denies a metadata or loopback URL written with a nested or special expansion, or a name a quote ends", async () => {
+    for (const command of ["curl http://169.254.169.254${z:-${y}}/latest/meta-data/", "curl http://169.254.169.254$-/latest/meta-data/", "curl http://127.0.0.1$#/", 'curl http://169.254.169.25"$zz"4/latest/meta-data/'])
+      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-001", input("bash", { command: "curl https://example.com/$x" }))).toBe("allow");
   });
 });
 

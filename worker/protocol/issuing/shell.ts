@@ -300,6 +300,35 @@ export function withShellWork<T>(judge: () => T): T {
   }
 }
 
+/**
+ * `word` with its parameter expansions taken as empty, as a shell expands an unset variable: `$name`,
+ * `${…}` of any form, one nested in it included (`${z:-${y}}`: an expression without nesting left
+ * `${z:-}` behind, review rv-54), a positional or special parameter (`$1`, `$@`, `$*`, `$#`, `$?`,
+ * `$$`, `$!`, `$-`). An unclosed `${` is kept. Linear: the `}` closing each `${` is found with one stack.
+ */
+export function withoutParameterExpansions(word: string): string {
+  if (!word.includes("$")) return word;
+  const close = new Int32Array(word.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < word.length; i++) {
+    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
+    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
+  }
+  let out = "";
+  for (let i = 0; i < word.length; i++) {
+    const c = word[i];
+    const next = word[i + 1] ?? "";
+    if (c !== "$") out += c;
+    else if (next === "{" && close[i] >= 0) i = close[i];
+    else if (/^[A-Za-z_]$/.test(next)) {
+      i++;
+      while (i + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[i + 1])) i++;
+    } else if (/^[0-9@*#?$!-]$/.test(next)) i++;
+    else out += c;
+  }
+  return out;
+}
+
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
 export function parseShell(input: string, depth = 0): ParsedShell {
   // Reading is synchronous, so one counter serves the top-level call and every read nested in it.
@@ -363,7 +392,32 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
    * quoted part elsewhere in the word (`{rm,-rf,/}''`, `{rm,-rf,"/"}`) does not stop the expansion.
    */
   let view = "";
-  const add = (text: string, quoted: boolean) => {
+  /**
+   * The context a character is read in, for the parameter expansions of a word: a number for the
+   * unquoted text or one double-quoted string (a new one at every quote), -1 for text in which `$`
+   * expands nothing or a name cannot go on (single quotes, an escape, `$'…'`, a substitution).
+   */
+  let context = 0;
+  /** An expanding `$` just added (the word and view before it), and the name after it being read. */
+  let dollar: { word: string; view: string; context: number; name: string | null } | null = null;
+  const add = (text: string, quoted: boolean, at = -1) => {
+    if (dollar !== null) {
+      if (dollar.name === null && at === dollar.context && at >= 0 && /^[A-Za-z_]$/.test(text)) {
+        dollar.name = text;
+      } else if (dollar.name !== null && at === dollar.context && at >= 0 && /^[A-Za-z0-9_]$/.test(text)) {
+        dollar.name += text;
+      } else {
+        // The name ends here. A name character read in another context goes on the word but not
+        // the name (`"r"$x"m"`, `r"$x"m`, `r$x\m` are r, $x, m: rm with x unset), yet `$xm` would be
+        // read as one name: it is written `${x}` (review rv-54: such words were allowed as rm).
+        if (dollar.name !== null && at !== dollar.context && /^[A-Za-z0-9_]/.test(text)) {
+          word = dollar.word + "${" + dollar.name + "}";
+          view = dollar.view + "\u0001".repeat(dollar.name.length + 3);
+        }
+        dollar = null;
+      }
+    }
+    if (text === "$" && at >= 0) dollar = { word: word ?? "", view, context: at, name: null };
     word = (word ?? "") + text;
     view += quoted ? "\u0001".repeat(text.length) : text;
   };
@@ -374,6 +428,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     const seen = view;
     word = null;
     view = "";
+    dollar = null;
     const brace = herestringNext || seen.length !== w.length ? null : braceExpansion(seen);
     if (brace) {
       const { open, close } = brace;
@@ -430,8 +485,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     const ifsBefore = afterIFS;
     afterIFS = false;
     if (quote === "'") {
-      if (c === "'") quote = null;
-      else add(c, true);
+      if (c === "'") {
+        quote = null;
+        context++;
+      } else add(c, true);
       continue;
     }
     if (c === "\\" && i + 1 < s.length) {
@@ -456,8 +513,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       continue;
     }
     if (quote === '"') {
-      if (c === '"') quote = null;
-      else add(c, true);
+      if (c === '"') {
+        quote = null;
+        context++;
+      } else add(c, true, context);
       continue;
     }
     if (c === "$" && s[i + 1] === '"') {
@@ -474,6 +533,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     }
     if (c === "'" || c === '"') {
       quote = c;
+      context++;
       word = word ?? "";
     } else if (c === "$" && IFS.test(s.slice(i, i + 6))) {
       // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
@@ -527,7 +587,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     // A `#` after a carriage return is not a comment either: `\r` ends no token for the shell.
     else if (c === "#" && word === null && !ifsBefore && s[i - 1] !== "\r") {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
-    } else add(c, false);
+    } else add(c, false, context);
   }
   endCommand(false);
   commands.forEach((command, i) => {

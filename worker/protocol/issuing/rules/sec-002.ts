@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /**
@@ -8,9 +8,7 @@ import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./t
  * a shell expands an unset variable to nothing, so what it runs depends on a value the verifier
  * cannot see (review rv-50: `rm${x} -rf /` was allowed while `${x}rm -rf /` escalated).
  */
-const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")).toLowerCase() === "rm") };
-/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or special parameter. */
-const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]/g;
+const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(withoutParameterExpansions(word)).toLowerCase() === "rm") };
 const baseName = (word: string): string => word.slice(word.lastIndexOf("/") + 1);
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
@@ -244,13 +242,22 @@ function findDeletionTargets(argv: string[], unresolved = false): string[] {
   rmWord[argv.length] = argv.length;
   for (let k = argv.length - 1; k >= 0; k--) rmWord[k] = RM_IN_SCRIPT.test(argv[k]) ? k : rmWord[k + 1];
   const memo = new Map<string, ProgramFound>();
+  // Each program word judged once for its action's end: past a wrapper's options (`-ok sudo -ok sudo … $x…`)
+  // every action finds the same word, and reading it again for each was quadratic (1.3 s an intake).
+  const judged = new Map<string, boolean>();
   const runsRm = (from: number, to: number): boolean => {
     const program = programAt(argv, from, to, memo);
     if (!program) return false;
-    // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
-    if (unresolved) return UNRESOLVED_PROGRAM.test(argv[program.at]);
-    if (program.name.toLowerCase() === "rm") return true;
-    return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
+    const key = `${program.at}|${to}`;
+    let known = judged.get(key);
+    if (known === undefined) {
+      // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
+      if (unresolved) known = UNRESOLVED_PROGRAM.test(argv[program.at]);
+      else if (program.name.toLowerCase() === "rm") known = true;
+      else known = SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
+      judged.set(key, known);
+    }
+    return known;
   };
   const deletes = (!unresolved && argv.includes("-delete")) || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
   return deletes ? findStartPaths(argv) : [];
