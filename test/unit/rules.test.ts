@@ -657,6 +657,15 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
   });
 });
 
+describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
+  it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
+    for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "~+/../etc/shadow" }))).toBe("deny");
+    for (const command of ["cat ~+/src/../README.md", "cat $1/a/../b"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("a parameter expansion is read as empty past quotes, escapes, nesting and special parameters (review rv-54)", () => {
   it("writes a name that a quote or escape ends, and that a name character follows, as ${name}", () => {
     const word = (line: string) => parseShell(line).commands[0].words[0];

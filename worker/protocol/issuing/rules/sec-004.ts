@@ -32,10 +32,16 @@ export function traversalTarget(path: string): string | null {
   return absolute || escaped ? "/" + stack.join("/") : null;
 }
 
-/** A leading tilde prefix or plain variable followed by `/`: the worst case of a directory the verifier cannot see is its being `/`. */
-const LEADING_HOME = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)(?=\/)/;
+/**
+ * A leading tilde prefix (`~`, `~user`, and `~+`/`~-`, the working directories), plain variable or
+ * positional or special parameter (`$1`, `${1}`, `$@`) followed by `/`: the worst case of a directory the verifier
+ * cannot see is its being `/` (review rv-54: `cat ~+/../etc/shadow`, which is `./../etc/shadow`, and
+ * `cat $1/../etc/shadow` were allowed while `cat ../etc/shadow` is denied).
+ */
+const LEADING_DIRECTORY = String.raw`~[+-]|~[A-Za-z0-9._-]*|\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]`;
+const LEADING_HOME = new RegExp(`^(?:${LEADING_DIRECTORY})(?=/)`);
 /** LEADING_HOME as a whole segment (the part of a segment after an `=`). */
-const LEADING_HOME_WHOLE = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$/;
+const LEADING_HOME_WHOLE = new RegExp(`^(?:${LEADING_DIRECTORY})$`);
 
 /** `%2e`, `%2f`, `%5c` decoded and `\` read as `/`, as a path is judged. */
 const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
