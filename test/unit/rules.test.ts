@@ -657,6 +657,14 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
   });
 });
 
+describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
+  it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
+    for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=/dev/zero of=${x:-/tmp/img}", "dd if=x of=${OUT}/disk.img"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
   it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
     for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])

@@ -324,13 +324,20 @@ function wipesRoot(argv: string[]): boolean {
 /**
  * Whether a `dd` output path names a device: under `/dev/` once resolved lexically as an rm target is
  * (`//dev/sda`, `/./dev/sda`, `/tmp/../dev/sda`; review rv-50: only a literal `of=/dev/` counted),
- * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`.
+ * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`, or its default
+ * or alternate value (`${x:-/dev/sda}`).
  */
 function writesDevice(path: string): boolean {
   const lead = LEADING_EXPANSION.exec(path);
-  const bare = lead ? path.slice(lead[0].length) : path;
-  return bare.startsWith("/") && resolveRmPath(bare).startsWith("/dev/");
+  if (!lead) return path.startsWith("/") && resolveRmPath(path).startsWith("/dev/");
+  const rest = path.slice(lead[0].length);
+  // A default or alternate value, `${x:-/dev/sda}`, is what the shell writes when x is unset (or set): read too (review rv-54).
+  const value = WORD_VALUE.exec(lead[0]);
+  return [rest, ...(value ? [value[1] + rest] : [])].some((p) => p.startsWith("/") && resolveRmPath(p).startsWith("/dev/"));
 }
+
+/** A `${name:-word}`, `${name-word}`, `${name:=word}`, `${name=word}`, `${name:+word}` or `${name+word}` expansion, its word captured. */
+const WORD_VALUE = /^\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+]([^{}]*)\}$/;
 
 /**
  * The chain score of a command line: one for each command chained after the first (a subshell
