@@ -61,6 +61,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.41": "dd0e90d9ab5cf8d4133d47ffe839618e5f7781f7e210f49e161ac3350898904a",
   "countersign/0.2.42": "f6102245c7fb852cc664495c2bf0711151cd73848b6a83ac91aaf5b39352a973",
   "countersign/0.2.43": "7372d9e945a3bb5bd71d057cec343e9fc8d2d2c2bbd4bf3e58f0de7bb4694719",
+  "countersign/0.2.44": "38f63e69d6807b22f2668452291249862a5066e86d7df9d69e5a6102641c17e1",
 };
 
 /**

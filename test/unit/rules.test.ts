@@ -657,6 +657,15 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
   });
 });
 
+describe("SEC-002 resolves a find action's variable program past wrappers, as a command's (review rv-54)", () => {
+  it("denies R=rm; find / -exec sudo $R {} + as R=rm; find / -exec $R {} +", async () => {
+    for (const command of ["R=rm; find / -exec sudo $R {} +", "R=rm; find / -exec env $R -rf {} +", "R=rm; find / -exec X=1 $R {} +", "R=rm; find / -exec $R {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "find / -exec sudo $R {} +" }))).toBe("escalate");
+    for (const command of ["R=ls; find / -exec sudo $R {} +", "R=rm; find /tmp/x -exec sudo $R {} +"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
   it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
     for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])

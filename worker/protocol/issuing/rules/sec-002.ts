@@ -272,8 +272,21 @@ function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, va
   const inv = invocationOf(c);
   if (!inv) return null;
   let argv = resolveProgram(inv.argv, vars);
-  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): the word after each action, when a variable assigned earlier, is its value's words.
-  if (inv.name.toLowerCase() === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
+  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): each action's program word, past
+  // wrappers as a command's (`-exec sudo $R {} +`, review rv-54: read only right after the action), when a variable
+  // assigned earlier, is its value's words. Found with one memo for the line (programAt), so linear.
+  if (inv.name.toLowerCase() === "find") {
+    const stop = findActionEnds(argv);
+    const memo = new Map<string, ProgramFound>();
+    const programs = new Set<number>();
+    for (let k = 1; k < argv.length; k++) {
+      if (!FIND_EXEC.has(argv[k])) continue;
+      const found = programAt(argv, k + 1, stop[k + 1], memo);
+      if (found) programs.add(found.at);
+    }
+    const words = argv;
+    argv = words.flatMap((w, k) => (programs.has(k) ? resolveProgram([w], vars) : [w]));
+  }
   if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
   return [...argv, ...(feeder?.name.toLowerCase() === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
