@@ -62,6 +62,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.42": "f6102245c7fb852cc664495c2bf0711151cd73848b6a83ac91aaf5b39352a973",
   "countersign/0.2.43": "7372d9e945a3bb5bd71d057cec343e9fc8d2d2c2bbd4bf3e58f0de7bb4694719",
   "countersign/0.2.44": "38f63e69d6807b22f2668452291249862a5066e86d7df9d69e5a6102641c17e1",
+  "countersign/0.2.45": "d5e1cc80bf462a73d67a5fa89a620958bada385ed12fc957a44ef783cb931ba4",
 };
 
 /**

@@ -674,6 +674,15 @@ describe("SEC-002 reads a dd output path's leading default or alternate value (r
   });
 });
 
+describe("SEC-004 compares a blocked path's names without regard to case, as macOS's filesystem does (review rv-54)", () => {
+  it("denies /tmp/../ETC/shadow and .SSH at any depth; a glob still matches case-sensitively", async () => {
+    for (const command of ["cat /tmp/../ETC/shadow", "cat /tmp/../x/.SSH/id_rsa", "cat /tmp/../home/u/.Aws/credentials", "cat /tmp/../home/u/.Config/GCloud/x", "cat --file=/tmp/../Etc/shadow", "cat /tmp/../x/.SSH/id_rs?"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/../Root/.bashrc" }))).toBe("deny");
+    for (const command of ["cat /tmp/../home/u/project/ETCetera", "cat /tmp/../E?C/shadow"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
   it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
     for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])

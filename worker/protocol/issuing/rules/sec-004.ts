@@ -62,7 +62,21 @@ const VARIABLE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*/g;
  * Whether a resolved path is a BLOCKED_ABSOLUTE_PATH or below one; a segment holding a glob
  * (`/e*`/shadow, `/etc/shado?`) counts when it could match the blocked path's segment there.
  */
-export const isBlockedPath = (path: string): boolean =>
+export const isBlockedPath = (written: string): boolean => {
+  const path = foldedPath(written);
+  return blockedFolded(path);
+};
+
+/**
+ * A path with its literal segments lowercased and its glob segments as written: a blocked path's
+ * name is compared without regard to case, as macOS's default filesystem finds it (`/ETC/passwd`,
+ * `~/.SSH/id_rsa`; review rv-54), as SEC-002 compares RM_PROTECTED_PATH since 0.2.34, while a glob
+ * matches case-sensitively, as bash's does. Every BLOCKED_ABSOLUTE_PATH is lowercase.
+ */
+const foldedSegment = (seg: string): string => (/[*?[]/.test(seg) ? seg : seg.toLowerCase());
+const foldedPath = (path: string): string => path.split("/").map(foldedSegment).join("/");
+
+const blockedFolded = (path: string): boolean =>
   BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b)))) ||
   (/[*?[]/.test(path) && (BLOCKED_ABSOLUTE_PATH.some((b) => globReaches(path, b)) || dottedGlobFrom(path.split("/").filter((s) => s !== ""))[0] === 1));
 
@@ -250,7 +264,8 @@ export function blockedAfterEquals(word: string): string | null {
  * Whether the path "/" + names.slice(m).join("/") is blocked (isBlockedPath), for any m, each
  * answered once, in time independent of the path's length but for the glob segments it reads.
  */
-function survivorsBlocked(names: readonly string[]): (m: number) => boolean {
+function survivorsBlocked(written: readonly string[]): (m: number) => boolean {
+  const names = written.map(foldedSegment);
   const blocked = BLOCKED_ABSOLUTE_PATH.map((b) => ({ b, parts: b.split("/").filter((x) => x !== "") }));
   const at = (m: number, parts: readonly string[]) => parts.every((part, j) => names[m + j] === part);
   // Whether a `/.`-rooted blocked path (`/.ssh`) appears anywhere from m on, and whether a glob character does.
