@@ -63,6 +63,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.43": "7372d9e945a3bb5bd71d057cec343e9fc8d2d2c2bbd4bf3e58f0de7bb4694719",
   "countersign/0.2.44": "38f63e69d6807b22f2668452291249862a5066e86d7df9d69e5a6102641c17e1",
   "countersign/0.2.45": "d5e1cc80bf462a73d67a5fa89a620958bada385ed12fc957a44ef783cb931ba4",
+  "countersign/0.2.46": "2b5d82357724b6ac5e0300a0d2e8178ac85b74b2a075077383b815d514d0b6a4",
 };
 
 /**

@@ -724,6 +724,14 @@ describe("a parameter expansion is read as empty past quotes, escapes, nesting a
   });
 });
 
+describe("the shell reader reads a wrapper's long options as getopt_long does (review rv-54)", () => {
+  it("skips the argument of an abbreviated long option, and none after --replace or --eof", async () => {
+    for (const command of ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["sudo --login ls", "sudo --us root ls /", "env --null ls"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 finds a wrapper, and a find's program, without regard to case, as it finds rm (review rv-54)", () => {
   it("denies SUDO rm -rf /, XARGS rm -rf <<< /, SUDO -s <<< 'rm -rf /', FIND / | xargs rm -rf and R=rm; FIND / -exec $R {} +", async () => {
     for (const command of ["SUDO rm -rf /", "Sudo -u root rm -rf /", "XARGS rm -rf <<< /", "ENV rm -rf /", "Timeout 5 rm -rf /", "SUDO -s <<< 'rm -rf /'", "DOAS -s <<< 'rm -rf /'", "FIND / | xargs rm -rf", "R=rm; FIND / -exec $R {} +"])

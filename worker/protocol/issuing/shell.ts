@@ -689,7 +689,8 @@ function runsStdinShell(words: readonly string[]): boolean {
   const at = words.findIndex((w) => /^(?:sudo|doas)$/i.test(w.slice(w.lastIndexOf("/") + 1)));
   if (at < 0) return false;
   const doas = words[at].toLowerCase().endsWith("doas");
-  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || a === "--shell" || a === "--login"));
+  // `--sh`, `--lo`: getopt_long's abbreviations of `--shell` and `--login` (review rv-54).
+  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || (a.length >= 4 && ("--shell".startsWith(a) || "--login".startsWith(a)))));
 }
 
 /** The actions of `find` that run a command: its words up to the next `;` or `+`. */
@@ -760,7 +761,8 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
       ["nohup", [], 0],
       ["setsid", [], 0],
       ["busybox", [], 0],
-      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
+      // GNU xargs's `--eof[=str]` and `--replace[=R]` take an argument only after `=` (review rv-54: `xargs --replace rm -rf / <<< x` skipped rm).
+      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--process-slot-var"], 0],
       ["command", [], 0],
       ["builtin", [], 0],
       ["exec", ["-a"], 0],
@@ -768,6 +770,18 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
     ] as const
   ).map(([name, options, operands]) => [name, { withArgument: new Set<string>(options), operands }]),
 );
+
+/**
+ * Whether a long option is an abbreviation of one that takes an argument, as getopt_long reads it
+ * (sudo, env, timeout, xargs, … accept any unambiguous prefix: `sudo --us root`, `env --unse HOME`;
+ * review rv-54: the argument was read as the program). A prefix of several is ambiguous and runs
+ * nothing; `--login` (sudo) is an option of its own, though a prefix of `--login-class`.
+ */
+function takesArgumentAbbreviated(withArgument: ReadonlySet<string>, w: string): boolean {
+  if (!w.startsWith("--") || w.length < 3 || w.includes("=") || w === "--login") return false;
+  for (const option of withArgument) if (option.startsWith(w)) return true;
+  return false;
+}
 
 /** Reserved words that may open a command without naming its program. */
 const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until", "coproc"]);
@@ -840,7 +854,7 @@ export function programAt(words: readonly string[], from: number, to: number, me
     if (wrapper) {
       if (w === "--") continue;
       if (w.startsWith("-") && w.length > 1) {
-        if (wrapper.withArgument.has(w)) i++;
+        if (wrapper.withArgument.has(w) || takesArgumentAbbreviated(wrapper.withArgument, w)) i++;
         else if (/^-[A-Za-z0-9]{2,}$/.test(w)) {
           // A cluster of short options (`-nu root`, `-uroot`): the first that takes an argument
           // takes the rest of the cluster, or the next word when it is the cluster's last letter.
