@@ -64,6 +64,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.44": "38f63e69d6807b22f2668452291249862a5066e86d7df9d69e5a6102641c17e1",
   "countersign/0.2.45": "d5e1cc80bf462a73d67a5fa89a620958bada385ed12fc957a44ef783cb931ba4",
   "countersign/0.2.46": "2b5d82357724b6ac5e0300a0d2e8178ac85b74b2a075077383b815d514d0b6a4",
+  "countersign/0.2.47": "22e9f26d32ae91f6ee96f1696e87bbcf6e826b859b3a9e6bed9d43cb575da004",
 };
 
 /**

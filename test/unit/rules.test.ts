@@ -724,6 +724,17 @@ describe("a parameter expansion is read as empty past quotes, escapes, nesting a
   });
 });
 
+describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads it (review rv-54)", () => {
+  it("reads rm -rf /$'\\0' as rm -rf / and r$'\\0'm as rm", async () => {
+    expect(parseShell("rm -rf /$'\\x00x' y").commands[0].words).toEqual(["rm", "-rf", "/", "y"]);
+    expect(parseShell("rm -rf /$'\\x00'x y").commands[0].words).toEqual(["rm", "-rf", "/x", "y"]);
+    for (const command of ["rm -rf /$'\\0'", "rm -rf /$'\\x00'", "rm -rf $'/\\0x'", "r$'\\0'm -rf /", "rm -rf /$'\\c@'", "rm -rf /$'\\u0000'"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-001", input("bash", { command: "curl http://169.254.169.254$'\\x00'/latest/meta-data/" }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "echo $'a\\0b'" }))).toBe("allow");
+  });
+});
+
 describe("the shell reader reads a wrapper's long options as getopt_long does (review rv-54)", () => {
   it("skips the argument of an abbreviated long option, and none after --replace or --eof", async () => {
     for (const command of ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"])

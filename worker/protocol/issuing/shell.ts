@@ -211,7 +211,7 @@ const ANSI_C_ESCAPE: Readonly<Record<string, string>> = { a: "\x07", b: "\b", e:
  * as bash does (`\xHH`, `\NNN` octal, `\uHHHH`, `\UHHHHHHHH`, `\cX`, `\n`, `\t`, `\\`, `\'`, …),
  * and the index of its closing quote (the end of the text when unclosed).
  */
-export function ansiC(s: string, from: number): { text: string; end: number } {
+export function ansiC(s: string, from: number, cString = false): { text: string; end: number } {
   let text = "";
   let i = from;
   for (; i < s.length && s[i] !== "'"; i++) {
@@ -241,7 +241,10 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
     else if (e === "\\" || e === "'" || e === '"' || e === "?") text += e;
     else text += "\\" + e;
   }
-  return { text, end: i };
+  // A word is a C string to the shell: a NUL an escape makes (`\0`, `\x00`, `\u0000`, `\c@`) ends the quoted
+  // string's text there, so `rm -rf /$'\0'` and `r$'\0'm` are `rm -rf /` (review rv-54: read with the NUL, allowed).
+  const nul = cString ? text.indexOf("\0") : -1;
+  return { text: nul < 0 ? text : text.slice(0, nul), end: i };
 }
 
 /**
@@ -526,7 +529,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     }
     if (c === "$" && s[i + 1] === "'") {
       // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
-      const { text, end } = ansiC(s, i + 2);
+      const { text, end } = ansiC(s, i + 2, true);
       add(text, true);
       i = end;
       continue;
