@@ -683,6 +683,15 @@ describe("SEC-004 compares a blocked path's names without regard to case, as mac
   });
 });
 
+describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-001 and SEC-002 do (review rv-54)", () => {
+  it("denies /tmp/..${x:-}/etc/shadow, /tmp/..$1/etc/shadow and /tmp/.$-./etc/shadow", async () => {
+    for (const command of ["cat /tmp/..${x:-}/etc/shadow", "cat /tmp/..$1/etc/shadow", "cat /tmp/..${x:-${y}}/etc/shadow", "cat /tmp/.$-./etc/shadow", "cat /tmp/..$@/etc/shadow", "cat x=/tmp/..${x:-}/etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/..$1/etc/shadow" }))).toBe("deny");
+    expect(await judgeIn("SEC-004", input("bash", { command: "cat /tmp/a$1/../b" }))).toBe("allow");
+  });
+});
+
 describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
   it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
     for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])

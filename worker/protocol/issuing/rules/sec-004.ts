@@ -1,6 +1,6 @@
 import { trimEdges, urlHost } from "../hosts.js";
 import { BLOCKED_ABSOLUTE_PATH } from "../scopes.js";
-import { parseShell, type ParsedShell } from "../shell.js";
+import { parseShell, withoutParameterExpansions, type ParsedShell } from "../shell.js";
 import { globSegment } from "./sec-002.js";
 import { allow, argumentStrings, deny, type InputRule } from "./types.js";
 
@@ -51,12 +51,11 @@ const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(
  * `.${x}.`) is read as that: the worst case of a value the verifier cannot see.
  */
 function bareSegment(seg: string): string {
-  const bare = seg.replace(VARIABLE, "");
+  // Every parameter expansion, as SEC-001 and SEC-002 read them: `${x:-}`, `${x:-${y}}`, `$1`, `$@`, `$-`
+  // too (review rv-54: `/tmp/..${x:-}/etc/shadow` and `/tmp/..$1/etc/shadow` were allowed).
+  const bare = withoutParameterExpansions(seg);
   return bare !== seg && (bare === ".." || bare === ".") ? bare : seg;
 }
-
-/** A variable expansion, `$name` or `${name}`. */
-const VARIABLE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*/g;
 
 /**
  * Whether a resolved path is a BLOCKED_ABSOLUTE_PATH or below one; a segment holding a glob
