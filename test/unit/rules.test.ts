@@ -4,6 +4,7 @@ import type { InputContext, OutputContext, ToolOutput } from "../../worker/proto
 import { classifyHost, urlHost } from "../../worker/protocol/issuing/hosts.js";
 import { checkPolicyFloor } from "../../worker/protocol/issuing/policy-floor.js";
 import { pythonFloat } from "../../worker/protocol/issuing/legacy-hmac.js";
+import { parseShell, withoutParameterExpansions } from "../../worker/protocol/issuing/shell.js";
 import { canonicalConfig, configHash, VERIFIER_VERSION } from "../../worker/protocol/issuing/config.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { pinnedIssuer } from "../../worker/protocol/anchors.js";
@@ -653,6 +654,109 @@ describe("SEC-002 compares protected paths and the rm program without regard to 
     for (const command of ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"])
       expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
     for (const command of ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 resolves a find action's variable program past wrappers, as a command's (review rv-54)", () => {
+  it("denies R=rm; find / -exec sudo $R {} + as R=rm; find / -exec $R {} +", async () => {
+    for (const command of ["R=rm; find / -exec sudo $R {} +", "R=rm; find / -exec env $R -rf {} +", "R=rm; find / -exec X=1 $R {} +", "R=rm; find / -exec $R {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "find / -exec sudo $R {} +" }))).toBe("escalate");
+    for (const command of ["R=ls; find / -exec sudo $R {} +", "R=rm; find /tmp/x -exec sudo $R {} +"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
+  it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
+    for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=/dev/zero of=${x:-/tmp/img}", "dd if=x of=${OUT}/disk.img"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-004 compares a blocked path's names without regard to case, as macOS's filesystem does (review rv-54)", () => {
+  it("denies /tmp/../ETC/shadow and .SSH at any depth; a glob still matches case-sensitively", async () => {
+    for (const command of ["cat /tmp/../ETC/shadow", "cat /tmp/../x/.SSH/id_rsa", "cat /tmp/../home/u/.Aws/credentials", "cat /tmp/../home/u/.Config/GCloud/x", "cat --file=/tmp/../Etc/shadow", "cat /tmp/../x/.SSH/id_rs?"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/../Root/.bashrc" }))).toBe("deny");
+    for (const command of ["cat /tmp/../home/u/project/ETCetera", "cat /tmp/../E?C/shadow"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-001 and SEC-002 do (review rv-54)", () => {
+  it("denies /tmp/..${x:-}/etc/shadow, /tmp/..$1/etc/shadow and /tmp/.$-./etc/shadow", async () => {
+    for (const command of ["cat /tmp/..${x:-}/etc/shadow", "cat /tmp/..$1/etc/shadow", "cat /tmp/..${x:-${y}}/etc/shadow", "cat /tmp/.$-./etc/shadow", "cat /tmp/..$@/etc/shadow", "cat x=/tmp/..${x:-}/etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/..$1/etc/shadow" }))).toBe("deny");
+    expect(await judgeIn("SEC-004", input("bash", { command: "cat /tmp/a$1/../b" }))).toBe("allow");
+  });
+});
+
+describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
+  it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
+    for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("read_file", { path: "~+/../etc/shadow" }))).toBe("deny");
+    for (const command of ["cat ~+/src/../README.md", "cat $1/a/../b"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("a parameter expansion is read as empty past quotes, escapes, nesting and special parameters (review rv-54)", () => {
+  it("writes a name that a quote or escape ends, and that a name character follows, as ${name}", () => {
+    const word = (line: string) => parseShell(line).commands[0].words[0];
+    expect(word('"r"$x"m"')).toBe("r${x}m");
+    expect(word('r"$x"m')).toBe("r${x}m");
+    expect(word("r$x\\m")).toBe("r${x}m");
+    expect(word("$x''m")).toBe("${x}m");
+    // Unchanged: a name that goes on in its own context, one that no name character follows, one in single quotes.
+    for (const [line, read] of [["$xm", "$xm"], ['"$x-m"', "$x-m"], ['"$HOME"/x', "$HOME/x"], ["'$x'm", "$xm"], ['"$R"', "$R"], ["${x}m", "${x}m"]]) expect(word(line), line).toBe(read);
+  });
+
+  it("takes nested ${…} and special parameters as empty, in linear time", () => {
+    expect(withoutParameterExpansions("http://169.254.169.254${z:-${y}}/x")).toBe("http://169.254.169.254/x");
+    expect(withoutParameterExpansions("a$-b$#c$?d$$e$!f$1g$@h${x}i$name/j")).toBe("abcdefghi/j");
+    expect(withoutParameterExpansions("a${b")).toBe("a${b");
+    const started = performance.now();
+    withoutParameterExpansions("${".repeat(30_000) + "}".repeat(30_000));
+    withoutParameterExpansions("${".repeat(60_000));
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it("escalates a forced recursive rm whose program is rm were its expansions empty, however they are written", async () => {
+    for (const command of ['"r"$x"m" -rf /', 'r"$x"m -rf /', "r$x\\m -rf /", "r${x:-${y}}m -rf /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
+  });
+
+  it("denies a metadata or loopback URL written with a nested or special expansion, or a name a quote ends", async () => {
+    for (const command of ["curl http://169.254.169.254${z:-${y}}/latest/meta-data/", "curl http://169.254.169.254$-/latest/meta-data/", "curl http://127.0.0.1$#/", 'curl http://169.254.169.25"$zz"4/latest/meta-data/'])
+      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-001", input("bash", { command: "curl https://example.com/$x" }))).toBe("allow");
+  });
+});
+
+describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads it (review rv-54)", () => {
+  it("reads rm -rf /$'\\0' as rm -rf / and r$'\\0'm as rm", async () => {
+    expect(parseShell("rm -rf /$'\\x00x' y").commands[0].words).toEqual(["rm", "-rf", "/", "y"]);
+    expect(parseShell("rm -rf /$'\\x00'x y").commands[0].words).toEqual(["rm", "-rf", "/x", "y"]);
+    for (const command of ["rm -rf /$'\\0'", "rm -rf /$'\\x00'", "rm -rf $'/\\0x'", "r$'\\0'm -rf /", "rm -rf /$'\\c@'", "rm -rf /$'\\u0000'"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-001", input("bash", { command: "curl http://169.254.169.254$'\\x00'/latest/meta-data/" }))).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "echo $'a\\0b'" }))).toBe("allow");
+  });
+});
+
+describe("the shell reader reads a wrapper's long options as getopt_long does (review rv-54)", () => {
+  it("skips the argument of an abbreviated long option, and none after --replace or --eof", async () => {
+    for (const command of ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["sudo --login ls", "sudo --us root ls /", "env --null ls"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
+describe("SEC-002 finds a wrapper, and a find's program, without regard to case, as it finds rm (review rv-54)", () => {
+  it("denies SUDO rm -rf /, XARGS rm -rf <<< /, SUDO -s <<< 'rm -rf /', FIND / | xargs rm -rf and R=rm; FIND / -exec $R {} +", async () => {
+    for (const command of ["SUDO rm -rf /", "Sudo -u root rm -rf /", "XARGS rm -rf <<< /", "ENV rm -rf /", "Timeout 5 rm -rf /", "SUDO -s <<< 'rm -rf /'", "DOAS -s <<< 'rm -rf /'", "FIND / | xargs rm -rf", "R=rm; FIND / -exec $R {} +"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["SUDO ls /", "ENV rm -rf ./build", "FIND . -name x"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
   });
 });
 

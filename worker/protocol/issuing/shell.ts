@@ -211,7 +211,7 @@ const ANSI_C_ESCAPE: Readonly<Record<string, string>> = { a: "\x07", b: "\b", e:
  * as bash does (`\xHH`, `\NNN` octal, `\uHHHH`, `\UHHHHHHHH`, `\cX`, `\n`, `\t`, `\\`, `\'`, …),
  * and the index of its closing quote (the end of the text when unclosed).
  */
-export function ansiC(s: string, from: number): { text: string; end: number } {
+export function ansiC(s: string, from: number, cString = false): { text: string; end: number } {
   let text = "";
   let i = from;
   for (; i < s.length && s[i] !== "'"; i++) {
@@ -241,7 +241,10 @@ export function ansiC(s: string, from: number): { text: string; end: number } {
     else if (e === "\\" || e === "'" || e === '"' || e === "?") text += e;
     else text += "\\" + e;
   }
-  return { text, end: i };
+  // A word is a C string to the shell: a NUL an escape makes (`\0`, `\x00`, `\u0000`, `\c@`) ends the quoted
+  // string's text there, so `rm -rf /$'\0'` and `r$'\0'm` are `rm -rf /` (review rv-54: read with the NUL, allowed).
+  const nul = cString ? text.indexOf("\0") : -1;
+  return { text: nul < 0 ? text : text.slice(0, nul), end: i };
 }
 
 /**
@@ -260,8 +263,8 @@ export const SHELL_WORK_BASE = 65_536;
 
 /** A command line whose reading would pass the work bound: judged as a deny by the rule that read it. */
 export class ShellTooComplex extends Error {
-  constructor(length: number) {
-    super(`a command line of ${length} characters whose reading passes ${SHELL_WORK_PER_CHAR} reads a character (nested substitutions): not judged, refused`);
+  constructor(length: number, message = `a command line of ${length} characters whose reading passes ${SHELL_WORK_PER_CHAR} reads a character (nested substitutions): not judged, refused`) {
+    super(message);
     this.name = "ShellTooComplex";
   }
 }
@@ -298,6 +301,35 @@ export function withShellWork<T>(judge: () => T): T {
   } finally {
     baseLeft = outer;
   }
+}
+
+/**
+ * `word` with its parameter expansions taken as empty, as a shell expands an unset variable: `$name`,
+ * `${…}` of any form, one nested in it included (`${z:-${y}}`: an expression without nesting left
+ * `${z:-}` behind, review rv-54), a positional or special parameter (`$1`, `$@`, `$*`, `$#`, `$?`,
+ * `$$`, `$!`, `$-`). An unclosed `${` is kept. Linear: the `}` closing each `${` is found with one stack.
+ */
+export function withoutParameterExpansions(word: string): string {
+  if (!word.includes("$")) return word;
+  const close = new Int32Array(word.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < word.length; i++) {
+    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
+    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
+  }
+  let out = "";
+  for (let i = 0; i < word.length; i++) {
+    const c = word[i];
+    const next = word[i + 1] ?? "";
+    if (c !== "$") out += c;
+    else if (next === "{" && close[i] >= 0) i = close[i];
+    else if (/^[A-Za-z_]$/.test(next)) {
+      i++;
+      while (i + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[i + 1])) i++;
+    } else if (/^[0-9@*#?$!-]$/.test(next)) i++;
+    else out += c;
+  }
+  return out;
 }
 
 /** Parses a script: its here-documents are set aside first, then its commands are read. */
@@ -363,7 +395,32 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
    * quoted part elsewhere in the word (`{rm,-rf,/}''`, `{rm,-rf,"/"}`) does not stop the expansion.
    */
   let view = "";
-  const add = (text: string, quoted: boolean) => {
+  /**
+   * The context a character is read in, for the parameter expansions of a word: a number for the
+   * unquoted text or one double-quoted string (a new one at every quote), -1 for text in which `$`
+   * expands nothing or a name cannot go on (single quotes, an escape, `$'…'`, a substitution).
+   */
+  let context = 0;
+  /** An expanding `$` just added (the word and view before it), and the name after it being read. */
+  let dollar: { word: string; view: string; context: number; name: string | null } | null = null;
+  const add = (text: string, quoted: boolean, at = -1) => {
+    if (dollar !== null) {
+      if (dollar.name === null && at === dollar.context && at >= 0 && /^[A-Za-z_]$/.test(text)) {
+        dollar.name = text;
+      } else if (dollar.name !== null && at === dollar.context && at >= 0 && /^[A-Za-z0-9_]$/.test(text)) {
+        dollar.name += text;
+      } else {
+        // The name ends here. A name character read in another context goes on the word but not
+        // the name (`"r"$x"m"`, `r"$x"m`, `r$x\m` are r, $x, m: rm with x unset), yet `$xm` would be
+        // read as one name: it is written `${x}` (review rv-54: such words were allowed as rm).
+        if (dollar.name !== null && at !== dollar.context && /^[A-Za-z0-9_]/.test(text)) {
+          word = dollar.word + "${" + dollar.name + "}";
+          view = dollar.view + "\u0001".repeat(dollar.name.length + 3);
+        }
+        dollar = null;
+      }
+    }
+    if (text === "$" && at >= 0) dollar = { word: word ?? "", view, context: at, name: null };
     word = (word ?? "") + text;
     view += quoted ? "\u0001".repeat(text.length) : text;
   };
@@ -374,6 +431,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     const seen = view;
     word = null;
     view = "";
+    dollar = null;
     const brace = herestringNext || seen.length !== w.length ? null : braceExpansion(seen);
     if (brace) {
       const { open, close } = brace;
@@ -430,8 +488,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     const ifsBefore = afterIFS;
     afterIFS = false;
     if (quote === "'") {
-      if (c === "'") quote = null;
-      else add(c, true);
+      if (c === "'") {
+        quote = null;
+        context++;
+      } else add(c, true);
       continue;
     }
     if (c === "\\" && i + 1 < s.length) {
@@ -456,8 +516,10 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
       continue;
     }
     if (quote === '"') {
-      if (c === '"') quote = null;
-      else add(c, true);
+      if (c === '"') {
+        quote = null;
+        context++;
+      } else add(c, true, context);
       continue;
     }
     if (c === "$" && s[i + 1] === '"') {
@@ -467,13 +529,14 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     }
     if (c === "$" && s[i + 1] === "'") {
       // ANSI-C quoting, `$'…'`: its escapes decoded into the word.
-      const { text, end } = ansiC(s, i + 2);
+      const { text, end } = ansiC(s, i + 2, true);
       add(text, true);
       i = end;
       continue;
     }
     if (c === "'" || c === '"') {
       quote = c;
+      context++;
       word = word ?? "";
     } else if (c === "$" && IFS.test(s.slice(i, i + 6))) {
       // An unquoted `$IFS` / `${IFS}` splits words as whitespace does.
@@ -527,7 +590,7 @@ function parseCommands(s: string, bodies: readonly string[], depth: number, expa
     // A `#` after a carriage return is not a comment either: `\r` ends no token for the shell.
     else if (c === "#" && word === null && !ifsBefore && s[i - 1] !== "\r") {
       while (i + 1 < s.length && s[i + 1] !== "\n") i++;
-    } else add(c, false);
+    } else add(c, false, context);
   }
   endCommand(false);
   commands.forEach((command, i) => {
@@ -626,10 +689,11 @@ function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined):
 
 /** Whether words that name no program are `sudo` with `-s`/`-i` (`--shell`, `--login`) or `doas` with `-s`: a shell reading its standard input. */
 function runsStdinShell(words: readonly string[]): boolean {
-  const at = words.findIndex((w) => /^(?:sudo|doas)$/.test(w.slice(w.lastIndexOf("/") + 1)));
+  const at = words.findIndex((w) => /^(?:sudo|doas)$/i.test(w.slice(w.lastIndexOf("/") + 1)));
   if (at < 0) return false;
-  const doas = words[at].endsWith("doas");
-  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || a === "--shell" || a === "--login"));
+  const doas = words[at].toLowerCase().endsWith("doas");
+  // `--sh`, `--lo`: getopt_long's abbreviations of `--shell` and `--login` (review rv-54).
+  return words.slice(at + 1).some((a) => (doas ? /^-[A-Za-z]*s/.test(a) : /^-[A-Za-z]*[si]/.test(a) || (a.length >= 4 && ("--shell".startsWith(a) || "--login".startsWith(a)))));
 }
 
 /** The actions of `find` that run a command: its words up to the next `;` or `+`. */
@@ -638,16 +702,29 @@ export const FIND_EXEC: ReadonlySet<string> = new Set(["-exec", "-execdir", "-ok
 /**
  * The scripts the actions of a `find` hand to a shell (`find / -exec sh -c 'rm -rf /' \;`): each
  * action's words, to its `;` or `+`, read as a command of their own. Each action's end is found
- * once, from the end, and the actions' words do not overlap, so the reading is linear.
+ * once, from the end, and its program with one memo for the line (programAt). An action that runs
+ * `find` again has its own actions inside the same words, to the same end: they are read on in
+ * this same pass, from that program word, rather than by reading a copy of the action's words as a
+ * command (review rv-54: `find /` and `-exec find` × 5,500 copied the rest of the line at every
+ * level, 2 s an intake at 4,000 levels, and recursed once a level: a stack overflow, answered 500).
+ * Every other action's words are read once and skipped, so the reading is linear.
  */
 function findActionScripts(args: string[]): string[] {
   const stop = findActionEnds(args);
+  const memo = new Map<string, ProgramFound>();
   const scripts: string[] = [];
   for (let k = 0; k < args.length; k++) {
     if (!FIND_EXEC.has(args[k])) continue;
-    const words = args.slice(k + 1, stop[k + 1]);
+    const end = stop[k + 1];
+    const program = programAt(args, k + 1, end, memo);
+    if (program !== null && program.name.toLowerCase() === "find") {
+      // The nested find's actions end where this one does: read on from its program word.
+      k = program.at;
+      continue;
+    }
+    const words = args.slice(k + 1, end);
     if (words.length > 0) scripts.push(...scriptsOf({ ...EMPTY_COMMAND, words }, undefined));
-    k = stop[k + 1];
+    k = end;
   }
   return scripts;
 }
@@ -687,7 +764,8 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
       ["nohup", [], 0],
       ["setsid", [], 0],
       ["busybox", [], 0],
-      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--eof", "--replace", "--process-slot-var"], 0],
+      // GNU xargs's `--eof[=str]` and `--replace[=R]` take an argument only after `=` (review rv-54: `xargs --replace rm -rf / <<< x` skipped rm).
+      ["xargs", ["-I", "-n", "-P", "-L", "-s", "-d", "-E", "-a", "-J", "-R", "-S", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-lines", "--max-chars", "--process-slot-var"], 0],
       ["command", [], 0],
       ["builtin", [], 0],
       ["exec", ["-a"], 0],
@@ -695,6 +773,18 @@ const WRAPPER: ReadonlyMap<string, { withArgument: ReadonlySet<string>; operands
     ] as const
   ).map(([name, options, operands]) => [name, { withArgument: new Set<string>(options), operands }]),
 );
+
+/**
+ * Whether a long option is an abbreviation of one that takes an argument, as getopt_long reads it
+ * (sudo, env, timeout, xargs, … accept any unambiguous prefix: `sudo --us root`, `env --unse HOME`;
+ * review rv-54: the argument was read as the program). A prefix of several is ambiguous and runs
+ * nothing; `--login` (sudo) is an option of its own, though a prefix of `--login-class`.
+ */
+function takesArgumentAbbreviated(withArgument: ReadonlySet<string>, w: string): boolean {
+  if (!w.startsWith("--") || w.length < 3 || w.includes("=") || w === "--login") return false;
+  for (const option of withArgument) if (option.startsWith(w)) return true;
+  return false;
+}
 
 /** Reserved words that may open a command without naming its program. */
 const RESERVED_PREFIX: ReadonlySet<string> = new Set(["{", "}", "!", "if", "then", "else", "elif", "do", "while", "until", "coproc"]);
@@ -767,7 +857,7 @@ export function programAt(words: readonly string[], from: number, to: number, me
     if (wrapper) {
       if (w === "--") continue;
       if (w.startsWith("-") && w.length > 1) {
-        if (wrapper.withArgument.has(w)) i++;
+        if (wrapper.withArgument.has(w) || takesArgumentAbbreviated(wrapper.withArgument, w)) i++;
         else if (/^-[A-Za-z0-9]{2,}$/.test(w)) {
           // A cluster of short options (`-nu root`, `-uroot`): the first that takes an argument
           // takes the rest of the cluster, or the next word when it is the cluster's last letter.
@@ -783,12 +873,15 @@ export function programAt(words: readonly string[], from: number, to: number, me
     }
     if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(w) || RESERVED_PREFIX.has(w)) continue;
     const name = w.slice(w.lastIndexOf("/") + 1);
-    const wrapping = WRAPPER.get(name);
+    // A wrapper's name compared without regard to case, as the programs rm and find are: macOS's
+    // default filesystem finds /usr/bin/sudo for `SUDO` (review rv-54: `SUDO rm -rf /` was allowed).
+    const folded = name.toLowerCase();
+    const wrapping = WRAPPER.get(folded);
     if (wrapping) {
       wrapper = wrapping;
-      wrapperName = name;
+      wrapperName = folded;
       operands = wrapping.operands;
-      viaXargs ||= name === "xargs";
+      viaXargs ||= folded === "xargs";
       continue;
     }
     return done({ at: i, name, viaXargs });

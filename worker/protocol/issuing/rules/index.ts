@@ -42,9 +42,25 @@ export async function judge<C>(rules: readonly { name: string; judge(c: C): unkn
       if (!(err instanceof ShellTooComplex)) throw err;
       o = { verdict: "deny", reason: `${rule.name}: ${err.message}` };
     }
-    out.push({ name: rule.name, verdict: o.verdict, reason: o.reason });
+    out.push({ name: rule.name, verdict: o.verdict, reason: boundedReason(o.reason) });
   }
   return out;
+}
+
+/**
+ * The most UTF-16 code units of one rule's reason a receipt carries. A reason may quote what the
+ * rule found (SEC-004's target, SEC-001's host, OUT-007's outcome_status), and the receipt, its
+ * block_reason and the rules' reasons together must fit the journal's record (32 KB): a read_file
+ * of `/tmp/../etc/` and 40,000 letters was denied with a reason of 40 KB and answered 500, no
+ * receipt (review rv-54). A longer reason is cut there (never inside a surrogate pair) and ends in `…`.
+ */
+export const MAX_REASON_LENGTH = 512;
+export function boundedReason(reason: string): string {
+  if (reason.length <= MAX_REASON_LENGTH) return reason;
+  let end = MAX_REASON_LENGTH - 1;
+  const last = reason.charCodeAt(end - 1);
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return reason.slice(0, end) + "…";
 }
 
 /** Any deny wins; else any escalate; else allow. block_reason joins the reasons of the winning verdict. */

@@ -1,6 +1,6 @@
 import { classifyHost, HOST_WORK, HostTooLong, urlHosts } from "../hosts.js";
 import { COMMAND_EXECUTION_TOOL } from "../scopes.js";
-import { parseShell } from "../shell.js";
+import { parseShell, withoutParameterExpansions } from "../shell.js";
 import { shellWords } from "./sec-004.js";
 import { allow, argumentStrings, deny, toolIn, type InputRule } from "./types.js";
 
@@ -18,7 +18,7 @@ function urlCandidates(text: string, commandLine: boolean): string[] {
     // A parameter expansion in a word is also read as empty, as a shell expands an unset variable:
     // `curl http://169.254.169.254$z/` fetches 169.254.169.254 (the worst case of a value the
     // verifier cannot see, as SEC-004 reads `..$x`).
-    const bare = word.includes("$") ? word.replace(PARAMETER_EXPANSION, "") : word;
+    const bare = withoutParameterExpansions(word);
     for (const w of bare === word ? [word] : [word, bare]) {
       out.add(w);
       const eq = w.indexOf("=");
@@ -28,8 +28,6 @@ function urlCandidates(text: string, commandLine: boolean): string[] {
   return [...out];
 }
 
-/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or `$@`/`$*` (each can expand to nothing). */
-const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*]/g;
 
 /**
  * SEC-001: a URL argument whose host, read literally or by the WHATWG URL parser (NFKC-folded

@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /**
@@ -8,9 +8,7 @@ import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./t
  * a shell expands an unset variable to nothing, so what it runs depends on a value the verifier
  * cannot see (review rv-50: `rm${x} -rf /` was allowed while `${x}rm -rf /` escalated).
  */
-const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(word.replace(PARAMETER_EXPANSION, "")).toLowerCase() === "rm") };
-/** A parameter expansion: `$name`, `${…}` (any form, no nested braces), a positional or special parameter. */
-const PARAMETER_EXPANSION = /\$\{[^{}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]/g;
+const UNRESOLVED_PROGRAM = { test: (word: string): boolean => /^(?:\$|`)/.test(word) || (word.includes("$") && baseName(withoutParameterExpansions(word)).toLowerCase() === "rm") };
 const baseName = (word: string): string => word.slice(word.lastIndexOf("/") + 1);
 
 /** A leading shell expansion the verifier cannot evaluate: `$NAME`, `${…}`, a special parameter, `~` or `~user`. */
@@ -244,13 +242,22 @@ function findDeletionTargets(argv: string[], unresolved = false): string[] {
   rmWord[argv.length] = argv.length;
   for (let k = argv.length - 1; k >= 0; k--) rmWord[k] = RM_IN_SCRIPT.test(argv[k]) ? k : rmWord[k + 1];
   const memo = new Map<string, ProgramFound>();
+  // Each program word judged once for its action's end: past a wrapper's options (`-ok sudo -ok sudo … $x…`)
+  // every action finds the same word, and reading it again for each was quadratic (1.3 s an intake).
+  const judged = new Map<string, boolean>();
   const runsRm = (from: number, to: number): boolean => {
     const program = programAt(argv, from, to, memo);
     if (!program) return false;
-    // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
-    if (unresolved) return UNRESOLVED_PROGRAM.test(argv[program.at]);
-    if (program.name.toLowerCase() === "rm") return true;
-    return SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
+    const key = `${program.at}|${to}`;
+    let known = judged.get(key);
+    if (known === undefined) {
+      // An action whose program is an expansion the verifier cannot evaluate (`-exec $R {} +`) may run rm: read apart, escalated.
+      if (unresolved) known = UNRESOLVED_PROGRAM.test(argv[program.at]);
+      else if (program.name.toLowerCase() === "rm") known = true;
+      else known = SCRIPT_SHELL.has(program.name.toLowerCase()) && rmWord[program.at + 1] < to;
+      judged.set(key, known);
+    }
+    return known;
   };
   const deletes = (!unresolved && argv.includes("-delete")) || argv.some((a, k) => FIND_EXEC.has(a) && runsRm(k + 1, stop[k + 1]));
   return deletes ? findStartPaths(argv) : [];
@@ -265,11 +272,24 @@ function effectiveArgv(c: SimpleCommand, previous: SimpleCommand | undefined, va
   const inv = invocationOf(c);
   if (!inv) return null;
   let argv = resolveProgram(inv.argv, vars);
-  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): the word after each action, when a variable assigned earlier, is its value's words.
-  if (inv.name === "find") argv = argv.flatMap((w, k) => (k > 0 && FIND_EXEC.has(argv[k - 1]) ? resolveProgram([w], vars) : [w]));
+  // A find's action programs are program words too (`R=rm; find / -exec $R {} +`): each action's program word, past
+  // wrappers as a command's (`-exec sudo $R {} +`, review rv-54: read only right after the action), when a variable
+  // assigned earlier, is its value's words. Found with one memo for the line (programAt), so linear.
+  if (inv.name.toLowerCase() === "find") {
+    const stop = findActionEnds(argv);
+    const memo = new Map<string, ProgramFound>();
+    const programs = new Set<number>();
+    for (let k = 1; k < argv.length; k++) {
+      if (!FIND_EXEC.has(argv[k])) continue;
+      const found = programAt(argv, k + 1, stop[k + 1], memo);
+      if (found) programs.add(found.at);
+    }
+    const words = argv;
+    argv = words.flatMap((w, k) => (programs.has(k) ? resolveProgram([w], vars) : [w]));
+  }
   if (!inv.viaXargs) return argv;
   const feeder = previous?.pipesInto ? invocationOf(previous) : null;
-  return [...argv, ...(feeder?.name === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
+  return [...argv, ...(feeder?.name.toLowerCase() === "find" ? findStartPaths(feeder.argv) : stdinWords(c, previous))];
 }
 
 /** A program word that is only a variable, `$NAME` or `${NAME}`. */
@@ -317,13 +337,20 @@ function wipesRoot(argv: string[]): boolean {
 /**
  * Whether a `dd` output path names a device: under `/dev/` once resolved lexically as an rm target is
  * (`//dev/sda`, `/./dev/sda`, `/tmp/../dev/sda`; review rv-50: only a literal `of=/dev/` counted),
- * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`.
+ * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`, or its default
+ * or alternate value (`${x:-/dev/sda}`).
  */
 function writesDevice(path: string): boolean {
   const lead = LEADING_EXPANSION.exec(path);
-  const bare = lead ? path.slice(lead[0].length) : path;
-  return bare.startsWith("/") && resolveRmPath(bare).startsWith("/dev/");
+  if (!lead) return path.startsWith("/") && resolveRmPath(path).startsWith("/dev/");
+  const rest = path.slice(lead[0].length);
+  // A default or alternate value, `${x:-/dev/sda}`, is what the shell writes when x is unset (or set): read too (review rv-54).
+  const value = WORD_VALUE.exec(lead[0]);
+  return [rest, ...(value ? [value[1] + rest] : [])].some((p) => p.startsWith("/") && resolveRmPath(p).startsWith("/dev/"));
 }
+
+/** A `${name:-word}`, `${name-word}`, `${name:=word}`, `${name=word}`, `${name:+word}` or `${name+word}` expansion, its word captured. */
+const WORD_VALUE = /^\$\{[A-Za-z_][A-Za-z0-9_]*:?[-=+]([^{}]*)\}$/;
 
 /**
  * The chain score of a command line: one for each command chained after the first (a subshell

@@ -1,6 +1,6 @@
 import { trimEdges, urlHost } from "../hosts.js";
 import { BLOCKED_ABSOLUTE_PATH } from "../scopes.js";
-import { parseShell, type ParsedShell } from "../shell.js";
+import { parseShell, withoutParameterExpansions, type ParsedShell } from "../shell.js";
 import { globSegment } from "./sec-002.js";
 import { allow, argumentStrings, deny, type InputRule } from "./types.js";
 
@@ -32,10 +32,16 @@ export function traversalTarget(path: string): string | null {
   return absolute || escaped ? "/" + stack.join("/") : null;
 }
 
-/** A leading tilde prefix or plain variable followed by `/`: the worst case of a directory the verifier cannot see is its being `/`. */
-const LEADING_HOME = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)(?=\/)/;
+/**
+ * A leading tilde prefix (`~`, `~user`, and `~+`/`~-`, the working directories), plain variable or
+ * positional or special parameter (`$1`, `${1}`, `$@`) followed by `/`: the worst case of a directory the verifier
+ * cannot see is its being `/` (review rv-54: `cat ~+/../etc/shadow`, which is `./../etc/shadow`, and
+ * `cat $1/../etc/shadow` were allowed while `cat ../etc/shadow` is denied).
+ */
+const LEADING_DIRECTORY = String.raw`~[+-]|~[A-Za-z0-9._-]*|\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]`;
+const LEADING_HOME = new RegExp(`^(?:${LEADING_DIRECTORY})(?=/)`);
 /** LEADING_HOME as a whole segment (the part of a segment after an `=`). */
-const LEADING_HOME_WHOLE = /^(?:~[A-Za-z0-9._-]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*)$/;
+const LEADING_HOME_WHOLE = new RegExp(`^(?:${LEADING_DIRECTORY})$`);
 
 /** `%2e`, `%2f`, `%5c` decoded and `\` read as `/`, as a path is judged. */
 const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(/%2f/gi, "/").replace(/%5c/gi, "\\").replace(/\\/g, "/");
@@ -45,18 +51,31 @@ const decodePath = (path: string): string => path.replace(/%2e/gi, ".").replace(
  * `.${x}.`) is read as that: the worst case of a value the verifier cannot see.
  */
 function bareSegment(seg: string): string {
-  const bare = seg.replace(VARIABLE, "");
+  // Every parameter expansion, as SEC-001 and SEC-002 read them: `${x:-}`, `${x:-${y}}`, `$1`, `$@`, `$-`
+  // too (review rv-54: `/tmp/..${x:-}/etc/shadow` and `/tmp/..$1/etc/shadow` were allowed).
+  const bare = withoutParameterExpansions(seg);
   return bare !== seg && (bare === ".." || bare === ".") ? bare : seg;
 }
-
-/** A variable expansion, `$name` or `${name}`. */
-const VARIABLE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Za-z_][A-Za-z0-9_]*/g;
 
 /**
  * Whether a resolved path is a BLOCKED_ABSOLUTE_PATH or below one; a segment holding a glob
  * (`/e*`/shadow, `/etc/shado?`) counts when it could match the blocked path's segment there.
  */
-export const isBlockedPath = (path: string): boolean =>
+export const isBlockedPath = (written: string): boolean => {
+  const path = foldedPath(written);
+  return blockedFolded(path);
+};
+
+/**
+ * A path with its literal segments lowercased and its glob segments as written: a blocked path's
+ * name is compared without regard to case, as macOS's default filesystem finds it (`/ETC/passwd`,
+ * `~/.SSH/id_rsa`; review rv-54), as SEC-002 compares RM_PROTECTED_PATH since 0.2.34, while a glob
+ * matches case-sensitively, as bash's does. Every BLOCKED_ABSOLUTE_PATH is lowercase.
+ */
+const foldedSegment = (seg: string): string => (/[*?[]/.test(seg) ? seg : seg.toLowerCase());
+const foldedPath = (path: string): string => path.split("/").map(foldedSegment).join("/");
+
+const blockedFolded = (path: string): boolean =>
   BLOCKED_ABSOLUTE_PATH.some((b) => path === b || path.startsWith(b + "/") || (b.startsWith("/.") && (path.includes(b + "/") || path.endsWith(b)))) ||
   (/[*?[]/.test(path) && (BLOCKED_ABSOLUTE_PATH.some((b) => globReaches(path, b)) || dottedGlobFrom(path.split("/").filter((s) => s !== ""))[0] === 1));
 
@@ -244,7 +263,8 @@ export function blockedAfterEquals(word: string): string | null {
  * Whether the path "/" + names.slice(m).join("/") is blocked (isBlockedPath), for any m, each
  * answered once, in time independent of the path's length but for the glob segments it reads.
  */
-function survivorsBlocked(names: readonly string[]): (m: number) => boolean {
+function survivorsBlocked(written: readonly string[]): (m: number) => boolean {
+  const names = written.map(foldedSegment);
   const blocked = BLOCKED_ABSOLUTE_PATH.map((b) => ({ b, parts: b.split("/").filter((x) => x !== "") }));
   const at = (m: number, parts: readonly string[]) => parts.every((part, j) => names[m + j] === part);
   // Whether a `/.`-rooted blocked path (`/.ssh`) appears anywhere from m on, and whether a glob character does.

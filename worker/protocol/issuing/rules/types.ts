@@ -4,6 +4,7 @@
  */
 import type { TrustedKey } from "../../anchors.js";
 import type { SignatureVerifier } from "../../ed25519.js";
+import { SHELL_WORK_BASE, SHELL_WORK_PER_CHAR, ShellTooComplex } from "../shell.js";
 
 export type RuleVerdict = "allow" | "deny" | "escalate";
 
@@ -186,6 +187,16 @@ const shellQuote = (word: string): string => (/^[A-Za-z0-9_\/.,:=@%+{}~-]+$/.tes
  */
 export function commandLines(params: unknown): string[] {
   const out = argumentStrings(params);
+  // The joined lines may make at most SHELL_WORK_PER_CHAR characters a character of the argument
+  // strings, plus SHELL_WORK_BASE: keys are matched in any case, so 500 program keys (`Executable`,
+  // `eXecutable`, …) and 500 arguments keys made 250,000 lines of one object (review rv-54: 49 KB
+  // held an intake 2.3 s, 58 KB 4.8 s). Past that the Command is not judged (ShellTooComplex: a deny).
+  let left = SHELL_WORK_PER_CHAR * out.reduce((n, s) => n + s.length, 0) + SHELL_WORK_BASE;
+  const emit = (line: string) => {
+    left -= line.length;
+    if (left < 0) throw new ShellTooComplex(line.length, `argv-shaped arguments whose joined command lines pass ${SHELL_WORK_PER_CHAR} characters a character of the arguments (many program and arguments keys in one object): not judged, refused`);
+    out.push(line);
+  };
   // Each string as written and, when any holds a NUL, again up to its first NUL (cString): `["rm", "-rf", "/\u0000"]`.
   let read = (s: string): string => s;
   const joinArray = (value: unknown): string | null =>
@@ -195,25 +206,20 @@ export function commandLines(params: unknown): string[] {
     if (Array.isArray(value)) {
       if (value.length >= 2) {
         const line = joinArray(value);
-        if (line !== null) out.push(line);
+        if (line !== null) emit(line);
       }
       value.forEach((v) => walk(v, depth + 1));
     } else if (value !== null && typeof value === "object") {
       const entries = Object.entries(value);
+      // Each arguments value read once for every program key of the object.
+      const argumentValues = entries.filter(([ak]) => ARGUMENTS_KEY.has(ak.toLowerCase())).map(([, av]) => (typeof av === "string" ? read(av) : joinArray(av))).filter((a): a is string => a !== null);
       for (const [pk, pv] of entries) {
         if (!PROGRAM_KEY.has(pk.toLowerCase())) continue;
         const program = typeof pv === "string" ? read(pv) : joinArray(pv);
         if (program === null) continue;
-        const all: string[] = [];
-        for (const [ak, av] of entries) {
-          if (!ARGUMENTS_KEY.has(ak.toLowerCase())) continue;
-          const args = typeof av === "string" ? read(av) : joinArray(av);
-          if (args === null) continue;
-          out.push(program + " " + args);
-          all.push(args);
-        }
+        for (const args of argumentValues) emit(program + " " + args);
         // Every arguments key together, in the object's order: `{command: "rm", flags: "-rf", path: "/"}`.
-        if (all.length > 1) out.push(program + " " + all.join(" "));
+        if (argumentValues.length > 1) emit(program + " " + argumentValues.join(" "));
       }
       for (const [, v] of entries) walk(v, depth + 1);
     }
