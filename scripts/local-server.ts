@@ -82,7 +82,7 @@ async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, 
 }
 
 /** Refuses a port something else already listens on: its /healthz would otherwise pass for ours. */
-async function ensurePortFree(port: number): Promise<void> {
+export async function ensurePortFree(port: number): Promise<void> {
   await new Promise<void>((ok, fail) => {
     const srv = createServer();
     srv.once("error", (err: NodeJS.ErrnoException) => fail(new Error(err.code === "EADDRINUSE" ? `port ${port} is busy: stop what listens there or set PORT` : `port ${port}: ${err.message}`)));

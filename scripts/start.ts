@@ -9,7 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { demoAnchor, DEMO_AUDIENCE, DEMO_ISSUER, DEMO_RELYING_PARTY } from "../cli/demo-identity.js";
 import { ensureDevVars, readDevVars } from "./dev-vars.js";
-import { PROJECT_ROOT, startLocalServer } from "./local-server.js";
+import { ensurePortFree, PROJECT_ROOT, startLocalServer } from "./local-server.js";
 
 const added = ensureDevVars(PROJECT_ROOT);
 if (added.length > 0) console.log(`.dev.vars: added ${added.join(", ")} from .dev.vars.example (demo values)`);
@@ -18,10 +18,15 @@ const port = Number(process.env.PORT ?? 8787);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
 
 // A port that is taken, or a server that never became healthy, is said in one line, not a stack trace.
-const server = await startLocalServer({ port, persistTo, inheritOutput: true }).catch((err: Error) => {
+const fail = (err: Error): never => {
   console.error(`npm start: ${err.message}`);
   process.exit(1);
-});
+};
+// The state is set up (own key and demo issuer pinned, demo party registered) by a first instance
+// on a spare loopback port; only then is the service started on PORT, so nothing answers there
+// until it is ready: /healthz answering means the demo identity and party are in place.
+await ensurePortFree(port).catch(fail);
+let server = await startLocalServer({ persistTo }).catch(fail);
 const stop = () => void server.stop().then(() => process.exit(0));
 for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
 
@@ -100,13 +105,15 @@ try {
       admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
     writeFileSync(noted, tokenDigest + "\n");
   }
+  await server.stop();
+  server = await startLocalServer({ port, persistTo, inheritOutput: true }).catch(fail);
   console.log(`countersign is listening on ${server.url}`);
   console.log(demoRevoked
     ? `  own issuer ${identity.issuer} pinned; demo issuer ${DEMO_ISSUER}'s key was revoked on this state, and stays so`
     : `  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
   console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
 } catch (err) {
-  console.error(`countersign started on ${server.url} but is not ready: ${(err as Error).message}`);
+  console.error(`countersign could not be set up (on a spare port; nothing was started on ${port}): ${(err as Error).message}`);
   await server.stop();
   process.exit(1);
 }

@@ -29,7 +29,7 @@ describe("the quick start", () => {
     child.stdout!.on("data", (d) => (output += d));
     child.stderr!.on("data", (d) => (output += d));
     const deadline = Date.now() + 90_000;
-    while (!output.includes("demo relying party") && !output.includes("not ready") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
+    while (!output.includes("demo relying party") && !output.includes("could not be set up") && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 200));
   };
   const stop = async () => {
     if (child?.pid && child.exitCode === null) {
@@ -120,6 +120,39 @@ describe("the quick start", () => {
     const loaded = await party(demoToken, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" });
     expect([loaded.status, ((await loaded.json()) as any).kind]).toEqual([200, "found"]);
     expect((await party((await rotated.json() as any).token, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" })).status).toBe(401);
+  });
+
+  it("on a fresh state, the first /healthz 200 on PORT comes with the demo issuer pinned and DEMO_RP_TOKEN accepted", async () => {
+    // Before, /healthz answered while the start was still pinning and registering: a call made on
+    // its first 200 found the demo issuer 404 and DEMO_RP_TOKEN refused 401 (review rv-58).
+    const port = await freePort();
+    const fresh = spawn(process.execPath, [tsx, "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-fresh") },
+      stdio: "ignore",
+      detached: true,
+    });
+    try {
+      const deadline = Date.now() + 90_000;
+      let healthy = false;
+      while (!healthy && Date.now() < deadline && fresh.exitCode === null) {
+        healthy = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
+        if (!healthy) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(healthy).toBe(true);
+      const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
+      const [issuer, usage] = await Promise.all([
+        fetch(`http://127.0.0.1:${port}/v1/issuers/${encodeURIComponent("https://demo-issuer.example")}`),
+        fetch(`http://127.0.0.1:${port}/v1/usage?invocation_id=quick-start-probe`, { headers: { authorization: `Bearer ${demoToken}` } }),
+      ]);
+      expect([issuer.status, usage.status]).toEqual([200, 404]);
+    } finally {
+      if (fresh.pid && fresh.exitCode === null) {
+        const exited = new Promise((r) => fresh.once("exit", r));
+        process.kill(-fresh.pid, "SIGTERM");
+        await exited;
+      }
+    }
   });
 
   it("a restart leaves this deployment's own anchor as an admin set it: its verifier class and audit survive", async () => {
