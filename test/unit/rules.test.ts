@@ -744,6 +744,14 @@ describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads 
   });
 });
 
+describe("a shell reading its standard input drops the NUL bytes printf or echo -e print, as bash and dash do (review rv-56)", () => {
+  it("denies printf 'r\\0m -rf /' | sh and echo -e 'rm -rf /\\x00' | bash", async () => {
+    for (const command of ["printf 'r\\0m -rf /' | sh", "printf 'rm -rf /\\0' | sh", "echo -e 'r\\0m -rf /' | bash", "printf 'r\\x00m -rf /' | sh", "printf '%b' 'r\\0m -rf /' | sh", "echo -e 'rm -rf /\\x00' | bash"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "printf 'ls\\0 /' | sh" }))).toBe("allow");
+  });
+});
+
 describe("the shell reader reads a wrapper's long options as getopt_long does (review rv-54)", () => {
   it("skips the argument of an abbreviated long option, and none after --replace or --eof", async () => {
     for (const command of ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"])
