@@ -666,6 +666,15 @@ describe("SEC-002 resolves a find action's variable program past wrappers, as a 
   });
 });
 
+describe("SEC-002 reads a dd output path's nested and successive default values (review rv-56)", () => {
+  it("denies of=${x:-${y:-/dev/sda}} and of=${x:-}${y:-/dev/sda}", async () => {
+    for (const command of ["dd if=/dev/zero of=${x:-${y:-/dev/sda}}", "dd if=/dev/zero of=${x:-}${y:-/dev/sda}", "dd if=/dev/zero of=${x}${y}/dev/sda", "dd if=/dev/zero of=${x:+${y-/dev}}/sda", "dd if=/dev/zero of=${1:-/dev/sda}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=/dev/zero of=${x:-${y:-/tmp/img}}", "dd if=/dev/zero of=${x#/dev/sda}img", "dd if=/dev/zero of=${x:-}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
   it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
     for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])
