@@ -701,6 +701,14 @@ describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-0
   });
 });
 
+describe("SEC-004 reads a leading directory-stack tilde, ~+1 or ~-2, as it reads ~+ (review rv-56)", () => {
+  it("denies cat ~+1/../etc/shadow and x=~-2/../etc/shadow", async () => {
+    for (const command of ["cat ~+1/../etc/shadow", "cat ~-2/../etc/shadow", "cat ~+12/../etc/shadow", "cat x=~+1/../etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("bash", { command: "cat ~+1/etc/shadow" }))).toBe("allow");
+  });
+});
+
 describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
   it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
     for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])
