@@ -67,6 +67,9 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.47": "22e9f26d32ae91f6ee96f1696e87bbcf6e826b859b3a9e6bed9d43cb575da004",
   "countersign/0.2.48": "761c7b238746d11ee4b8b7e269602f53525ccb576d813fc961a87f108b5af26d",
   "countersign/0.2.49": "9d8b62928ad48aa4932424423215883288b1eb39b16bb8083b12ecb7fd6d2de1",
+  "countersign/0.2.50": "2f1f166a00a4e432dc5b377b333e259ebca6c43502ad771df3fd9f224102345c",
+  "countersign/0.2.51": "f184cfddaf2173fb89b02e0b244a9af2e44ffd8f2cf520614a13c1d117f0c362",
+  "countersign/0.2.52": "21798f81d137697391a79efc298c51af3c18c7dd2985d563abaf6d1cb27cfeac",
 };
 
 /**

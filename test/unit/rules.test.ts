@@ -666,6 +666,15 @@ describe("SEC-002 resolves a find action's variable program past wrappers, as a 
   });
 });
 
+describe("SEC-002 reads a dd output path's nested and successive default values (review rv-56)", () => {
+  it("denies of=${x:-${y:-/dev/sda}} and of=${x:-}${y:-/dev/sda}", async () => {
+    for (const command of ["dd if=/dev/zero of=${x:-${y:-/dev/sda}}", "dd if=/dev/zero of=${x:-}${y:-/dev/sda}", "dd if=/dev/zero of=${x}${y}/dev/sda", "dd if=/dev/zero of=${x:+${y-/dev}}/sda", "dd if=/dev/zero of=${1:-/dev/sda}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    for (const command of ["dd if=/dev/zero of=${x:-${y:-/tmp/img}}", "dd if=/dev/zero of=${x#/dev/sda}img", "dd if=/dev/zero of=${x:-}"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+  });
+});
+
 describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
   it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
     for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])
@@ -689,6 +698,14 @@ describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-0
       expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
     expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/..$1/etc/shadow" }))).toBe("deny");
     expect(await judgeIn("SEC-004", input("bash", { command: "cat /tmp/a$1/../b" }))).toBe("allow");
+  });
+});
+
+describe("SEC-004 reads a leading directory-stack tilde, ~+1 or ~-2, as it reads ~+ (review rv-56)", () => {
+  it("denies cat ~+1/../etc/shadow and x=~-2/../etc/shadow", async () => {
+    for (const command of ["cat ~+1/../etc/shadow", "cat ~-2/../etc/shadow", "cat ~+12/../etc/shadow", "cat x=~+1/../etc/shadow"])
+      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-004", input("bash", { command: "cat ~+1/etc/shadow" }))).toBe("allow");
   });
 });
 
@@ -741,6 +758,14 @@ describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads 
       expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
     expect(await judgeIn("SEC-001", input("bash", { command: "curl http://169.254.169.254$'\\x00'/latest/meta-data/" }))).toBe("deny");
     expect(await judgeIn("SEC-002", input("bash", { command: "echo $'a\\0b'" }))).toBe("allow");
+  });
+});
+
+describe("a shell reading its standard input drops the NUL bytes printf or echo -e print, as bash and dash do (review rv-56)", () => {
+  it("denies printf 'r\\0m -rf /' | sh and echo -e 'rm -rf /\\x00' | bash", async () => {
+    for (const command of ["printf 'r\\0m -rf /' | sh", "printf 'rm -rf /\\0' | sh", "echo -e 'r\\0m -rf /' | bash", "printf 'r\\x00m -rf /' | sh", "printf '%b' 'r\\0m -rf /' | sh", "echo -e 'rm -rf /\\x00' | bash"])
+      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    expect(await judgeIn("SEC-002", input("bash", { command: "printf 'ls\\0 /' | sh" }))).toBe("allow");
   });
 });
 

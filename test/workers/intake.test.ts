@@ -66,6 +66,25 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     expectIntakeError(await h.intake(JSON.stringify(command()) + " ".repeat(300 * 1024)), "INTAKE_OVERFLOW", 413);
   });
 
+  it("INTAKE_OVERFLOW, not INTAKE_FAILED, when the admission's journal record would pass 32 KiB though each field is within its limit (review rv-56)", async () => {
+    // 8,000 backslashes: 16,010 canonical bytes (within 16 KiB), 32,000 once the journal keeps the canonical text as a JSON string.
+    const slashes = await h.intake(command({ runtime_context: { x: "\\".repeat(8000) } }));
+    expectIntakeError(slashes, "INTAKE_OVERFLOW", 413);
+    expect(slashes.body.error.detail).toMatch(/past the journal's 32768/);
+    // A plain context near its limit, with a tool, an approver and two denying reasons of control characters.
+    const crowded = await h.intake(
+      command({
+        tool: "\u0001".repeat(256),
+        params: { path: "/tmp/../etc/" + "\u0001".repeat(3000), url: "http://" + "\u0001".repeat(600) + ".localhost/" },
+        runtime_context: { x: "a".repeat(16370) },
+        human_approval: { approver: "\u0001".repeat(512), request_hash: "sha256:" + "0".repeat(64) },
+      }),
+    );
+    expectIntakeError(crowded, "INTAKE_OVERFLOW", 413);
+    // An ordinary context well within the bound is still admitted.
+    expect((await h.intake(command({ runtime_context: { x: "\\".repeat(4000) } }))).status).toBe(200);
+  });
+
   it("INTAKE_VERSION_UNSUPPORTED (MUST NOT)", async () => {
     expectIntakeError(await h.intake(command({ intake_version: "1.2" })), "INTAKE_VERSION_UNSUPPORTED", 400);
     // What the detail quotes is cut at 1,024 characters (a 100,000-character version was quoted whole).

@@ -22,6 +22,7 @@ import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/comma
 import { issueAdmission, type Admission } from "../protocol/issuing/lifecycle.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
+import { utf8 } from "../protocol/encoding.js";
 import type { Receipt } from "../protocol/receipt.js";
 import type { JournalEntry } from "../protocol/journal/port.js";
 import type { JournalState } from "../protocol/journal/lifecycle.js";
@@ -184,8 +185,9 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   // The challenge is opened before the record is written to await it: a challenge that could not be
   // opened leaves the trace reserved (a retry judges it again), never a record awaiting evidence no
   // one can send. A challenge whose record was not written is answered CHALLENGE_ANSWERED.
-  const challenge = await openChallenge(c, admission);
+  // Built (and measured) before the challenge opens: an admission the journal could not hold is refused with nothing opened.
   const decision = decisionOf(admission, approval, own.identity.fingerprint);
+  const challenge = await openChallenge(c, admission);
   const appended = await journal.appendMany({
     record_id: reserved.record.record_id,
     expected_revision: expected,
@@ -198,15 +200,32 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
 }
 
-/** The journal transition an admission decides, carrying its signed receipt. */
+/**
+ * The journal transition an admission decides, carrying its signed receipt. It must fit the
+ * journal's MAX_TRANSITION_BYTES, counted as canonical JSON: the runtime context is kept there as a
+ * JSON string (each `"` and `\` of its canonical text written twice, a control character as
+ * `\u00XX`), beside the approver, the tool (twice in the receipt) and the reasons quoting the
+ * params (twice: block_reason and rules), each within its own limit but not all together (review
+ * rv-56: a runtime_context of 8,000 backslashes, 16 KiB canonical, answered 500 INTAKE_FAILED with
+ * the journal's JournalInputError in the log). One that does not fit is refused INTAKE_OVERFLOW.
+ */
 function decisionOf(admission: Admission, approval: string | null, admittedUnder: string) {
-  return {
+  const decision = {
     to: decidedState(admission),
     effect: "not-started" as const,
     receipt: admission.receipt,
     // The runtime context is kept as the canonical text its hash covers: it is the caller's, not the journal's.
     detail: { runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null, rules: admission.results, approval_jcs: approval, admitted_under: admittedUnder } satisfies DecisionDetail,
   };
+  const size = utf8(jcs({ receipt: decision.receipt, detail: decision.detail, extensions: null })).byteLength;
+  if (size > MAX_TRANSITION_BYTES) {
+    throw new IntakeError(
+      "INTAKE_OVERFLOW",
+      `the admission's record would hold ${size} bytes of canonical JSON, past the journal's ${MAX_TRANSITION_BYTES}: the runtime_context (as a JSON string), human_approval, tool and the rules' reasons quoting the params together are too large; no receipt was issued`,
+      admission.receipt.trace_id,
+    );
+  }
+  return decision;
 }
 
 /**
@@ -224,7 +243,15 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: stri
   if (decidedState(admission) === "awaiting_approval" && (loaded.history.length >= MAX_REPEATING_HISTORY || historySize(loaded.history) >= MAX_REPEATING_HISTORY_SIZE - MAX_TRANSITION_BYTES)) {
     throw new ApiError(409, "CHALLENGE_ANSWERS_EXHAUSTED", `this trace's record holds ${loaded.history.length} entries, as many (or as large) as it takes of one state repeated: an answer that still falls short is not recorded (its receipt is never answered); only evidence that completes the challenge is, until its deadline`);
   }
-  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decisionOf(admission, null, (await issuing(c.env)).identity.fingerprint)] });
+  let decision: ReturnType<typeof decisionOf>;
+  try {
+    decision = decisionOf(admission, null, (await issuing(c.env)).identity.fingerprint);
+  } catch (err) {
+    // As the evidence route answers any other intake error of the re-judged Command.
+    if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
+    throw err;
+  }
+  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decision] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
 }
 

@@ -655,7 +655,9 @@ function printfOutput(args: string[]): string {
 /** The script texts `command` hands to a shell to run; `previous` is the command before it (it may pipe into this one). */
 function scriptsOf(command: SimpleCommand, previous: SimpleCommand | undefined): string[] {
   const program = programOf(command);
-  const stdinScripts = () => [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])];
+  // A shell drops the NUL bytes of a script it reads on its standard input (bash, dash: `printf 'r\0m -rf /' | sh`
+  // runs rm -rf /), so the text printf or echo -e prints is read without them (review rv-56: read with them, allowed).
+  const stdinScripts = () => [...command.heredocs, ...command.herestrings, ...(previous?.pipesInto ? literalOutput(previous) : [])].map((t) => t.replaceAll("\0", ""));
   // `sudo -s`, `sudo -i` and `doas -s` given no command run a shell on their standard input (review rv-50: `sudo -s <<< 'rm -rf /'`).
   if (!program) return runsStdinShell(command.words) ? stdinScripts() : [];
   const name = program.name.toLowerCase();

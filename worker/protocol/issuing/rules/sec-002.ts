@@ -346,7 +346,54 @@ function writesDevice(path: string): boolean {
   const rest = path.slice(lead[0].length);
   // A default or alternate value, `${x:-/dev/sda}`, is what the shell writes when x is unset (or set): read too (review rv-54).
   const value = WORD_VALUE.exec(lead[0]);
-  return [rest, ...(value ? [value[1] + rest] : [])].some((p) => p.startsWith("/") && resolveRmPath(p).startsWith("/dev/"));
+  // Every expansion empty, and every one's default or alternate value taken, nested or in a row too
+  // (review rv-56: `${x:-${y:-/dev/sda}}` and `${x:-}${y:-/dev/sda}` were allowed).
+  return [rest, ...(value ? [value[1] + rest] : []), withoutParameterExpansions(path), withWordValues(path)].some((p) => p.startsWith("/") && resolveRmPath(p).startsWith("/dev/"));
+}
+
+/** The start of an expansion with a default or alternate value, `${name:-`, `${1-`, `${@:+`, …, at the position tested. */
+const VALUE_OPERATOR = /\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]):?[-=+]/y;
+
+/**
+ * `word` with each parameter expansion that has a default or alternate value (`${x:-word}`, `${x-word}`,
+ * `${x:=word}`, `${x:+word}`, …) replaced by that value, read the same way (`${x:-${y:-/dev/sda}}` is
+ * `/dev/sda`), and every other expansion taken as empty, as withoutParameterExpansions reads it. Linear:
+ * each `${`'s closing `}` is found with one stack, and a value's text is read where it stands.
+ */
+export function withWordValues(word: string): string {
+  if (!word.includes("$")) return word;
+  const close = new Int32Array(word.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < word.length; i++) {
+    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
+    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
+  }
+  const dropped = new Uint8Array(word.length);
+  let out = "";
+  for (let i = 0; i < word.length; i++) {
+    const c = word[i];
+    if (dropped[i]) continue;
+    if (c !== "$") {
+      out += c;
+      continue;
+    }
+    VALUE_OPERATOR.lastIndex = i;
+    const value = close[i] >= 0 ? VALUE_OPERATOR.exec(word) : null;
+    if (value) {
+      // The value is read on from here; the expansion's own `}` is dropped when reached.
+      dropped[close[i]] = 1;
+      i += value[0].length - 1;
+      continue;
+    }
+    const next = word[i + 1] ?? "";
+    if (next === "{" && close[i] >= 0) i = close[i];
+    else if (/^[A-Za-z_]$/.test(next)) {
+      i++;
+      while (i + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[i + 1])) i++;
+    } else if (/^[0-9@*#?$!-]$/.test(next)) i++;
+    else out += c;
+  }
+  return out;
 }
 
 /** A `${name:-word}`, `${name-word}`, `${name:=word}`, `${name=word}`, `${name:+word}` or `${name+word}` expansion, its word captured. */

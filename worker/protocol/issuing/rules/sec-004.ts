@@ -33,12 +33,13 @@ export function traversalTarget(path: string): string | null {
 }
 
 /**
- * A leading tilde prefix (`~`, `~user`, and `~+`/`~-`, the working directories), plain variable or
+ * A leading tilde prefix (`~`, `~user`, and `~+`/`~-`, the working directories, or `~+1`/`~-2`, the directory
+ * stack's: review rv-56, `cat ~+1/../etc/shadow` was allowed), plain variable or
  * positional or special parameter (`$1`, `${1}`, `$@`) followed by `/`: the worst case of a directory the verifier
  * cannot see is its being `/` (review rv-54: `cat ~+/../etc/shadow`, which is `./../etc/shadow`, and
  * `cat $1/../etc/shadow` were allowed while `cat ../etc/shadow` is denied).
  */
-const LEADING_DIRECTORY = String.raw`~[+-]|~[A-Za-z0-9._-]*|\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]`;
+const LEADING_DIRECTORY = String.raw`~[+-][0-9]*|~[A-Za-z0-9._-]*|\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])\}|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*#?$!-]`;
 const LEADING_HOME = new RegExp(`^(?:${LEADING_DIRECTORY})(?=/)`);
 /** LEADING_HOME as a whole segment (the part of a segment after an `=`). */
 const LEADING_HOME_WHOLE = new RegExp(`^(?:${LEADING_DIRECTORY})$`);
