@@ -123,6 +123,18 @@ describe("the OpenAPI document", () => {
     }
   });
 
+  it("names on each route only the 403 codes that route answers", () => {
+    // AUDIENCE_NOT_ALLOWED where a call or its receipt names an audience; CHAIN_NOT_OWNED on the live chain routes alone.
+    const forbidden = (method: string, path: string) => String(doc.paths[path][method].responses["403"].description);
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      expect(forbidden("post", path), path).toContain("AUDIENCE_NOT_ALLOWED");
+      expect(forbidden("post", path), path).not.toContain("CHAIN_NOT_OWNED");
+    }
+    expect(forbidden("post", "/v1/chains/{chain_id}/hops")).toMatch(/CHAIN_NOT_OWNED[\s\S]*AUDIENCE_NOT_ALLOWED/);
+    expect(forbidden("get", "/v1/chains/{chain_id}")).toContain("CHAIN_NOT_OWNED");
+    expect(forbidden("get", "/v1/chains/{chain_id}")).not.toContain("AUDIENCE_NOT_ALLOWED");
+  });
+
   it("documents the receipt's length bounds on tool, issuer and audience, as the hand-written check refuses them", () => {
     const valid = ccsVectors.vectors.flatMap((v) => v.calls as { body?: { receipt: Record<string, unknown>; level?: 0 }; expect: { valid: boolean } }[]).find((c) => c.body && c.expect.valid && c.body.level === undefined)!.body!.receipt;
     for (const [field, long] of [["tool", "t".repeat(257)], ["issuer", `https://${"a".repeat(249)}`], ["audience", `https://${"a".repeat(249)}`]] as const) {

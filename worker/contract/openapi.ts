@@ -30,7 +30,7 @@ const decisionErrors = (...statuses: number[]) =>
 const ERROR_TEXT: Record<number, string> = {
   400: "malformed call (MALFORMED_REQUEST, or the subject's own code)",
   401: "no valid bearer token (UNAUTHORIZED, with WWW-Authenticate)",
-  403: "the token may not do this (AUDIENCE_NOT_ALLOWED, CHAIN_NOT_OWNED)",
+  403: "the call's audience is not one of the token's (AUDIENCE_NOT_ALLOWED)",
   404: "not found (NOT_FOUND)",
   409: "conflicts with what is held (the code says which)",
   413: "body too large (REQUEST_TOO_LARGE)",
@@ -91,7 +91,7 @@ export const OPERATIONS: Operation[] = [
       200: { description: "appended", schema: S.HopAppended },
       400: { description: ERROR_TEXT[400], schema: S.HopRefused },
       ...errors(401),
-      403: { description: ERROR_TEXT[403], schema: S.HopRefused },
+      403: { description: "the chain is another relying party's (CHAIN_NOT_OWNED), or the receipt's audience is not one of the token's (AUDIENCE_NOT_ALLOWED)", schema: S.HopRefused },
       404: { description: "a hop other than 0 for a chain not in the registry (NOT_FOUND); a just-created chain may briefly be absent elsewhere", schema: S.ErrorAnswer },
       409: { description: "does not fit the tail (a step-7 chain code)", schema: S.HopRefused },
       422: { description: ERROR_TEXT[422], schema: S.HopRefused },
@@ -102,7 +102,13 @@ export const OPERATIONS: Operation[] = [
   {
     method: "get", path: "/v1/chains/{chain_id}", summary: "a live chain with this deployment's seal", tag: "chains", auth: "relying-party",
     parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]")],
-    responses: { 200: { description: "the chain and its seal", schema: S.LiveChain }, ...errors(400, 401, 403, 404, 500), ...signingUnavailable },
+    responses: {
+      200: { description: "the chain and its seal", schema: S.LiveChain },
+      ...errors(400, 401),
+      403: { description: "the chain is another relying party's (CHAIN_NOT_OWNED)", schema: S.ErrorAnswer },
+      ...errors(404, 500),
+      ...signingUnavailable,
+    },
   },
   {
     method: "post", path: "/v1/ec/receipts/verify", summary: "an EC-Agent receipt against its corpus and events (docs/ec-receipts.md)", tag: "ec-agent", auth: "none", body: S.EcVerifyCall,
