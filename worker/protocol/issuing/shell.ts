@@ -303,6 +303,17 @@ export function withShellWork<T>(judge: () => T): T {
   }
 }
 
+/** For each `${` of `word`, the index of the `}` that closes it (nested ones matched inside), else -1: one pass with one stack. */
+export function closingBraces(word: string): Int32Array {
+  const close = new Int32Array(word.length).fill(-1);
+  const open: number[] = [];
+  for (let i = 0; i < word.length; i++) {
+    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
+    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
+  }
+  return close;
+}
+
 /**
  * `word` with its parameter expansions taken as empty, as a shell expands an unset variable: `$name`,
  * `${…}` of any form, one nested in it included (`${z:-${y}}`: an expression without nesting left
@@ -311,12 +322,7 @@ export function withShellWork<T>(judge: () => T): T {
  */
 export function withoutParameterExpansions(word: string): string {
   if (!word.includes("$")) return word;
-  const close = new Int32Array(word.length).fill(-1);
-  const open: number[] = [];
-  for (let i = 0; i < word.length; i++) {
-    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
-    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
-  }
+  const close = closingBraces(word);
   let out = "";
   for (let i = 0; i < word.length; i++) {
     const c = word[i];

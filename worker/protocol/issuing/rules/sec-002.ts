@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { closingBraces, FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /**
@@ -362,12 +362,7 @@ const VALUE_OPERATOR = /\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]):?[-=+]/y
  */
 export function withWordValues(word: string): string {
   if (!word.includes("$")) return word;
-  const close = new Int32Array(word.length).fill(-1);
-  const open: number[] = [];
-  for (let i = 0; i < word.length; i++) {
-    if (word[i] === "$" && word[i + 1] === "{") open.push(i++);
-    else if (word[i] === "}" && open.length > 0) close[open.pop()!] = i;
-  }
+  const close = closingBraces(word);
   const dropped = new Uint8Array(word.length);
   let out = "";
   for (let i = 0; i < word.length; i++) {
