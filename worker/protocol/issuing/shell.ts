@@ -325,17 +325,27 @@ export function withoutParameterExpansions(word: string): string {
   const close = closingBraces(word);
   let out = "";
   for (let i = 0; i < word.length; i++) {
-    const c = word[i];
-    const next = word[i + 1] ?? "";
-    if (c !== "$") out += c;
-    else if (next === "{" && close[i] >= 0) i = close[i];
-    else if (/^[A-Za-z_]$/.test(next)) {
-      i++;
-      while (i + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[i + 1])) i++;
-    } else if (/^[0-9@*#?$!-]$/.test(next)) i++;
-    else out += c;
+    const end = word[i] === "$" ? expansionEnd(word, i, close) : -1;
+    if (end < 0) out += word[i];
+    else i = end;
   }
   return out;
+}
+
+/**
+ * Where the parameter expansion whose `$` is at `i` ends (the index of its last character): a
+ * closed `${…}` (`close` from closingBraces), `$name`, or a positional or special parameter; -1
+ * when no expansion starts there (a lone `$`, an unclosed `${`).
+ */
+export function expansionEnd(word: string, i: number, close: Int32Array): number {
+  const next = word[i + 1] ?? "";
+  if (next === "{") return close[i];
+  if (/^[A-Za-z_]$/.test(next)) {
+    let end = i + 1;
+    while (end + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[end + 1])) end++;
+    return end;
+  }
+  return /^[0-9@*#?$!-]$/.test(next) ? i + 1 : -1;
 }
 
 /** Parses a script: its here-documents are set aside first, then its commands are read. */

@@ -1,5 +1,5 @@
 import { COMMAND_EXECUTION_TOOL, COMMAND_INJECTION_THRESHOLD, RM_PROTECTED_PATH } from "../scopes.js";
-import { closingBraces, FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
+import { closingBraces, expansionEnd, FIND_EXEC, findActionEnds, invocationOf, parseShell, programAt, SCRIPT_SHELL, stdinWords, withoutParameterExpansions, type ParsedShell, type ProgramFound, type SimpleCommand } from "../shell.js";
 import { allow, commandLines, deny, escalate, toolIn, type InputRule } from "./types.js";
 
 /**
@@ -380,13 +380,9 @@ export function withWordValues(word: string): string {
       i += value[0].length - 1;
       continue;
     }
-    const next = word[i + 1] ?? "";
-    if (next === "{" && close[i] >= 0) i = close[i];
-    else if (/^[A-Za-z_]$/.test(next)) {
-      i++;
-      while (i + 1 < word.length && /^[A-Za-z0-9_]$/.test(word[i + 1])) i++;
-    } else if (/^[0-9@*#?$!-]$/.test(next)) i++;
-    else out += c;
+    const end = expansionEnd(word, i, close);
+    if (end < 0) out += c;
+    else i = end;
   }
   return out;
 }
