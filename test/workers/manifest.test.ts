@@ -261,6 +261,12 @@ describe("POST /v1/profiles/resolve", () => {
     expect((await resolve({ profile: "ccs/1.3/intake" }, "")).status).toBe(401);
     expect((await resolve({ profile: "" })).body.error.code).toBe("MALFORMED_REQUEST");
     expect((await resolve({ profile: "a", exclude: ["not a uri"] })).status).toBe(400);
+    // rv-64: a verifier id is at most 256 UTF-8 bytes, not 256 characters (125 × "é" is 258 bytes).
+    expect((await resolve({ profile: "a", exclude: [`https://${"é".repeat(124)}`] })).status).toBe(200);
+    const long = await resolve({ profile: "a", exclude: [`https://${"é".repeat(125)}`] });
+    expect(long.status).toBe(400);
+    expect(long.body.error).toMatchObject({ code: "MALFORMED_REQUEST", detail: expect.stringContaining("256 UTF-8 bytes") });
+    expect((await resolve({ profile: "a", exclude: Array.from({ length: 65 }, (_, i) => `https://v${i}.example`) })).status).toBe(400);
     expect((await resolve({ profile: "a", extra: 1 })).status).toBe(400);
   });
 });

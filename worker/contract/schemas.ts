@@ -11,6 +11,7 @@ import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FI
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 import { isJsonObject } from "../protocol/strict-json.js";
+import { utf8Length } from "../protocol/encoding.js";
 import { CHAIN_ID, SEAL_TYPE } from "../protocol/chain-seal.js";
 import { MAX_CHAIN_ENTRIES, MAX_CHAIN_HOPS } from "../protocol/chain.js";
 import { RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../protocol/relying-parties.js";
@@ -23,7 +24,16 @@ const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
  * key the boundary refuses at any depth would be accepted, and dropped, at the top level.
  */
 const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
-export const Uri = z.string().regex(/^https:\/\/\S+$/).max(MAX_URI_BYTES).meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes (maxLength counts characters, a weaker bound)` });
+/**
+ * `.max` counts UTF-16 code units (what maxLength documents); the refinement holds the bound the
+ * description states, in UTF-8 bytes (rv-64: `exclude` took 125 × "é", 258 bytes, and echoed it).
+ */
+export const Uri = z
+  .string()
+  .regex(/^https:\/\/\S+$/)
+  .max(MAX_URI_BYTES)
+  .refine((s) => utf8Length(s) <= MAX_URI_BYTES, `must be at most ${MAX_URI_BYTES} UTF-8 bytes`)
+  .meta({ description: `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes (maxLength counts characters, a weaker bound)` });
 const seconds = z.number().meta({ description: "Unix seconds" });
 const kid = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/);
 
