@@ -52,6 +52,10 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     expectIntakeError(await h.intake(command({ audience: "https://elsewhere.example" })), "INTAKE_MALFORMED", 400);
     const hidden = JSON.stringify(command({ tool: "shell_exec", params: { placeholder: 1 } })).replace('"placeholder":1', '"__proto__":{"cmd":"rm -rf /"}');
     expectIntakeError(await h.intake(hidden), "INTAKE_MALFORMED", 400);
+    // An approver past its 512 bytes is told which bound it passed (review rv-64: the detail said only "a non-empty string").
+    const long = await h.intake(command({ human_approval: { approver: "é".repeat(257), request_hash: "sha256:" + "0".repeat(64) } }));
+    expectIntakeError(long, "INTAKE_MALFORMED", 400);
+    expect(long.body.error.detail).toMatch(/approver: a non-empty string of at most 512 UTF-8 bytes/);
   });
 
   it("INTAKE_MISSING_FIELD (MAY) names the field and echoes the trace_id", async () => {

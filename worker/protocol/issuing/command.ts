@@ -191,7 +191,7 @@ export function parseIntake(body: unknown): Intake {
   if (n.human_approval !== undefined) {
     const a = n.human_approval;
     const ok = isJsonObject(a) && Object.keys(a).every((k) => k === "approver" || k === "request_hash") && typeof a.approver === "string" && a.approver !== "" && utf8Length(a.approver) <= 512 && typeof a.request_hash === "string" && SHA256_REF.test(a.request_hash);
-    if (!ok) malformed('human_approval must be {approver: a non-empty string, request_hash: "sha256:" + 64 hex}');
+    if (!ok) malformed('human_approval must be {approver: a non-empty string of at most 512 UTF-8 bytes, request_hash: "sha256:" + 64 hex}');
     humanApproval = { approver: (a as HumanApproval).approver, request_hash: (a as HumanApproval).request_hash };
   }
   const command: Command = {
