@@ -332,7 +332,7 @@ export const EcAnswer = z.object({}).passthrough().meta({ id: "EcAnswer", descri
 
 export const EvidenceCall = z
   .object({
-    human_approval: z.object({ approver: z.string(), request_hash: sha256Ref }).strict().optional().meta({ description: "SEC-005: an approval naming this request's request_hash" }),
+    human_approval: z.object({ approver: z.string().meta({ description: "non-empty, at most 512 UTF-8 bytes (the challenge's format says so; a longer one is 400 MALFORMED_REQUEST)" }), request_hash: sha256Ref }).strict().optional().meta({ description: "SEC-005: an approval naming this request's request_hash" }),
     server_profile: z.enum(["none", "tls", "authenticated", "mutual-tls", "attested"]).optional().meta({ description: "the server's declared security profile, for the policy floor" }),
   })
   .strict()
