@@ -268,6 +268,18 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await evidence(two)).body.history.at(-1).detail).not.toHaveProperty("reason");
   });
 
+  it("a reconciliation's reason is at most 1,024 characters counted as UTF-16 code units: 513 emoji (1,026) are refused, 512 (1,024) taken", async () => {
+    const emoji = "\u{1F600}";
+    const one = await lapsedTrace();
+    const over = await reconcile(one, { outcome: "reconciliation_required", reason: emoji.repeat(513) }, ADMIN_TOKEN);
+    expect([over.status, over.body.error?.code], over.text).toEqual([400, "MALFORMED_REQUEST"]);
+    expect(over.body.error.detail).toContain("1024 characters");
+    expect((await evidence(one)).body.record).toMatchObject({ state: "started", lease_lapsed: true });
+    expect((await reconcile(one, { outcome: "reconciliation_required", reason: "x".repeat(1025) }, ADMIN_TOKEN)).status).toBe(400);
+    const at = await reconcile(one, { outcome: "reconciliation_required", reason: emoji.repeat(512) }, ADMIN_TOKEN);
+    expect(at.status, at.text).toBe(200);
+  });
+
   it("a lapsed lease reconciled as reconciliation_required goes there through indeterminate, in one step; indeterminate alone is a reconciliation too", async () => {
     const lapsed = async () => {
       const traceId = await lapsedTrace();

@@ -443,6 +443,8 @@ const toolOutput = {
   extensions,
 };
 
+/** A reconciliation's reason: at most this many characters, counted as UTF-16 code units (README). */
+const MAX_REASON_CHARACTERS = 1024;
 export const StartCall = z.object({ lease_seconds: lease.optional() }).strict().meta({ id: "StartCall", description: "optional: the lease length (default JOURNAL_LEASE_SECONDS)" });
 export const Started = z
   .object({ trace_id: hex(16), record_id: recordId, fence, lease_until: seconds, state: z.literal("started"), receipt: Receipt })
@@ -459,7 +461,12 @@ export const FinalizeCall = z
   .refine(outputOnly, OUTPUT_ONLY)
   .meta({ id: "FinalizeCall", description: "{fence, response} | {fence, error} | {fence, outcome: \"indeterminate\"}, with an optional effect disposition" });
 export const ReconcileCall = z
-  .object({ response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.enum(["indeterminate", "reconciliation_required"]).optional(), effect: Effect.optional(), reason: z.string().max(1024).optional(), ...toolOutput })
+  .object({ response: z.unknown().optional(), error: z.unknown().optional(), outcome: z.enum(["indeterminate", "reconciliation_required"]).optional(), effect: Effect.optional(), reason: z
+      .string()
+      .max(MAX_REASON_CHARACTERS)
+      // zod's max counts code points; README's "characters" are UTF-16 code units (an emoji counts two), as `length` counts them.
+      .refine((s) => s.length <= MAX_REASON_CHARACTERS, `at most ${MAX_REASON_CHARACTERS} characters (UTF-16 code units: a character outside the BMP counts two)`)
+      .optional(), ...toolOutput })
   .strict()
   .refine(oneOutcome, "exactly one of response, error and outcome")
   .refine(outputOnly, OUTPUT_ONLY)

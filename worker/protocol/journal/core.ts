@@ -83,7 +83,8 @@ export const MAX_REPEATING_HISTORY = 256;
  * record's history may hold when it repeats a state again. Every call on a record replays (digests
  * and checks) its whole history, so 256 entries of 32 KiB (~8.5 MiB) cost 0.3-0.7 s a call; past
  * this size a repeated state is refused as past the count, and a history stays within this size
- * plus its forward steps (~1.4 MiB at most).
+ * plus its forward steps (~1.4 Mi code units at most; up to ~3x as many UTF-8 bytes, since a step's
+ * MAX_TRANSITION_BYTES counts bytes: ~96 steps of three-byte characters fit under this bound).
  */
 export const MAX_REPEATING_HISTORY_SIZE = 1024 * 1024;
 /** The size MAX_REPEATING_HISTORY_SIZE counts: the canonical JSON of every entry. */
