@@ -19,6 +19,8 @@ import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { ccsVectors, propagationVectors as pv, rawBodyOf } from "../support/vectors.js";
 import { RP_TOKEN } from "../support/app-harness.js";
+import anchorPinSchema from "../../kv-schemas/anchor-pin.schema.json" with { type: "json" };
+import anchorKeySchema from "../../kv-schemas/anchor-key.schema.json" with { type: "json" };
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 const RP = { authorization: `Bearer ${RP_TOKEN}`, "content-type": "application/json" };
@@ -173,6 +175,16 @@ describe("the OpenAPI document", () => {
     for (const t of ["t".repeat(32), "A.b_c~d-".repeat(4), "t".repeat(256), "t".repeat(31), "t".repeat(257), `${"t".repeat(31)} `, `${"t".repeat(31)}+`]) {
       expect([t, tokened.test(t)]).toEqual([t, parseRegistration(body({ token: t }), new Set(["https://relying-party.example"])).ok]);
     }
+  });
+
+  it("names in AnchorPin every member the pin's schema takes (review rv-61: verifier_class, audit and shared_secret were missing)", () => {
+    const description: string = doc.components.schemas.AnchorPin.description;
+    const members = (d: string) => [...d.matchAll(/([a-z_]+)\??(?=[,}\]:])/g)].map((m) => m[1]);
+    const outer = description.slice(description.indexOf("{"));
+    const keyPart = outer.slice(outer.indexOf("[{"));
+    expect(new Set(members(outer.slice(0, outer.indexOf("[{"))))).toEqual(new Set(Object.keys(anchorPinSchema.properties)));
+    expect(new Set(members(keyPart))).toEqual(new Set(Object.keys(anchorKeySchema.properties)));
+    for (const name of anchorPinSchema.required) expect(outer).not.toContain(`${name}?`);
   });
 
   it("documents the receipt with exactly the fields the hand-written check knows", () => {

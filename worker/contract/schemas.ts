@@ -6,6 +6,8 @@
  * and a test holds the two to the same field set.
  */
 import { z } from "zod";
+import anchorPinSchema from "../../kv-schemas/anchor-pin.schema.json" with { type: "json" };
+import anchorKeySchema from "../../kv-schemas/anchor-key.schema.json" with { type: "json" };
 import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES } from "../protocol/codes.js";
 import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
@@ -248,7 +250,16 @@ export const IssuerDocument = z
   .object({ issuer: Uri, org_id: Uri.nullable(), chain_sealer: z.literal(true).meta({ description: "pinned as published, this deployment's chain seals are trusted" }), keys: z.array(PublishedKey).min(1) })
   .meta({ id: "IssuerDocument" });
 
-export const AnchorPin = z.unknown().meta({ id: "AnchorPin", description: "kv-schemas/anchor-pin.schema.json: {issuer, org_id?, chain_sealer?, ledger_shards?, sequence_policy?, config_hashes?, keys: [{kid, alg, public_key, fingerprint?, not_before?, not_after?}]}" });
+/** `{a, b?, …}` of a JSON Schema's members, `?` on the optional ones: written from the schema, so the document cannot leave one out. */
+const membersOf = (schema: { properties: Record<string, unknown>; required: string[] }, inner: Record<string, string> = {}) =>
+  `{${Object.keys(schema.properties)
+    .sort((a, b) => Number(a in inner) - Number(b in inner))
+    .map((name) => `${name}${schema.required.includes(name) ? "" : "?"}${inner[name] ? `: ${inner[name]}` : ""}`)
+    .join(", ")}}`;
+export const AnchorPin = z.unknown().meta({
+  id: "AnchorPin",
+  description: `kv-schemas/anchor-pin.schema.json: ${membersOf(anchorPinSchema, { keys: `[${membersOf(anchorKeySchema)}] (1–16)` })}`,
+});
 export const AnchorPinned = z.object({ issuer: Uri, keys: z.array(z.object({ kid, fingerprint: hex(64) })) }).meta({ id: "AnchorPinned" });
 export const KeyCall = z
   .object({ issuer: z.string(), kid: z.string().optional(), fingerprint: z.string().optional() })
