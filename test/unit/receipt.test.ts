@@ -73,6 +73,19 @@ describe("nonce", () => {
   });
 });
 
+describe("issuer and audience", () => {
+  it("a refused URI is told the whole form, not only its scheme and size (a space, no host, a control character, an uppercase scheme)", async () => {
+    // Review rv-61: each answered 'must be an https:// URI of at most 256 UTF-8 bytes', which all of them are.
+    const { receipt } = await fixture();
+    for (const uri of ["https://a b.example", "https:///nohost", "https://x.example\u0085", "HTTPS://x.example", "https://x.example\\y"]) {
+      for (const field of ["issuer", "audience"]) {
+        const parsed = parseReceipt({ ...receipt, [field]: uri });
+        expect(parsed.ok ? [] : parsed.failures.map((f) => [f.code, f.detail]), `${field} ${uri}`).toEqual([["MALFORMED_RECEIPT", `${field} must be an https:// URI naming a host (lowercase scheme; no whitespace, control character or "\\"), of at most 256 UTF-8 bytes`]]);
+      }
+    }
+  });
+});
+
 describe("rule_summary", () => {
   it("is name=verdict entries whose verdict is a CCS rule verdict (allow, deny, escalate, lowercase); any other word is MALFORMED_RECEIPT", async () => {
     const { receipt } = await fixture();

@@ -94,6 +94,9 @@ const knownUris = new Set<string>();
 export const uriMemoSize = (): number => knownUris.size;
 
 /** An `https://` absolute URI of at most MAX_URI_BYTES, with a host and no whitespace or control character (C0, DEL or C1). */
+/** What isHttpsUri takes, as a refusal's detail says it. */
+export const HTTPS_URI_RULE = `an https:// URI naming a host (lowercase scheme; no whitespace, control character or "\\"), of at most ${MAX_URI_BYTES} UTF-8 bytes`;
+
 export function isHttpsUri(value: unknown): value is string {
   if (typeof value !== "string") return false;
   if (knownUris.has(value)) return true;
@@ -144,8 +147,8 @@ const FIELD_CHECKS: Check[] = [
   pattern(SHA256_REF, '"sha256:" + 64 lowercase hex')("config_hash"),
   hashOrEmpty("response_hash"), hashOrEmpty("runtime_context_hash"),
   form((v) => typeof v === "string" && v.startsWith(ACTION_PREFIX), `"${ACTION_PREFIX}<tool>:<64 hex>"`)("action"),
-  form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("issuer"),
-  form(isHttpsUri, `an https:// URI of at most ${MAX_URI_BYTES} UTF-8 bytes`)("audience"),
+  form(isHttpsUri, HTTPS_URI_RULE)("issuer"),
+  form(isHttpsUri, HTTPS_URI_RULE)("audience"),
   pattern(NONCE, `${MIN_NONCE_HEX} to ${MAX_NONCE_HEX} lowercase hex digits`)("nonce"),
   form((v) => Number.isSafeInteger(v) && (v as number) >= 0, "an integer in 0..2^53-1")("sequence"),
   form((v) => isNumber(v) && v >= 0, "a number of seconds >= 0")("max_clock_skew"),
