@@ -41,15 +41,19 @@ export type Take =
   | { kind: "open"; challenge: StoredChallenge }
   /** `answering`: an answer taken in time is still being judged, so the record is not closed from here. */
   | { kind: "expired"; expires_at: number; answering: boolean }
+  /** An answer was recorded: the evidence satisfied the challenge, or a check made the deny final. */
   | { kind: "answered" }
+  /** Another answer is being judged now; one that falls short gives the challenge back. */
+  | { kind: "judging" }
   | { kind: "unknown" };
 
 /**
- * The row's state: `open`; `taken` while an answer is judged (or once it was answered);
- * `taken-at-deadline` when the deadline alarm found it taken; `closing` while the journal record is
- * being closed; `closed` once it was (or needed nothing), waiting for deletion.
+ * The row's state: `open`; `taken` while an answer is judged; `taken-at-deadline` when the
+ * deadline alarm found it taken; `answered` once an answer was recorded that needs no other;
+ * `closing` while the journal record is being closed; `closed` once it was (or needed nothing),
+ * waiting for deletion. A row taken before `answered` existed stays `taken` once answered.
  */
-type RowState = "open" | "taken" | "taken-at-deadline" | "closing" | "closed";
+type RowState = "open" | "taken" | "taken-at-deadline" | "answered" | "closing" | "closed";
 
 export class IntakeChallenges extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -83,8 +87,9 @@ export class IntakeChallenges extends DurableObject<Env> {
   take(now: number): Take {
     const row = this.row();
     if (!row) return { kind: "unknown" };
-    if (now > row.expires_at || row.state === "closing" || row.state === "closed") return { kind: "expired", expires_at: row.expires_at, answering: row.state === "taken" || row.state === "taken-at-deadline" };
-    if (row.state !== "open") return { kind: "answered" };
+    if (now > row.expires_at || row.state === "closing" || row.state === "closed") return { kind: "expired", expires_at: row.expires_at, answering: row.state === "taken" || row.state === "taken-at-deadline" || row.state === "answered" };
+    if (row.state === "answered") return { kind: "answered" };
+    if (row.state !== "open") return { kind: "judging" };
     this.sql.exec("UPDATE challenge SET state = 'taken' WHERE id = 1");
     const { state: _s, ...challenge } = row;
     return { kind: "open", challenge };
@@ -100,6 +105,12 @@ export class IntakeChallenges extends DurableObject<Env> {
     if (gaps === null) this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')");
     else if (message === undefined) this.sql.exec("UPDATE challenge SET state = 'open', gaps = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps);
     else this.sql.exec("UPDATE challenge SET state = 'open', gaps = ?, message = ? WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')", gaps, message);
+  }
+
+  /** The claimed challenge's answer was recorded and needs no other: later answers are told so, not that one is being judged. */
+  answered(): void {
+    if (!this.exists()) return;
+    this.sql.exec("UPDATE challenge SET state = 'answered' WHERE id = 1 AND state IN ('taken', 'taken-at-deadline')");
   }
 
   async alarm(): Promise<void> {

@@ -296,6 +296,18 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
   const forget = (party: RelyingParty) => {
     for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
   };
+  /**
+   * Deletes the party's token record, unless it is another party's by now. Two calls supplying one
+   * token at once (a registration or rotation each) can both pass the token check, and the token's
+   * record then holds the last written party while both name records name that token: a delete or
+   * rotation of the other party must not take the token from the one it authenticates (review
+   * rv-62: that locked the still-listed party out for good).
+   */
+  const dropTokenOf = async (party: RelyingParty): Promise<void> => {
+    const held = await get(tokenKey(party.token_sha256));
+    if (held && (held.name !== party.name || held.registration !== party.registration)) return;
+    await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
+  };
   return {
     async byToken(token) {
       const hit = cache.get(token);
@@ -321,7 +333,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
     async delete(name) {
       const party = await get(partyKey(name));
       if (!party) return false;
-      await kv(Promise.all([env.ANCHORS.delete(tokenKey(party.token_sha256)), env.ANCHORS.delete(partyKey(name))]));
+      await kv(Promise.all([dropTokenOf(party), env.ANCHORS.delete(partyKey(name))]));
       forget(party);
       return true;
     },
@@ -334,7 +346,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       // The new token's record first: the name's record then hands authority over in one write.
       await kv(env.ANCHORS.put(tokenKey(tokenSha256), value));
       await kv(env.ANCHORS.put(partyKey(name), value));
-      await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
+      await dropTokenOf(party);
       forget(party);
       return rotated;
     },

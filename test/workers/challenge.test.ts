@@ -364,6 +364,28 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect((await startCall(h, c.trace_id)).status).toBe(200);
   });
 
+  it("an answer sent while another is being judged is told so, not that the challenge was answered; once one is recorded, it is", async () => {
+    // Shown live (review rv-62): at the cap, answers that fell short held the challenge while they
+    // were judged, and the right approval sent beside them was told 'already answered with its
+    // evidence' in every round, while the record still awaited it.
+    const c = command();
+    await h.intake(c);
+    const stub = challengeObject(c.trace_id);
+    const right = { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } };
+    await runInDurableObject(stub, (o: IntakeChallenges) => expect(o.take(TEST_NOW).kind).toBe("open"));
+    const busy = await answer(h, c.trace_id, right);
+    expect([busy.status, busy.body.error.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
+    expect(busy.body.error.detail).toMatch(/being judged/);
+    expect(busy.body.error.detail).not.toMatch(/already answered/);
+    // The answer being judged fell short: the challenge is given back, and the same answer is taken.
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.release(null));
+    const taken = await answer(h, c.trace_id, right);
+    expect([taken.status, taken.body.receipt?.verdict]).toEqual([200, "allow"]);
+    const again = await answer(h, c.trace_id, right);
+    expect([again.status, again.body.error.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
+    expect(again.body.error.detail).toMatch(/already answered/);
+  });
+
   it("an answer being judged when the deadline passes is waited for; given back, the record is closed on the next run", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;

@@ -524,6 +524,34 @@ describe("keys and tokens belong to one holder", () => {
     expect([await audit(winner), await audit(loser)]).toEqual([401, 401]);
   });
 
+  it("two parties given one token at once (each call passed the token check): deleting or rotating the one the token does not authenticate leaves the other its token", async () => {
+    // Shown live (review rv-62): rotations of two parties to one supplied token, sent at once, both
+    // answered 200 (7 times in 15); the token's record holds the last written party, and a delete of
+    // the other then deleted that record too, leaving a listed party no token authenticates.
+    const shared = "shared-by-two-parties-0123456789abcdef";
+    const sha = await sha256Hex(shared);
+    const issuer = await issuerFor("shared-token");
+    await h().pin(issuer.anchor);
+    const audit = async (token: string) => (await h().call("/v1/receipts/verify", json("POST", { ...(await issuer.body()), mode: "audit" }, `Bearer ${token}`))).status;
+    for (const act of ["delete", "rotate"] as const) {
+      const [x, y] = [`shared-x-${act}`, `shared-y-${act}`];
+      const lost = { name: x, audiences: [AUDIENCE], token_sha256: sha, created_at: TEST_NOW, registration: "00000000000000b1" };
+      const won = { name: y, audiences: [AUDIENCE], token_sha256: sha, created_at: TEST_NOW, registration: "00000000000000b2" };
+      await env.ANCHORS.put(`rp:${x}`, JSON.stringify(lost));
+      await env.ANCHORS.put(`rp:${y}`, JSON.stringify(won));
+      await env.ANCHORS.put(`rp-token:${sha}`, JSON.stringify(won));
+      expect(await audit(shared)).toBe(200);
+      const done = act === "delete" ? await h().call(`/v1/admin/relying-parties/${x}`, admin("DELETE")) : await h().call(`/v1/admin/relying-parties/${x}/token`, admin("POST", {}));
+      expect(done.status).toBe(200);
+      // Still the token of y, the party it authenticated all along; then y's own delete revokes it.
+      expect(await audit(shared)).toBe(200);
+      expect(JSON.parse((await env.ANCHORS.get(`rp-token:${sha}`))!).name).toBe(y);
+      expect((await h().call(`/v1/admin/relying-parties/${y}`, admin("DELETE"))).status).toBe(200);
+      expect(await audit(shared)).toBe(401);
+      if (act === "rotate") await h().call(`/v1/admin/relying-parties/${x}`, admin("DELETE"));
+    }
+  });
+
   it("a strict sequence window cannot be split over ledger shards", async () => {
     const issuer = await issuerFor("window-shards");
     const res = await h().pin({ ...issuer.anchor, sequence_policy: "window", ledger_shards: 4 });

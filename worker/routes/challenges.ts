@@ -109,6 +109,8 @@ export const challengeRoutes = new Hono<AppEnv>()
     throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
   }
   if (taken.kind === "answered") throw new ApiError(409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence");
+  // Not answered yet: another answer holds it while it is judged, and one that falls short gives it back.
+  if (taken.kind === "judging") throw new ApiError(409, "CHALLENGE_ANSWERED", "another answer to this challenge is being judged right now; if it falls short the challenge is given back: send this answer again (GET /v1/evidence/{trace_id} shows the record still awaiting_approval)");
   const { challenge } = taken;
   let admission: Admission;
   try {
@@ -141,6 +143,15 @@ export const challengeRoutes = new Hono<AppEnv>()
   }
   // Still short: the challenge stays open for what is missing, and keeps what this answer brought.
   if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps), JSON.stringify(intakeMessage(admission.intake))));
+  // Recorded and needing no other answer (an allow, or a deny a check made final): answered for good.
+  // Only what later answers are told depends on it, so the receipt is answered even if it fails.
+  else {
+    try {
+      await stored(c, Promise.resolve(store.answered()));
+    } catch (err) {
+      console.error(JSON.stringify({ event: "challenge_answered_mark_failed", trace_id: traceId, error: String(err) }));
+    }
+  }
   const next = admission.gaps.length > 0 ? buildChallenge(traceId, admission.gaps, admission.receipt.issued_at, challenge.expires_at) : null;
   return c.json(admissionAnswer(admission, next));
 });
