@@ -14,7 +14,14 @@ import { ensurePortFree, PROJECT_ROOT, startLocalServer, type LocalServer } from
 const added = ensureDevVars(PROJECT_ROOT);
 if (added.length > 0) console.log(`.dev.vars: added ${added.join(", ")} from .dev.vars.example (demo values)`);
 const vars = readDevVars(resolve(PROJECT_ROOT, ".dev.vars"));
-const port = Number(process.env.PORT ?? 8787);
+// PORT is a TCP port to listen on, 1-65535 in decimal: 0 (or an empty PORT) would let wrangler pick
+// a port of its own while this script waited on :0 for a minute, and the rest is refused by name.
+const portText = process.env.PORT ?? "8787";
+if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
+  console.error(`npm start: PORT must be a port number from 1 to 65535, not ${JSON.stringify(portText)}`);
+  process.exit(1);
+}
+const port = Number(portText);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
 
 // SIGINT or SIGTERM stops whatever instance runs at that moment, at any phase: while the setup

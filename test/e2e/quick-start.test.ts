@@ -212,4 +212,17 @@ describe("the quick start", () => {
     }
   });
 
+  it("a PORT that is no port from 1 to 65535 is refused in one line before anything starts", () => {
+    // Before, PORT=0 (or an empty PORT) let wrangler listen on a port of its choosing while the start
+    // waited a minute on :0 for a /healthz that never came.
+    for (const bad of ["0", "", "8787x", "65536"]) {
+      const res = spawnSync(process.execPath, [tsx, "scripts/start.ts"], {
+        cwd: PROJECT_ROOT,
+        env: { ...offlineEnv(), PORT: bad, COUNTERSIGN_STATE_DIR: join(scratch, "state-bad-port") },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect([res.status, res.stderr.trim()]).toEqual([1, `npm start: PORT must be a port number from 1 to 65535, not ${JSON.stringify(bad)}`]);
+    }
+  });
 });
