@@ -16,6 +16,8 @@ export interface LocalServer {
   /** The DevTools inspector's port (wrangler dev only). */
   inspectorPort: number | null;
   stop(): Promise<void>;
+  /** Settles when the instance's process exits, by stop() or not: its exit code, or its signal's name. */
+  exited: Promise<number | string | null>;
 }
 
 export interface LocalServerOptions {
@@ -125,6 +127,7 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
     stdio: o.inheritOutput ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: process.platform !== "win32",
   });
+  const exitedAt = new Promise<number | string | null>((r) => child.once("exit", (code, signal) => r(code ?? signal)));
   let log = "";
   const keep = (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-8000);
@@ -157,5 +160,5 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
   } finally {
     o.signal?.removeEventListener("abort", onAbort);
   }
-  return { url, port, inspectorPort, stop };
+  return { url, port, inspectorPort, stop, exited: exitedAt };
 }

@@ -132,6 +132,13 @@ try {
     process.exit(0);
   }
   server = service;
+  // A service that stops by itself (wrangler or workerd killed or crashed) is said, and npm start
+  // exits 1 with it: a supervisor or a CI step sees the instance gone, not a clean exit.
+  void service.exited.then((how) => {
+    if (stopping.signal.aborted) return;
+    console.error(`npm start: the service on ${service.url} stopped by itself (wrangler dev exited: ${how})`);
+    process.exit(1);
+  });
   console.log(`countersign is listening on ${service.url}`);
   console.log(demoRevoked
     ? `  own issuer ${identity.issuer} pinned; demo issuer ${DEMO_ISSUER}'s key was revoked on this state, and stays so`

@@ -225,4 +225,30 @@ describe("the quick start", () => {
       expect([res.status, res.stderr.trim()]).toEqual([1, `npm start: PORT must be a port number from 1 to 65535, not ${JSON.stringify(bad)}`]);
     }
   });
+
+  it("a service that stops by itself is said, and npm start exits 1 with it", async () => {
+    // Before, npm start just ended, exit 0 and nothing said, when wrangler died under it.
+    const port = await freePort();
+    let out = "";
+    const running = spawn(process.execPath, [tsx, "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-died") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.stdout!.on("data", (d) => (out += d));
+    running.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain("countersign is listening");
+      const group = spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n")
+        .find((l) => l.includes("wrangler.js dev") && l.includes(`--port ${port} `));
+      process.kill(-Number(group!.trim().split(/\s+/)[0]), "SIGKILL");
+      expect(await exited).toBe(1);
+      expect(out).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself (wrangler dev exited: SIGKILL)`);
+    } finally {
+      if (running.exitCode === null) running.kill("SIGTERM");
+    }
+  });
 });
