@@ -16,6 +16,8 @@ export interface LocalServer {
   /** The DevTools inspector's port (wrangler dev only). */
   inspectorPort: number | null;
   stop(): Promise<void>;
+  /** Settles when the instance's process exits, by stop() or not: its exit code, or its signal's name. */
+  exited: Promise<number | string | null>;
 }
 
 export interface LocalServerOptions {
@@ -32,6 +34,12 @@ export interface LocalServerOptions {
    * without the inspector that makes each `console.log` cost ~90 µs. The benchmarks use it.
    */
   inspector?: boolean;
+  /**
+   * Aborting it while the instance boots stops the instance (its whole process group: wrangler
+   * and workerd) and rejects: `npm start` stops on SIGINT or SIGTERM at any phase, the boots
+   * included, without leaving a detached wrangler serving behind it.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -66,9 +74,10 @@ export const offlineEnv = (level: "warn" | "log" = "warn"): NodeJS.ProcessEnv =>
   WRANGLER_LOG: process.env.WRANGLER_LOG ?? level,
 });
 
-async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, output: () => string): Promise<void> {
+async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, output: () => string, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
+    if (signal?.aborted) throw new Error("stopped while starting");
     if (child.exitCode !== null) throw new Error(`wrangler dev exited with ${child.exitCode}\n${output()}`);
     try {
       const res = await fetch(`${url}/healthz`);
@@ -105,6 +114,7 @@ function wranglerDevArgs(o: LocalServerOptions, config: string, port: number, in
 export async function startLocalServer(o: LocalServerOptions): Promise<LocalServer> {
   if (o.port !== undefined) await ensurePortFree(o.port);
   const [spare, spareInspector] = await freePorts(2);
+  if (o.signal?.aborted) throw new Error("stopped while starting");
   const port = o.port ?? spare;
   const inspectorPort = o.inspector === false ? null : spareInspector === port ? spare : spareInspector;
   const config = o.config ?? resolve(PROJECT_ROOT, "wrangler.toml");
@@ -117,6 +127,7 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
     stdio: o.inheritOutput ? "inherit" : ["ignore", "pipe", "pipe"],
     detached: process.platform !== "win32",
   });
+  const exitedAt = new Promise<number | string | null>((r) => child.once("exit", (code, signal) => r(code ?? signal)));
   let log = "";
   const keep = (chunk: Buffer) => {
     log = (log + chunk.toString()).slice(-8000);
@@ -139,11 +150,15 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
     await exited;
     clearTimeout(timer);
   };
+  const onAbort = () => void stop();
+  o.signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    await waitHealthy(url, child, o.readyTimeoutMs ?? 60_000, () => log);
+    await waitHealthy(url, child, o.readyTimeoutMs ?? 60_000, () => log, o.signal);
   } catch (err) {
     await stop();
     throw err;
+  } finally {
+    o.signal?.removeEventListener("abort", onAbort);
   }
-  return { url, port, inspectorPort, stop };
+  return { url, port, inspectorPort, stop, exited: exitedAt };
 }

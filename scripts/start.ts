@@ -9,16 +9,36 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { demoAnchor, DEMO_AUDIENCE, DEMO_ISSUER, DEMO_RELYING_PARTY } from "../cli/demo-identity.js";
 import { ensureDevVars, readDevVars } from "./dev-vars.js";
-import { ensurePortFree, PROJECT_ROOT, startLocalServer } from "./local-server.js";
+import { ensurePortFree, PROJECT_ROOT, startLocalServer, type LocalServer } from "./local-server.js";
 
 const added = ensureDevVars(PROJECT_ROOT);
 if (added.length > 0) console.log(`.dev.vars: added ${added.join(", ")} from .dev.vars.example (demo values)`);
 const vars = readDevVars(resolve(PROJECT_ROOT, ".dev.vars"));
-const port = Number(process.env.PORT ?? 8787);
+// PORT is a TCP port to listen on, 1-65535 in decimal: 0 (or an empty PORT) would let wrangler pick
+// a port of its own while this script waited on :0 for a minute, and the rest is refused by name.
+const portText = process.env.PORT ?? "8787";
+if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) > 65535) {
+  console.error(`npm start: PORT must be a port number from 1 to 65535, not ${JSON.stringify(portText)}`);
+  process.exit(1);
+}
+const port = Number(portText);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
+
+// SIGINT or SIGTERM stops whatever instance runs at that moment, at any phase: while the setup
+// instance boots or works, between the two, while the service boots on PORT, or once it serves.
+// wrangler runs in a process group of its own, so a Ctrl-C reaches it only through here.
+const stopping = new AbortController();
+let server: LocalServer | null = null;
+const stop = () => {
+  if (stopping.signal.aborted) return;
+  stopping.abort(); // a boot in flight stops its instance and rejects; its catch exits
+  if (server) void server.stop().then(() => process.exit(0));
+};
+for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
 
 // A port that is taken, or a server that never became healthy, is said in one line, not a stack trace.
 const fail = (err: Error): never => {
+  if (stopping.signal.aborted) process.exit(0);
   console.error(`npm start: ${err.message}`);
   process.exit(1);
 };
@@ -26,12 +46,11 @@ const fail = (err: Error): never => {
 // on a spare loopback port; only then is the service started on PORT, so nothing answers there
 // until it is ready: /healthz answering means the demo identity and party are in place.
 await ensurePortFree(port).catch(fail);
-let server = await startLocalServer({ persistTo }).catch(fail);
-const stop = () => void server.stop().then(() => process.exit(0));
-for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
+server = await startLocalServer({ persistTo, signal: stopping.signal }).catch(fail);
+const setup: LocalServer = server;
 
 const admin = (method: string, path: string, body?: unknown) =>
-  fetch(`${server.url}${path}`, {
+  fetch(`${setup.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${vars.ADMIN_TOKEN}`, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -49,7 +68,7 @@ type Held = { org_id: string | null; chain_sealer: boolean; keys: { kid: string;
 // on it beside its keys (verifier_class, audit, config_hashes, sequence_policy) survives the restart;
 // a first start, a re-key or a revoked key pins it again (the last refused with 409, as before).
 const alreadyPinned = async (body: PinBody): Promise<boolean> => {
-  const res = await fetch(`${server.url}/v1/issuers/${encodeURIComponent(body.issuer)}`);
+  const res = await fetch(`${setup.url}/v1/issuers/${encodeURIComponent(body.issuer)}`);
   if (res.status !== 200) return false;
   const held = (await res.json()) as Held;
   return held.org_id === (body.org_id ?? null) && held.chain_sealer === (body.chain_sealer ?? false) &&
@@ -60,7 +79,7 @@ const pin = async (what: string, body: PinBody, ok: number[] = [200]): Promise<R
   (await alreadyPinned(body)) ? null : step(what, () => admin("PUT", "/v1/admin/anchors", body), ok);
 
 try {
-  const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${server.url}/.well-known/ccs-issuer`));
+  const own = await step("reading /.well-known/ccs-issuer", () => fetch(`${setup.url}/.well-known/ccs-issuer`));
   const identity = (await own.json()) as PinBody;
   await pin("pinning this deployment's own key", identity);
   // The demo key's seed is public, so revoking it is a natural thing to do on a local state: that
@@ -93,7 +112,7 @@ try {
   // DEMO_RP_TOKEN refused while this start said it was the demo party's token. So ask: a call
   // with it is 401 only when it is no party's token.
   const authenticates = async () =>
-    (await fetch(`${server.url}/v1/usage?invocation_id=countersign-start-probe`, { headers: { authorization: `Bearer ${vars.DEMO_RP_TOKEN}` } })).status !== 401;
+    (await fetch(`${setup.url}/v1/usage?invocation_id=countersign-start-probe`, { headers: { authorization: `Bearer ${vars.DEMO_RP_TOKEN}` } })).status !== 401;
   const kept = demo && demo.audiences.join(",") === DEMO_AUDIENCE && sameToken;
   if (kept && !(await authenticates())) {
     // Its token was replaced in place: DEMO_RP_TOKEN is given back the same way, its records kept.
@@ -105,15 +124,29 @@ try {
       admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
     writeFileSync(noted, tokenDigest + "\n");
   }
-  await server.stop();
-  server = await startLocalServer({ port, persistTo, inheritOutput: true }).catch(fail);
-  console.log(`countersign is listening on ${server.url}`);
+  await setup.stop();
+  server = null;
+  const service = await startLocalServer({ port, persistTo, inheritOutput: true, signal: stopping.signal }).catch(fail);
+  if (stopping.signal.aborted) {
+    await service.stop();
+    process.exit(0);
+  }
+  server = service;
+  // A service that stops by itself (wrangler or workerd killed or crashed) is said, and npm start
+  // exits 1 with it: a supervisor or a CI step sees the instance gone, not a clean exit.
+  void service.exited.then((how) => {
+    if (stopping.signal.aborted) return;
+    console.error(`npm start: the service on ${service.url} stopped by itself (wrangler dev exited: ${how})`);
+    process.exit(1);
+  });
+  console.log(`countersign is listening on ${service.url}`);
   console.log(demoRevoked
     ? `  own issuer ${identity.issuer} pinned; demo issuer ${DEMO_ISSUER}'s key was revoked on this state, and stays so`
     : `  own issuer ${identity.issuer} and demo issuer ${DEMO_ISSUER} pinned`);
   console.log(`  demo relying party "${DEMO_RELYING_PARTY}" registered for ${DEMO_AUDIENCE} (token: DEMO_RP_TOKEN in .dev.vars)`);
 } catch (err) {
+  await setup.stop();
+  if (stopping.signal.aborted) process.exit(0);
   console.error(`countersign could not be set up (on a spare port; nothing was started on ${port}): ${(err as Error).message}`);
-  await server.stop();
   process.exit(1);
 }

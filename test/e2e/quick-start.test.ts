@@ -168,4 +168,87 @@ describe("the quick start", () => {
     expect(anchor).toMatchObject({ verifier_class: "B", audit, chain_sealer: true });
     expect(anchor.keys.map((k: any) => k.fingerprint)).toEqual(own.keys.map((k: any) => k.fingerprint));
   });
+
+  it("SIGTERM to npm start while an instance boots, the setup's or PORT's, leaves no wrangler or workerd behind", async () => {
+    // Before, the handlers were registered only after the setup instance was healthy, and during
+    // the service's boot they stopped the setup instance (already stopped) and exited: wrangler runs
+    // in a process group of its own, so a SIGTERM (or a Ctrl-C) in either boot left it running,
+    // the second time serving on PORT with its parent gone (review rv-60).
+    const left = (dir: string) =>
+      spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(dir));
+    for (const phase of ["setup", "service"] as const) {
+      const port = await freePort();
+      const dir = join(scratch, `state-sigterm-${phase}`);
+      let out = "";
+      const booting = spawn(process.execPath, [tsx, "scripts/start.ts"], {
+        cwd: PROJECT_ROOT,
+        env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: dir },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      booting.stdout!.on("data", (d) => (out += d));
+      booting.stderr!.on("data", (d) => (out += d));
+      const exited = new Promise<number | null>((r) => booting.once("exit", (code) => r(code)));
+      try {
+        // The setup instance's output is kept, the service's shown: its wrangler banner means the
+        // service on PORT is booting; a wrangler process on the state means the setup one is.
+        const booted = () => (phase === "service" ? out.includes("Binding") : left(dir).some((l) => l.includes("wrangler")));
+        const deadline = Date.now() + 60_000;
+        while (!booted() && Date.now() < deadline && booting.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+        expect(booted(), out).toBe(true);
+        expect(out).not.toContain("countersign is listening");
+        booting.kill("SIGTERM");
+        expect(await exited).toBe(0);
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(left(dir), phase).toEqual([]);
+        expect(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => "refused")).toBe("refused");
+      } finally {
+        for (const line of left(dir)) {
+          try {
+            process.kill(-Number(line.trim().split(/\s+/)[0]), "SIGKILL");
+          } catch { /* gone */ }
+        }
+        if (booting.exitCode === null) booting.kill("SIGKILL");
+      }
+    }
+  });
+
+  it("a PORT that is no port from 1 to 65535 is refused in one line before anything starts", () => {
+    // Before, PORT=0 (or an empty PORT) let wrangler listen on a port of its choosing while the start
+    // waited a minute on :0 for a /healthz that never came.
+    for (const bad of ["0", "", "8787x", "65536"]) {
+      const res = spawnSync(process.execPath, [tsx, "scripts/start.ts"], {
+        cwd: PROJECT_ROOT,
+        env: { ...offlineEnv(), PORT: bad, COUNTERSIGN_STATE_DIR: join(scratch, "state-bad-port") },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect([res.status, res.stderr.trim()]).toEqual([1, `npm start: PORT must be a port number from 1 to 65535, not ${JSON.stringify(bad)}`]);
+    }
+  });
+
+  it("a service that stops by itself is said, and npm start exits 1 with it", async () => {
+    // Before, npm start just ended, exit 0 and nothing said, when wrangler died under it.
+    const port = await freePort();
+    let out = "";
+    const running = spawn(process.execPath, [tsx, "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-died") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.stdout!.on("data", (d) => (out += d));
+    running.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain("countersign is listening");
+      const group = spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n")
+        .find((l) => l.includes("wrangler.js dev") && l.includes(`--port ${port} `));
+      process.kill(-Number(group!.trim().split(/\s+/)[0]), "SIGKILL");
+      expect(await exited).toBe(1);
+      expect(out).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself (wrangler dev exited: SIGKILL)`);
+    } finally {
+      if (running.exitCode === null) running.kill("SIGTERM");
+    }
+  });
 });

@@ -346,6 +346,33 @@ describe("execution: start, finalise, reconcile", () => {
     expect((await call(`/v1/receipts/${running.trace_id}/reconcile`, { outcome: "reconciliation_required" }, ADMIN_TOKEN)).body).toMatchObject({ state: "reconciliation_required", receipt: null });
   });
 
+  it("extensions that fit beside the admission but not beside the final receipt and its rules' results are refused before a sequence number is spent", async () => {
+    // Before, the check before signing judged the step with the admission standing in for the
+    // final receipt and no rules' results: extensions just under that bound passed it and were
+    // refused by the journal after signing, each such call spending a sequence number (review rv-60).
+    const attempt = async (n: number) => {
+      const c = command();
+      await h.intake(c);
+      await start(c.trace_id);
+      const before = await sequenceNow();
+      const res = await finalize(c.trace_id, { fence: 1, response: { ok: true }, extensions: { "com.example.pad": { p: "x".repeat(n) } } });
+      if (res.status !== 200) {
+        expect([n, res.status, res.body.error?.detail]).toEqual([n, 400, "receipt, detail and extensions exceed 32768 bytes"]);
+        expect([n, await sequenceNow()]).toEqual([n, before]);
+        expect((await evidence(c.trace_id)).body.record).toMatchObject({ state: "started" });
+      }
+      return res.status === 200;
+    };
+    let [lo, hi] = [20_000, 33_000];
+    expect(await attempt(lo)).toBe(true);
+    expect(await attempt(hi)).toBe(false);
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if (await attempt(mid)) lo = mid;
+      else hi = mid;
+    }
+  });
+
   it("bad calls are 400 with a code, never 5xx; unknown traces 404", async () => {
     const c = command();
     await h.intake(c);

@@ -25,7 +25,11 @@ import { isConsistentEffect, type EffectDisposition, type JournalState } from ".
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
 import { storedAdmission } from "./intake.js";
+import type { ReceiptSigner } from "../protocol/issuing/signer.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
+
+/** Signs nothing: a MAC and a signature of the real ones' lengths, for sizing a final receipt before it is signed. */
+const STAND_IN_SIGNER: ReceiptSigner = { kid: "stand-in", mac: async () => new Uint8Array(32), sign: async () => new Uint8Array(64) };
 
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
 
@@ -170,13 +174,25 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     await refuseIfOwnKeyRevoked(c, own);
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
-    const finalised = await finaliseReceipt(admission, { content, content_type: call.content_type, outcome_status: call.outcome_status, declared: call.declared }, context, {
+    const output = { content, content_type: call.content_type, outcome_status: call.outcome_status, declared: call.declared };
+    const finalising = {
       now: overrides.now ?? services.now,
-      randomBytes: (n) => crypto.getRandomValues(new Uint8Array(n)),
+      randomBytes: (n: number) => crypto.getRandomValues(new Uint8Array(n)),
+      issuerKeys: async (issuer: string) => (await services.anchors.pinned(issuer))?.keys ?? null,
+      verifier: services.verifier,
+    };
+    // The final receipt outgrows the admission (response_hash, rule_summary, block_reason) and the
+    // step carries the output rules' results, so the check above can pass a step the journal then
+    // refuses, after a sequence number and a signature were spent (review rv-60: extensions of
+    // 30,839 characters were refused 400 after signing, twice, skipping two sequence numbers). So
+    // the step is judged once more as it will be, with a stand-in signature of the same length and
+    // the largest sequence number, before anything is spent.
+    const draft = await finaliseReceipt(admission, output, context, { ...finalising, nextSequence: async () => Number.MAX_SAFE_INTEGER, signer: STAND_IN_SIGNER });
+    prepareTransition({ to, effect, receipt: draft.receipt, detail: { outcome_call: { via, digest, fence }, rules: draft.results, ...reason }, extensions: call.extensions });
+    const finalised = await finaliseReceipt(admission, output, context, {
+      ...finalising,
       nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
       signer: overrides.signer ?? signer,
-      issuerKeys: async (issuer) => (await services.anchors.pinned(issuer))?.keys ?? null,
-      verifier: services.verifier,
     });
     receipt = finalised.receipt;
     rules = finalised.results;
