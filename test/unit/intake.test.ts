@@ -156,6 +156,10 @@ describe("issuing, pure", async () => {
     expect(denied.receipt).toMatchObject({ verdict: "deny" });
     expect(denied.receipt.block_reason).toMatch(/OUT-007/);
     await expect(finaliseReceipt(denied.receipt, { content: "" }, ctx, { ...deps, issuerKeys: async () => null, verifier: nobleVerifier })).rejects.toThrow(/only an allow/);
+    // Results already judged on this output (the finalize route's sized draft) are signed as given, the rules not run again.
+    const throwing = [{ name: "OUT-999", judge: () => { throw new Error("judged twice"); } }] as never;
+    const again = await finaliseReceipt(admission, { content: "x", outcome_status: "done" }, ctx, { ...deps, issuerKeys: async () => null, verifier: nobleVerifier, outputRules: throwing, judged: denied.results });
+    expect([again.receipt.verdict, again.receipt.block_reason, again.receipt.rule_summary]).toEqual([denied.receipt.verdict, denied.receipt.block_reason, denied.receipt.rule_summary]);
   });
 
   it("the committed intake vectors verify under the vector issuer's key, and the float vector's bytes are exact", async () => {

@@ -191,6 +191,8 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     prepareTransition({ to, effect, receipt: draft.receipt, detail: { outcome_call: { via, digest, fence }, rules: draft.results, ...reason }, extensions: call.extensions });
     const finalised = await finaliseReceipt(admission, output, context, {
       ...finalising,
+      // The draft's results are the ones sized: the rules are judged once.
+      judged: draft.results,
       nextSequence: overrides.nextSequence ?? (() => services.sequences.next(identity.fingerprint)),
       signer: overrides.signer ?? signer,
     });

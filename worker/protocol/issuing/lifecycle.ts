@@ -142,6 +142,8 @@ export interface FinalisingDeps extends Omit<IssuingDeps, "delegation" | "inputR
   issuerKeys(issuer: string): Promise<TrustedKey[] | null>;
   verifier: SignatureVerifier;
   outputRules?: readonly OutputRule[];
+  /** The output rules' results, already judged on this very output (a draft's): not judged again. */
+  judged?: RuleResult[];
 }
 
 export interface Finalised {
@@ -161,7 +163,7 @@ export async function finaliseReceipt(admission: Receipt, output: ToolOutput, ct
   if (admission.config_hash !== ctx.configHash) throw new TypeError("the admission was issued under another configuration");
   const admissionReceiptHash = await prefixedDigest(canonicalReceipt(admission).fullText);
   const rules = deps.outputRules ?? enabled(OUTPUT_RULES, ctx.config);
-  const results = await judge(rules, { tool: admission.tool, output, admissionReceiptHash, issuerKeys: deps.issuerKeys, verifier: deps.verifier });
+  const results = deps.judged ?? (await judge(rules, { tool: admission.tool, output, admissionReceiptHash, issuerKeys: deps.issuerKeys, verifier: deps.verifier }));
   const combined = combine(results);
   const responseHash = await prefixedDigest(jcs(output.content));
   const sequence = await deps.nextSequence();
