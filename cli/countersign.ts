@@ -531,7 +531,10 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   } catch {
     /* not JSON: shown as text */
   }
-  emit(io, values.json === true, doc, `${method} ${path}: ${res.status}`);
+  // A 401 to a call that carried no token is what a newcomer who exported ADMIN_TOKEN (as the
+  // README's tour does) meets: say where the CLI looks for the token, not only that it is missing.
+  const hint = res.status === 401 && !token ? " (no admin token was sent: pass --admin-token or set COUNTERSIGN_ADMIN_TOKEN; ADMIN_TOKEN is not read)" : "";
+  emit(io, values.json === true, doc, `${method} ${path}: ${res.status}${hint}`);
   return res.ok ? 0 : 1;
 }
 

@@ -512,6 +512,18 @@ describe("countersign sign and verify", () => {
     expect(fetched).toBe(0);
   });
 
+  it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
+    const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
+    let err = "";
+    const io: Io = { out: () => {}, err: (t) => void (err += t), read: (p) => readFileSync(p, "utf8"), env: { ADMIN_TOKEN: "demo-admin-token" }, fetch: fetcher };
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "http://127.0.0.1:9"], io)).toBe(1);
+    expect(err).toMatch(/: 401 \(no admin token was sent: pass --admin-token or set COUNTERSIGN_ADMIN_TOKEN; ADMIN_TOKEN is not read\)/);
+    // A token that was sent and refused is another matter: no such hint.
+    err = "";
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "http://127.0.0.1:9", "--admin-token", "wrong"], io)).toBe(1);
+    expect(err).toBe("POST /v1/admin/relying-parties: 401\n");
+  });
+
   it("relying-parties rotate asks the admin API for a new token of the named party, with the supplied one when given", async () => {
     const sent: { url: string; method: string; auth: string | null; body: string }[] = [];
     const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
