@@ -171,6 +171,15 @@ describe("countersign sign and verify", () => {
     expect(bad.err).toMatch(/INVALID/);
   });
 
+  it("a Command whose timestamp is RFC 3339 text (as intake takes it) is refused by sign with what to give instead, Unix seconds", async () => {
+    const { key } = await issuerFiles("rfc");
+    writeFileSync(at("command-rfc3339.json"), JSON.stringify({ ...COMMAND, timestamp: "2026-12-01T04:00:00Z" }));
+    const res = await run("sign", "--key", key, "--command", at("command-rfc3339.json"), "--issuer", ISSUER, "--audience", AUDIENCE);
+    expect(res.code).toBe(2);
+    expect(res.out).toBe("");
+    expect(res.err).toMatch(/the Command\.timestamp must be a number of Unix seconds \(intake converts a Command's RFC 3339 text/);
+  });
+
   it("a call body in enforce mode is accepted once; the same call twice in one --lines file is a replay", async () => {
     const { key, anchors } = await issuerFiles("enf");
     const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
