@@ -389,6 +389,13 @@ async function verify(io: Io, args: string[]): Promise<number> {
       const path = values[flag];
       if (path !== undefined) body[field] = readJson(io, path, flag);
     }
+    // The service refuses an enforce call without a request (400 MALFORMED_REQUEST), and so did
+    // this run, as if the evidence were invalid (exit 1, "INVALID"); but when the enforce mode is
+    // this command's own (a bare receipt, or --mode enforce) the call is this command's making:
+    // what is missing is a flag, so it is a usage error that names it.
+    if (subject.path === "/v1/receipts/verify" && body.mode === "enforce" && body.request === undefined && (subject.bare || values.mode === "enforce")) {
+      throw new UsageError("--mode enforce judges a receipt against the request it was issued for: give it with --request FILE");
+    }
   } else {
     if (values.seal !== undefined) body.seal = readJson(io, values.seal, "seal");
     if (values["no-freshness"]) body.check_freshness = false;

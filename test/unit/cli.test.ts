@@ -440,7 +440,13 @@ describe("countersign sign and verify", () => {
     writeFileSync(at("vflags-call.json"), call.out);
     writeFileSync(at("vflags.jsonl"), call.out);
     writeFileSync(at("vflags-chain.json"), JSON.stringify({ chain: { chain_id: "c", entries: [] } }));
+    const { request: _request, ...unbound } = JSON.parse(call.out);
+    writeFileSync(at("vflags-bare.json"), JSON.stringify(unbound.receipt));
+    writeFileSync(at("vflags-norequest-call.json"), JSON.stringify(unbound));
     const cases: [string[], RegExp][] = [
+      // Enforce mode of this command's making (a bare receipt, --mode enforce) with no --request: the flag is missing, not the evidence invalid.
+      [[at("vflags-bare.json"), "--mode", "enforce"], /--mode enforce judges a receipt against the request it was issued for: give it with --request FILE/],
+      [[at("vflags-norequest-call.json"), "--mode", "enforce"], /give it with --request FILE/],
       [[at("vflags-call.json"), "--mode", "bogus"], /--mode must be audit or enforce/],
       [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
