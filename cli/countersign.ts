@@ -549,7 +549,14 @@ async function anchors(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action === "pin") {
     const { values, positionals } = parse(rest, remoteOptions, 1);
-    return admin(io, values, "PUT", "/v1/admin/anchors", readJson(io, need(positionals[0], "the anchor file (or -)"), "anchor"));
+    const file = need(positionals[0], "the anchor file (or -)");
+    const anchor = readJson(io, file, "anchor");
+    // keygen writes PREFIX.pub.json (one key entry) beside PREFIX.anchor.json: pinning the first
+    // was answered 400 ANCHOR_INVALID with ten JSON Schema lines, none saying which file to give.
+    if (isJsonObject(anchor) && !("issuer" in anchor) && !("keys" in anchor) && "kid" in anchor && "public_key" in anchor) {
+      throw new UsageError(`${file} is one key entry (keygen's PREFIX.pub.json), not an anchor: pin PREFIX.anchor.json, which keygen --issuer URI writes, or {"issuer": URI, "keys": [that entry]}`);
+    }
+    return admin(io, values, "PUT", "/v1/admin/anchors", anchor);
   }
   if (action === "revoke") {
     const { values } = parse(rest, { ...remoteOptions, issuer: { type: "string" }, kid: { type: "string" }, fingerprint: { type: "string" } });

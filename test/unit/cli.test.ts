@@ -483,6 +483,7 @@ describe("countersign sign and verify", () => {
       [["anchors", "revoke", "--issuer", ISSUER, "--fingerprint", "ABC", ...url], /--fingerprint must be 64 lowercase hex/],
       [["anchors", "revoke", "--issuer", ISSUER, "--kid", "", ...url], /--kid must not be empty/],
       [["anchors", "show", "notauri", ...url], /the issuer must be an https:\/\/ URI/],
+      [["anchors", "pin", at("rflags.pub.json"), ...url], /rflags\.pub\.json is one key entry \(keygen's PREFIX\.pub\.json\), not an anchor: pin PREFIX\.anchor\.json/],
       [["relying-parties", "add", "rp1", "--audience", "notauri", ...url], /--audience must be an https:\/\/ URI/],
       [["relying-parties", "add", "rp 1", "--audience", AUDIENCE, ...url], /name must be 1-64/],
       [["relying-parties", "add", "..", "--audience", AUDIENCE, ...url], /not \. or \.\./],
