@@ -389,6 +389,13 @@ async function verify(io: Io, args: string[]): Promise<number> {
       const path = values[flag];
       if (path !== undefined) body[field] = readJson(io, path, flag);
     }
+    // The service refuses an enforce call without a request (400 MALFORMED_REQUEST), and so did
+    // this run, as if the evidence were invalid (exit 1, "INVALID"); but when the enforce mode is
+    // this command's own (a bare receipt, or --mode enforce) the call is this command's making:
+    // what is missing is a flag, so it is a usage error that names it.
+    if (subject.path === "/v1/receipts/verify" && body.mode === "enforce" && body.request === undefined && (subject.bare || values.mode === "enforce")) {
+      throw new UsageError("--mode enforce judges a receipt against the request it was issued for: give it with --request FILE");
+    }
   } else {
     if (values.seal !== undefined) body.seal = readJson(io, values.seal, "seal");
     if (values["no-freshness"]) body.check_freshness = false;
@@ -531,7 +538,10 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   } catch {
     /* not JSON: shown as text */
   }
-  emit(io, values.json === true, doc, `${method} ${path}: ${res.status}`);
+  // A 401 to a call that carried no token is what a newcomer who exported ADMIN_TOKEN (as the
+  // README's tour does) meets: say where the CLI looks for the token, not only that it is missing.
+  const hint = res.status === 401 && !token ? " (no admin token was sent: pass --admin-token or set COUNTERSIGN_ADMIN_TOKEN; ADMIN_TOKEN is not read)" : "";
+  emit(io, values.json === true, doc, `${method} ${path}: ${res.status}${hint}`);
   return res.ok ? 0 : 1;
 }
 
@@ -539,7 +549,14 @@ async function anchors(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action === "pin") {
     const { values, positionals } = parse(rest, remoteOptions, 1);
-    return admin(io, values, "PUT", "/v1/admin/anchors", readJson(io, need(positionals[0], "the anchor file (or -)"), "anchor"));
+    const file = need(positionals[0], "the anchor file (or -)");
+    const anchor = readJson(io, file, "anchor");
+    // keygen writes PREFIX.pub.json (one key entry) beside PREFIX.anchor.json: pinning the first
+    // was answered 400 ANCHOR_INVALID with ten JSON Schema lines, none saying which file to give.
+    if (isJsonObject(anchor) && !("issuer" in anchor) && !("keys" in anchor) && "kid" in anchor && "public_key" in anchor) {
+      throw new UsageError(`${file} is one key entry (keygen's PREFIX.pub.json), not an anchor: pin PREFIX.anchor.json, which keygen --issuer URI writes, or {"issuer": URI, "keys": [that entry]}`);
+    }
+    return admin(io, values, "PUT", "/v1/admin/anchors", anchor);
   }
   if (action === "revoke") {
     const { values } = parse(rest, { ...remoteOptions, issuer: { type: "string" }, kid: { type: "string" }, fingerprint: { type: "string" } });

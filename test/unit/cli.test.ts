@@ -171,6 +171,15 @@ describe("countersign sign and verify", () => {
     expect(bad.err).toMatch(/INVALID/);
   });
 
+  it("a Command whose timestamp is RFC 3339 text (as intake takes it) is refused by sign with what to give instead, Unix seconds", async () => {
+    const { key } = await issuerFiles("rfc");
+    writeFileSync(at("command-rfc3339.json"), JSON.stringify({ ...COMMAND, timestamp: "2026-12-01T04:00:00Z" }));
+    const res = await run("sign", "--key", key, "--command", at("command-rfc3339.json"), "--issuer", ISSUER, "--audience", AUDIENCE);
+    expect(res.code).toBe(2);
+    expect(res.out).toBe("");
+    expect(res.err).toMatch(/the Command\.timestamp must be a number of Unix seconds \(intake converts a Command's RFC 3339 text/);
+  });
+
   it("a call body in enforce mode is accepted once; the same call twice in one --lines file is a replay", async () => {
     const { key, anchors } = await issuerFiles("enf");
     const call = await run("sign", "--key", key, "--command", at("command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call", "--json");
@@ -431,7 +440,13 @@ describe("countersign sign and verify", () => {
     writeFileSync(at("vflags-call.json"), call.out);
     writeFileSync(at("vflags.jsonl"), call.out);
     writeFileSync(at("vflags-chain.json"), JSON.stringify({ chain: { chain_id: "c", entries: [] } }));
+    const { request: _request, ...unbound } = JSON.parse(call.out);
+    writeFileSync(at("vflags-bare.json"), JSON.stringify(unbound.receipt));
+    writeFileSync(at("vflags-norequest-call.json"), JSON.stringify(unbound));
     const cases: [string[], RegExp][] = [
+      // Enforce mode of this command's making (a bare receipt, --mode enforce) with no --request: the flag is missing, not the evidence invalid.
+      [[at("vflags-bare.json"), "--mode", "enforce"], /--mode enforce judges a receipt against the request it was issued for: give it with --request FILE/],
+      [[at("vflags-norequest-call.json"), "--mode", "enforce"], /give it with --request FILE/],
       [[at("vflags-call.json"), "--mode", "bogus"], /--mode must be audit or enforce/],
       [[at("vflags-call.json"), "--audience", "notauri"], /--audience must be an https:\/\/ URI/],
       [[at("vflags-call.json"), "--org-id", "notauri"], /--org-id must be an https:\/\/ URI/],
@@ -468,6 +483,7 @@ describe("countersign sign and verify", () => {
       [["anchors", "revoke", "--issuer", ISSUER, "--fingerprint", "ABC", ...url], /--fingerprint must be 64 lowercase hex/],
       [["anchors", "revoke", "--issuer", ISSUER, "--kid", "", ...url], /--kid must not be empty/],
       [["anchors", "show", "notauri", ...url], /the issuer must be an https:\/\/ URI/],
+      [["anchors", "pin", at("rflags.pub.json"), ...url], /rflags\.pub\.json is one key entry \(keygen's PREFIX\.pub\.json\), not an anchor: pin PREFIX\.anchor\.json/],
       [["relying-parties", "add", "rp1", "--audience", "notauri", ...url], /--audience must be an https:\/\/ URI/],
       [["relying-parties", "add", "rp 1", "--audience", AUDIENCE, ...url], /name must be 1-64/],
       [["relying-parties", "add", "..", "--audience", AUDIENCE, ...url], /not \. or \.\./],
@@ -510,6 +526,18 @@ describe("countersign sign and verify", () => {
     expect(await main(["anchors", "show", ISSUER], { ...io, env: { COUNTERSIGN_URL: "http://127.0.0.1:9\t" }, err: (t) => void (err += t) })).toBe(2);
     expect(err).toMatch(/COUNTERSIGN_URL must not contain spaces or control characters/);
     expect(fetched).toBe(0);
+  });
+
+  it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
+    const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
+    let err = "";
+    const io: Io = { out: () => {}, err: (t) => void (err += t), read: (p) => readFileSync(p, "utf8"), env: { ADMIN_TOKEN: "demo-admin-token" }, fetch: fetcher };
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "http://127.0.0.1:9"], io)).toBe(1);
+    expect(err).toMatch(/: 401 \(no admin token was sent: pass --admin-token or set COUNTERSIGN_ADMIN_TOKEN; ADMIN_TOKEN is not read\)/);
+    // A token that was sent and refused is another matter: no such hint.
+    err = "";
+    expect(await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "http://127.0.0.1:9", "--admin-token", "wrong"], io)).toBe(1);
+    expect(err).toBe("POST /v1/admin/relying-parties: 401\n");
   });
 
   it("relying-parties rotate asks the admin API for a new token of the named party, with the supplied one when given", async () => {

@@ -124,6 +124,10 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect((await h.verify({ receipt: r.body.receipt, audience: AUDIENCE, mode: "audit" })).body).toMatchObject({ valid: true, enforcement: { verdict: "allow" } });
     const twice = await answer(h, c.trace_id, { human_approval: approval });
     expect([twice.status, twice.body.error.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
+    // A runtime that lost the first answer is told where its receipt is, and it is there.
+    expect(twice.body.error.detail).toContain(`GET /v1/evidence/${c.trace_id}`);
+    const evidence = (await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body;
+    expect(evidence.receipts.at(-1)).toEqual(r.body.receipt);
   });
 
   it("the journal keeps the challenged deny open and records the admission the evidence earns: the trace then starts like any other", async () => {

@@ -108,7 +108,11 @@ export const challengeRoutes = new Hono<AppEnv>()
     }
     throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
   }
-  if (taken.kind === "answered") throw new ApiError(409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence");
+  // A runtime that lost the answer's response retries here (or the intake, which answers the
+  // challenged deny again): say where the receipt that answer earned is.
+  if (taken.kind === "answered") {
+    throw new ApiError(409, "CHALLENGE_ANSWERED", `this challenge was already answered with its evidence; the receipt that answer earned is the record's latest, on GET /v1/evidence/${traceId} (the intake sent again answers the challenged deny)`);
+  }
   // Not answered yet: another answer holds it while it is judged, and one that falls short gives it back.
   if (taken.kind === "judging") throw new ApiError(409, "CHALLENGE_ANSWERED", "another answer to this challenge is being judged right now; if it falls short the challenge is given back: send this answer again (GET /v1/evidence/{trace_id} shows the record still awaiting_approval)");
   const { challenge } = taken;

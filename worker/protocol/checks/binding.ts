@@ -28,7 +28,11 @@ export function requestProblem(value: unknown): string | null {
   if (typeof v.agent_id !== "string" || typeof v.tool !== "string" || typeof v.trace_id !== "string") {
     return "request.agent_id, request.tool and request.trace_id must be strings";
   }
-  if (typeof v.timestamp !== "number") return "request.timestamp must be a number";
+  // Intake takes a Command's timestamp as RFC 3339 text too, so a caller who sent one there is
+  // told what to present instead, not only that a string is refused.
+  if (typeof v.timestamp !== "number") {
+    return "request.timestamp must be a number of Unix seconds (intake converts a Command's RFC 3339 text to one and binds that number: present it)";
+  }
   return null;
 }
 
