@@ -70,7 +70,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.50": "2f1f166a00a4e432dc5b377b333e259ebca6c43502ad771df3fd9f224102345c",
   "countersign/0.2.51": "f184cfddaf2173fb89b02e0b244a9af2e44ffd8f2cf520614a13c1d117f0c362",
   "countersign/0.2.52": "21798f81d137697391a79efc298c51af3c18c7dd2985d563abaf6d1cb27cfeac",
-  "countersign/0.2.53": "9ba103a52ffe96ee332050384fe85af9b99fa0bf6fb7bfee6b1fbdc56d404455",
+  "countersign/0.2.53": "71b3daa4752d6260ca9536c7332659d13265c6f0862b4c4a8a223ed4fd590f46",
 };
 
 /**
