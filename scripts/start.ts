@@ -134,7 +134,11 @@ try {
   server = service;
   // A service that stops by itself (wrangler or workerd killed or crashed) is said, and npm start
   // exits 1 with it: a supervisor or a CI step sees the instance gone, not a clean exit.
-  void service.exited.then((how) => {
+  // wrangler may go alone (killed or crashed) and leave its workerd serving PORT: what is left of the
+  // instance is stopped before npm start says so, so PORT answers nothing once it has exited.
+  void service.exited.then(async (how) => {
+    if (stopping.signal.aborted) return;
+    await service.stop();
     if (stopping.signal.aborted) return;
     console.error(`npm start: the service on ${service.url} stopped by itself (wrangler dev exited: ${how})`);
     process.exit(1);
