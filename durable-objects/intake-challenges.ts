@@ -49,7 +49,9 @@ export type Take =
 
 /**
  * The row's state: `open`; `taken` while an answer is judged; `taken-at-deadline` when the
- * deadline alarm found it taken; `answered` once an answer was recorded that needs no other;
+ * deadline alarm found it taken; `answered` once an answer was recorded that needs no other (kept
+ * so until its deletion, past the deadline too: later answers are told it was answered, not that
+ * the deny stands);
  * `closing` while the journal record is being closed; `closed` once it was (or needed nothing),
  * waiting for deletion. A row taken before `answered` existed stays `taken` once answered.
  */
@@ -87,8 +89,9 @@ export class IntakeChallenges extends DurableObject<Env> {
   take(now: number): Take {
     const row = this.row();
     if (!row) return { kind: "unknown" };
-    if (now > row.expires_at || row.state === "closing" || row.state === "closed") return { kind: "expired", expires_at: row.expires_at, answering: row.state === "taken" || row.state === "taken-at-deadline" || row.state === "answered" };
+    // Answered stays answered past the deadline: the deny did not stand, the evidence moved the record on.
     if (row.state === "answered") return { kind: "answered" };
+    if (now > row.expires_at || row.state === "closing" || row.state === "closed") return { kind: "expired", expires_at: row.expires_at, answering: row.state === "taken" || row.state === "taken-at-deadline" };
     if (row.state !== "open") return { kind: "judging" };
     this.sql.exec("UPDATE challenge SET state = 'taken' WHERE id = 1");
     const { state: _s, ...challenge } = row;
@@ -119,6 +122,12 @@ export class IntakeChallenges extends DurableObject<Env> {
     const deleteAtMs = (row.expires_at + CHALLENGE_RETENTION) * 1000;
     if (row.state === "closed") {
       await this.ctx.storage.deleteAll();
+      return;
+    }
+    if (row.state === "answered") {
+      // Nothing to close: an answer already moved the record on. Kept, still answered, until its retention ends.
+      if (Date.now() >= deleteAtMs) await this.ctx.storage.deleteAll();
+      else await this.ctx.storage.setAlarm(deleteAtMs);
       return;
     }
     if (row.state === "taken") {

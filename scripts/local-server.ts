@@ -135,16 +135,33 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
   child.stdout?.on("data", keep);
   child.stderr?.on("data", keep);
   const url = `http://127.0.0.1:${port}`;
+  const kill = (sig: NodeJS.Signals) => {
+    try {
+      if (child.pid) process.kill(-child.pid, sig);
+    } catch {
+      child.kill(sig);
+    }
+  };
+  /** Whether anything is left in the instance's process group (signal 0 only asks). */
+  const groupLeft = () => {
+    try {
+      if (child.pid && process.platform !== "win32") return process.kill(-child.pid, 0);
+    } catch {
+      /* ESRCH: the group is empty */
+    }
+    return false;
+  };
   const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
+    if (child.exitCode !== null || child.signalCode !== null) {
+      // wrangler is gone, but the workerd it started may not be: killed or crashed alone, wrangler
+      // leaves workerd in its group still serving the port (review rv-65). Stopped the same way.
+      if (!groupLeft()) return;
+      kill("SIGTERM");
+      for (const until = Date.now() + 5000; groupLeft() && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
+      if (groupLeft()) kill("SIGKILL");
+      return;
+    }
     const exited = new Promise<void>((r) => child.once("exit", () => r()));
-    const kill = (sig: NodeJS.Signals) => {
-      try {
-        if (child.pid) process.kill(-child.pid, sig);
-      } catch {
-        child.kill(sig);
-      }
-    };
     kill("SIGTERM");
     const timer = setTimeout(() => kill("SIGKILL"), 5000);
     await exited;

@@ -24,9 +24,11 @@ if (!/^[0-9]{1,5}$/.test(portText) || Number(portText) < 1 || Number(portText) >
 const port = Number(portText);
 const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".wrangler/state");
 
-// SIGINT or SIGTERM stops whatever instance runs at that moment, at any phase: while the setup
-// instance boots or works, between the two, while the service boots on PORT, or once it serves.
-// wrangler runs in a process group of its own, so a Ctrl-C reaches it only through here.
+// SIGINT, SIGTERM or SIGHUP stops whatever instance runs at that moment, at any phase: while the
+// setup instance boots or works, between the two, while the service boots on PORT, or once it
+// serves. wrangler runs in a process group of its own, so a Ctrl-C, or the hangup of a terminal or
+// SSH session closed under npm start, reaches it only through here (unhandled, a SIGHUP ended npm
+// start and left wrangler and workerd serving PORT with no parent: review rv-65).
 const stopping = new AbortController();
 let server: LocalServer | null = null;
 const stop = () => {
@@ -34,7 +36,8 @@ const stop = () => {
   stopping.abort(); // a boot in flight stops its instance and rejects; its catch exits
   if (server) void server.stop().then(() => process.exit(0));
 };
-for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, stop);
+// (Node resets an ignored SIGHUP to its default at startup, so nohup never kept npm start alive.)
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, stop);
 
 // A port that is taken, or a server that never became healthy, is said in one line, not a stack trace.
 const fail = (err: Error): never => {
@@ -134,7 +137,11 @@ try {
   server = service;
   // A service that stops by itself (wrangler or workerd killed or crashed) is said, and npm start
   // exits 1 with it: a supervisor or a CI step sees the instance gone, not a clean exit.
-  void service.exited.then((how) => {
+  // wrangler may go alone (killed or crashed) and leave its workerd serving PORT: what is left of the
+  // instance is stopped before npm start says so, so PORT answers nothing once it has exited.
+  void service.exited.then(async (how) => {
+    if (stopping.signal.aborted) return;
+    await service.stop();
     if (stopping.signal.aborted) return;
     console.error(`npm start: the service on ${service.url} stopped by itself (wrangler dev exited: ${how})`);
     process.exit(1);

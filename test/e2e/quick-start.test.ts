@@ -251,4 +251,69 @@ describe("the quick start", () => {
       if (running.exitCode === null) running.kill("SIGTERM");
     }
   });
+
+  it("SIGHUP (a terminal or SSH session closed) to npm start once it serves leaves no wrangler or workerd behind", async () => {
+    // Before (review rv-65), SIGHUP was not handled: npm start died of it, and wrangler and workerd,
+    // in a process group of their own, went on serving PORT with no parent.
+    const port = await freePort();
+    const dir = join(scratch, "state-sighup");
+    const left = () => spawnSync("ps", ["-eo", "pgid=,stat=,args="], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(dir) && !/^\s*\d+\s+Z/.test(l));
+    let out = "";
+    // As npm start runs it (the tsx CLI wrapper would die of the SIGHUP itself).
+    const running = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: dir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.stdout!.on("data", (d) => (out += d));
+    running.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain("countersign is listening");
+      running.kill("SIGHUP");
+      expect(await exited).toBe(0);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(left()).toEqual([]);
+      expect(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => "refused")).toBe("refused");
+    } finally {
+      for (const line of left()) {
+        try {
+          process.kill(-Number(line.trim().split(/\s+/)[0]), "SIGKILL");
+        } catch { /* gone */ }
+      }
+      if (running.exitCode === null) running.kill("SIGKILL");
+    }
+  });
+
+  it("wrangler killed alone: npm start stops the workerd it left serving PORT before it says the service stopped", async () => {
+    // Before (review rv-65), kill -KILL of wrangler's own process left its workerd serving PORT
+    // ({"ok":true} on /healthz) while npm start said the service had stopped and exited 1.
+    const port = await freePort();
+    let out = "";
+    const running = spawn(process.execPath, [tsx, "scripts/start.ts"], {
+      cwd: PROJECT_ROOT,
+      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-wrangler-alone") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    running.stdout!.on("data", (d) => (out += d));
+    running.stderr!.on("data", (d) => (out += d));
+    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain("countersign is listening");
+      // wrangler's own process (wrangler-dist/cli.js, the child of bin/wrangler.js) and nothing else.
+      const cli = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" }).stdout.split("\n")
+        .find((l) => l.includes("wrangler-dist/cli.js dev") && l.includes(`--port ${port} `));
+      process.kill(Number(cli!.trim().split(/\s+/)[0]), "SIGKILL");
+      expect(await exited).toBe(1);
+      expect(out).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself`);
+      const answered = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.status, () => null);
+      expect(answered).toBeNull();
+    } finally {
+      if (running.exitCode === null) running.kill("SIGTERM");
+    }
+  });
 });

@@ -390,6 +390,25 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect(again.body.error.detail).toMatch(/already answered/);
   });
 
+  it("a challenge answered in time is told answered after its deadline too, not that the deny stands (review rv-65)", async () => {
+    // Before, a retry after the deadline (or after the deadline's alarm) of an answer that earned an
+    // allow was told 409 CHALLENGE_EXPIRED 'the deny stands', while the record was ready with the allow.
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const right = { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } };
+    expect((await answer(h, c.trace_id, right)).body.receipt.verdict).toBe("allow");
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 });
+    const stub = challengeObject(c.trace_id);
+    for (const when of ["after the deadline", "after the deadline's alarm"]) {
+      if (when === "after the deadline's alarm") expect(await runDurableObjectAlarm(stub)).toBe(true);
+      const r = await answer(late, c.trace_id, right);
+      expect([when, r.status, r.body.error.code, r.body.error.detail]).toEqual([when, 409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence"]);
+    }
+    // Nothing was closed, and the row is deleted when its retention ends.
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((denied.challenge.expires_at + 3600) * 1000);
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("ready");
+  });
+
   it("an answer being judged when the deadline passes is waited for; given back, the record is closed on the next run", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;

@@ -373,6 +373,35 @@ describe("execution: start, finalise, reconcile", () => {
     }
   });
 
+  it("a final receipt whose clock falls on a later millisecond than its draft's still fits the step sized: the clock is read once (review rv-65)", async () => {
+    // Before, the draft and the receipt signed each read the clock: a draft on a whole second
+    // (four time fields without decimals) sized the step 16 bytes short of a receipt signed at
+    // .123, and the journal refused that one after its sequence number and signature were spent.
+    const reads: number[] = [];
+    const h2 = harness(env, ctx(), { intake: { now: () => reads.shift() ?? TEST_NOW } });
+    const post2 = (path: string, body: unknown) =>
+      h2.call(path, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${INTAKE_TOKEN}` }, body: JSON.stringify(body) });
+    const pad = (n: number) => ({ "com.example.pad": { p: "x".repeat(n) } });
+    // The step a draft on a whole second with the largest sequence number would be, with a pad of 1.
+    const probe = command();
+    await h2.intake(probe);
+    await post2(`/v1/receipts/${probe.trace_id}/start`, {});
+    const small = await post2(`/v1/receipts/${probe.trace_id}/finalize`, { fence: 1, response: { ok: true }, extensions: pad(1) });
+    expect(small.status).toBe(200);
+    const draft = { ...small.body.receipt, sequence: Number.MAX_SAFE_INTEGER };
+    const detail = { outcome_call: { via: "finalize", digest: `sha256:${"0".repeat(64)}`, fence: 1 }, rules: small.body.rules };
+    const size = new TextEncoder().encode(jcs({ receipt: draft, detail, extensions: pad(1) })).byteLength;
+    const n = 32768 - size + 1; // that draft is exactly 32768 bytes
+    const c = command();
+    await h2.intake(c);
+    await post2(`/v1/receipts/${c.trace_id}/start`, {});
+    const before = await sequenceNow();
+    reads.push(TEST_NOW, TEST_NOW + 0.123); // the first read on a whole second, any later one not
+    const res = await post2(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: { ok: true }, extensions: pad(n) });
+    expect([res.status, res.body.error?.detail ?? null, await sequenceNow()]).toEqual([200, null, before + 1]);
+    expect(res.body.receipt).toMatchObject({ issued_at: TEST_NOW, sequence: before + 1 });
+  });
+
   it("bad calls are 400 with a code, never 5xx; unknown traces 404", async () => {
     const c = command();
     await h.intake(c);

@@ -175,8 +175,13 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     const overrides = services.intake;
     const content = "response" in outcome ? outcome.response : outcome.error;
     const output = { content, content_type: call.content_type, outcome_status: call.outcome_status, declared: call.declared };
+    // The clock is read once, for the draft and the receipt signed alike: read twice, the draft
+    // could fall on a whole second (issued_at 1796100298, four time fields printed without
+    // decimals) and the receipt on 1796100298.123, 16 bytes longer than the step sized, which the
+    // journal then refused after a sequence number and a signature were spent (review rv-65).
+    const issuedAt = (overrides.now ?? services.now)();
     const finalising = {
-      now: overrides.now ?? services.now,
+      now: () => issuedAt,
       randomBytes: (n: number) => crypto.getRandomValues(new Uint8Array(n)),
       issuerKeys: async (issuer: string) => (await services.anchors.pinned(issuer))?.keys ?? null,
       verifier: services.verifier,
@@ -185,8 +190,9 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     // step carries the output rules' results, so the check above can pass a step the journal then
     // refuses, after a sequence number and a signature were spent (review rv-60: extensions of
     // 30,839 characters were refused 400 after signing, twice, skipping two sequence numbers). So
-    // the step is judged once more as it will be, with a stand-in signature of the same length and
-    // the largest sequence number, before anything is spent.
+    // the step is judged once more as it will be, with a stand-in signature of the same length, the
+    // largest sequence number and the same issue time, before anything is spent: the receipt then
+    // signed differs from the draft only in its sequence (no longer) and signatures (as long).
     const draft = await finaliseReceipt(admission, output, context, { ...finalising, nextSequence: async () => Number.MAX_SAFE_INTEGER, signer: STAND_IN_SIGNER });
     prepareTransition({ to, effect, receipt: draft.receipt, detail: { outcome_call: { via, digest, fence }, rules: draft.results, ...reason }, extensions: call.extensions });
     const finalised = await finaliseReceipt(admission, output, context, {
