@@ -402,7 +402,7 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     for (const when of ["after the deadline", "after the deadline's alarm"]) {
       if (when === "after the deadline's alarm") expect(await runDurableObjectAlarm(stub)).toBe(true);
       const r = await answer(late, c.trace_id, right);
-      expect([when, r.status, r.body.error.code, r.body.error.detail]).toEqual([when, 409, "CHALLENGE_ANSWERED", "this challenge was already answered with its evidence"]);
+      expect([when, r.status, r.body.error.code, r.body.error.detail]).toEqual([when, 409, "CHALLENGE_ANSWERED", expect.stringMatching(/^this challenge was already answered with its evidence; the receipt that answer earned is the record's latest, on GET \/v1\/evidence\//)]);
     }
     // Nothing was closed, and the row is deleted when its retention ends.
     expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((denied.challenge.expires_at + 3600) * 1000);
