@@ -16,6 +16,37 @@ let child: ChildProcess;
 let url: string;
 let output = "";
 
+/**
+ * Another npm start, on `port` and the state folder `dir`, its output gathered: `ready()` waits for
+ * its setup to be done (or for it to exit), `left()` lists the processes still running on `dir`.
+ */
+function launch(port: number, dir: string, argv: string[] = [resolve(PROJECT_ROOT, "node_modules/tsx/dist/cli.mjs"), "scripts/start.ts"]) {
+  let out = "";
+  const running = spawn(process.execPath, argv, {
+    cwd: PROJECT_ROOT,
+    env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: dir },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  running.stdout!.on("data", (d) => (out += d));
+  running.stderr!.on("data", (d) => (out += d));
+  const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+  const until = async (done: () => boolean, stepMs = 100) => {
+    const deadline = Date.now() + 60_000;
+    while (!done() && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, stepMs));
+  };
+  const left = () => spawnSync("ps", ["-eo", "pgid=,stat=,args="], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(dir) && !/^\s*\d+\s+Z/.test(l));
+  /** Kills what is left on `dir`, whole process groups, and the start itself. */
+  const reap = () => {
+    for (const line of left()) {
+      try {
+        process.kill(-Number(line.trim().split(/\s+/)[0]), "SIGKILL");
+      } catch { /* gone */ }
+    }
+    if (running.exitCode === null) running.kill("SIGKILL");
+  };
+  return { running, exited, output: () => out, until, ready: () => until(() => out.includes("demo relying party")), left, reap };
+}
+
 describe("the quick start", () => {
   const start = async (port: number) => {
     output = "";
@@ -126,16 +157,11 @@ describe("the quick start", () => {
     // Before, /healthz answered while the start was still pinning and registering: a call made on
     // its first 200 found the demo issuer 404 and DEMO_RP_TOKEN refused 401 (review rv-58).
     const port = await freePort();
-    const fresh = spawn(process.execPath, [tsx, "scripts/start.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-fresh") },
-      stdio: "ignore",
-      detached: true,
-    });
+    const fresh = launch(port, join(scratch, "state-fresh"));
     try {
       const deadline = Date.now() + 90_000;
       let healthy = false;
-      while (!healthy && Date.now() < deadline && fresh.exitCode === null) {
+      while (!healthy && Date.now() < deadline && fresh.running.exitCode === null) {
         healthy = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status === 200, () => false);
         if (!healthy) await new Promise((r) => setTimeout(r, 50));
       }
@@ -147,11 +173,9 @@ describe("the quick start", () => {
       ]);
       expect([issuer.status, usage.status]).toEqual([200, 404]);
     } finally {
-      if (fresh.pid && fresh.exitCode === null) {
-        const exited = new Promise((r) => fresh.once("exit", r));
-        process.kill(-fresh.pid, "SIGTERM");
-        await exited;
-      }
+      fresh.running.kill("SIGTERM");
+      await fresh.exited;
+      fresh.reap();
     }
   });
 
@@ -174,40 +198,24 @@ describe("the quick start", () => {
     // the service's boot they stopped the setup instance (already stopped) and exited: wrangler runs
     // in a process group of its own, so a SIGTERM (or a Ctrl-C) in either boot left it running,
     // the second time serving on PORT with its parent gone (review rv-60).
-    const left = (dir: string) =>
-      spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(dir));
     for (const phase of ["setup", "service"] as const) {
       const port = await freePort();
       const dir = join(scratch, `state-sigterm-${phase}`);
-      let out = "";
-      const booting = spawn(process.execPath, [tsx, "scripts/start.ts"], {
-        cwd: PROJECT_ROOT,
-        env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: dir },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      booting.stdout!.on("data", (d) => (out += d));
-      booting.stderr!.on("data", (d) => (out += d));
-      const exited = new Promise<number | null>((r) => booting.once("exit", (code) => r(code)));
+      const booting = launch(port, dir);
       try {
         // The setup instance's output is kept, the service's shown: its wrangler banner means the
         // service on PORT is booting; a wrangler process on the state means the setup one is.
-        const booted = () => (phase === "service" ? out.includes("Binding") : left(dir).some((l) => l.includes("wrangler")));
-        const deadline = Date.now() + 60_000;
-        while (!booted() && Date.now() < deadline && booting.exitCode === null) await new Promise((r) => setTimeout(r, 20));
-        expect(booted(), out).toBe(true);
-        expect(out).not.toContain("countersign is listening");
-        booting.kill("SIGTERM");
-        expect(await exited).toBe(0);
+        const booted = () => (phase === "service" ? booting.output().includes("Binding") : booting.left().some((l) => l.includes("wrangler")));
+        await booting.until(booted, 20);
+        expect(booted(), booting.output()).toBe(true);
+        expect(booting.output()).not.toContain("countersign is listening");
+        booting.running.kill("SIGTERM");
+        expect(await booting.exited).toBe(0);
         await new Promise((r) => setTimeout(r, 1500));
-        expect(left(dir), phase).toEqual([]);
+        expect(booting.left(), phase).toEqual([]);
         expect(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => "refused")).toBe("refused");
       } finally {
-        for (const line of left(dir)) {
-          try {
-            process.kill(-Number(line.trim().split(/\s+/)[0]), "SIGKILL");
-          } catch { /* gone */ }
-        }
-        if (booting.exitCode === null) booting.kill("SIGKILL");
+        booting.reap();
       }
     }
   });
@@ -229,26 +237,17 @@ describe("the quick start", () => {
   it("a service that stops by itself is said, and npm start exits 1 with it", async () => {
     // Before, npm start just ended, exit 0 and nothing said, when wrangler died under it.
     const port = await freePort();
-    let out = "";
-    const running = spawn(process.execPath, [tsx, "scripts/start.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-died") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.stdout!.on("data", (d) => (out += d));
-    running.stderr!.on("data", (d) => (out += d));
-    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    const running = launch(port, join(scratch, "state-died"));
     try {
-      const deadline = Date.now() + 60_000;
-      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain("countersign is listening");
+      await running.ready();
+      expect(running.output()).toContain("countersign is listening");
       const group = spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n")
         .find((l) => l.includes("wrangler.js dev") && l.includes(`--port ${port} `));
       process.kill(-Number(group!.trim().split(/\s+/)[0]), "SIGKILL");
-      expect(await exited).toBe(1);
-      expect(out).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself (wrangler dev exited: SIGKILL)`);
+      expect(await running.exited).toBe(1);
+      expect(running.output()).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself (wrangler dev exited: SIGKILL)`);
     } finally {
-      if (running.exitCode === null) running.kill("SIGTERM");
+      running.reap();
     }
   });
 
@@ -256,34 +255,18 @@ describe("the quick start", () => {
     // Before (review rv-65), SIGHUP was not handled: npm start died of it, and wrangler and workerd,
     // in a process group of their own, went on serving PORT with no parent.
     const port = await freePort();
-    const dir = join(scratch, "state-sighup");
-    const left = () => spawnSync("ps", ["-eo", "pgid=,stat=,args="], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(dir) && !/^\s*\d+\s+Z/.test(l));
-    let out = "";
     // As npm start runs it (the tsx CLI wrapper would die of the SIGHUP itself).
-    const running = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: dir },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.stdout!.on("data", (d) => (out += d));
-    running.stderr!.on("data", (d) => (out += d));
-    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    const running = launch(port, join(scratch, "state-sighup"), ["--import", "tsx", "scripts/start.ts"]);
     try {
-      const deadline = Date.now() + 60_000;
-      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain("countersign is listening");
-      running.kill("SIGHUP");
-      expect(await exited).toBe(0);
+      await running.ready();
+      expect(running.output()).toContain("countersign is listening");
+      running.running.kill("SIGHUP");
+      expect(await running.exited).toBe(0);
       await new Promise((r) => setTimeout(r, 1500));
-      expect(left()).toEqual([]);
+      expect(running.left()).toEqual([]);
       expect(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => "refused")).toBe("refused");
     } finally {
-      for (const line of left()) {
-        try {
-          process.kill(-Number(line.trim().split(/\s+/)[0]), "SIGKILL");
-        } catch { /* gone */ }
-      }
-      if (running.exitCode === null) running.kill("SIGKILL");
+      running.reap();
     }
   });
 
@@ -291,29 +274,20 @@ describe("the quick start", () => {
     // Before (review rv-65), kill -KILL of wrangler's own process left its workerd serving PORT
     // ({"ok":true} on /healthz) while npm start said the service had stopped and exited 1.
     const port = await freePort();
-    let out = "";
-    const running = spawn(process.execPath, [tsx, "scripts/start.ts"], {
-      cwd: PROJECT_ROOT,
-      env: { ...offlineEnv(), WRANGLER_LOG: undefined, PORT: String(port), COUNTERSIGN_STATE_DIR: join(scratch, "state-wrangler-alone") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    running.stdout!.on("data", (d) => (out += d));
-    running.stderr!.on("data", (d) => (out += d));
-    const exited = new Promise<number | null>((r) => running.once("exit", (code) => r(code)));
+    const running = launch(port, join(scratch, "state-wrangler-alone"));
     try {
-      const deadline = Date.now() + 60_000;
-      while (!out.includes("demo relying party") && Date.now() < deadline && running.exitCode === null) await new Promise((r) => setTimeout(r, 100));
-      expect(out).toContain("countersign is listening");
+      await running.ready();
+      expect(running.output()).toContain("countersign is listening");
       // wrangler's own process (wrangler-dist/cli.js, the child of bin/wrangler.js) and nothing else.
       const cli = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" }).stdout.split("\n")
         .find((l) => l.includes("wrangler-dist/cli.js dev") && l.includes(`--port ${port} `));
       process.kill(Number(cli!.trim().split(/\s+/)[0]), "SIGKILL");
-      expect(await exited).toBe(1);
-      expect(out).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself`);
+      expect(await running.exited).toBe(1);
+      expect(running.output()).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself`);
       const answered = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.status, () => null);
       expect(answered).toBeNull();
     } finally {
-      if (running.exitCode === null) running.kill("SIGTERM");
+      running.reap();
     }
   });
 });
