@@ -111,17 +111,22 @@ try {
   const tokenDigest = createHash("sha256").update(vars.DEMO_RP_TOKEN ?? "").digest("hex");
   const sameToken = existsSync(noted) && readFileSync(noted, "utf8").trim() === tokenDigest;
   // The noted digest says which token this start registered, not which the party holds now: a
-  // rotation since (POST /v1/admin/relying-parties/{name}/token, relying-parties rotate) left
-  // DEMO_RP_TOKEN refused while this start said it was the demo party's token. So ask: a call
-  // with it is 401 only when it is no party's token.
-  const authenticates = async () =>
-    (await fetch(`${setup.url}/v1/usage?invocation_id=countersign-start-probe`, { headers: { authorization: `Bearer ${vars.DEMO_RP_TOKEN}` } })).status !== 401;
+  // rotation since (POST /v1/admin/relying-parties/{name}/token, relying-parties rotate) may have
+  // left DEMO_RP_TOKEN refused, or freed it for another party registered with it (a probe with the
+  // token, 401 or not, cannot tell that party from the demo one: review rv-68). So the kept party
+  // is handed a throwaway token and then DEMO_RP_TOKEN, in place (its journal and usage records
+  // kept): the second rotation succeeds only when no other party holds DEMO_RP_TOKEN.
   const kept = demo && demo.audiences.join(",") === DEMO_AUDIENCE && sameToken;
-  if (kept && !(await authenticates())) {
-    // Its token was replaced in place: DEMO_RP_TOKEN is given back the same way, its records kept.
-    await step("giving the demo relying party DEMO_RP_TOKEN back", () =>
-      admin("POST", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}/token`, { token: vars.DEMO_RP_TOKEN }));
-  } else if (!kept) {
+  if (kept) {
+    const demoTokenPath = `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}/token`;
+    await step("freeing DEMO_RP_TOKEN from the demo relying party", () => admin("POST", demoTokenPath, {}));
+    const back = await step("giving the demo relying party DEMO_RP_TOKEN", () => admin("POST", demoTokenPath, { token: vars.DEMO_RP_TOKEN }), [200, 409]);
+    if (back.status === 409)
+      throw new Error(
+        "DEMO_RP_TOKEN in .dev.vars is another relying party's token on this state (one registered with it after the demo party's token was rotated), " +
+          "so the demo party cannot hold it: set another DEMO_RP_TOKEN in .dev.vars (or start on a new COUNTERSIGN_STATE_DIR)",
+      );
+  } else {
     await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
     await step("registering the demo relying party", () =>
       admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);

@@ -153,6 +153,39 @@ describe("the quick start", () => {
     expect((await party((await rotated.json() as any).token, "/v1/journal/load-by-idempotency", { idempotency_key: "quick-start-rotated" })).status).toBe(401);
   });
 
+  it("a restart after DEMO_RP_TOKEN was given to another party does not say the demo party holds it", async () => {
+    // Before (rv-68), the start asked only whether DEMO_RP_TOKEN authenticated (not 401): once the
+    // demo party's token was rotated and another party registered with DEMO_RP_TOKEN, a restart kept
+    // the demo party and printed "token: DEMO_RP_TOKEN in .dev.vars" while that token was the other's.
+    const dir = join(scratch, "state-squatted");
+    const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
+    const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
+    const first = launch(await freePort(), dir);
+    try {
+      await first.ready();
+      const base = /countersign is listening on (\S+)/.exec(first.output())?.[1];
+      expect(base, first.output()).toBeTruthy();
+      expect((await fetch(`${base}/v1/admin/relying-parties/demo-relying-party/token`, { method: "POST", headers: admin, body: "{}" })).status).toBe(200);
+      const squatter = { name: "zz-squatter", audiences: ["https://relying-party.example"], token: demoToken };
+      expect((await fetch(`${base}/v1/admin/relying-parties`, { method: "POST", headers: admin, body: JSON.stringify(squatter) })).status).toBe(201);
+    } finally {
+      first.running.kill("SIGTERM");
+      await first.exited;
+      first.reap();
+    }
+    const again = launch(await freePort(), dir);
+    try {
+      await again.until(() => again.output().includes("countersign is listening"));
+      expect(again.output()).not.toContain("countersign is listening");
+      expect(again.output()).toContain("DEMO_RP_TOKEN in .dev.vars is another relying party's token");
+      expect(await again.exited).toBe(1);
+    } finally {
+      if (again.running.exitCode === null) again.running.kill("SIGTERM");
+      await again.exited;
+      again.reap();
+    }
+  });
+
   it("on a fresh state, the first /healthz 200 on PORT comes with the demo issuer pinned and DEMO_RP_TOKEN accepted", async () => {
     // Before, /healthz answered while the start was still pinning and registering: a call made on
     // its first 200 found the demo issuer 404 and DEMO_RP_TOKEN refused 401 (review rv-58).
