@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { main, oneLine, withoutTrailingSlashes, type Io } from "../../cli/countersign.js";
+import { seeded } from "../support/seeded.js";
 
-let seed = 23;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
-const randomText = (alphabet: string[]) => Array.from({ length: Math.floor(next() * 12) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+const { text } = seeded(23);
+const randomText = (alphabet: string[]) => text(alphabet, 12);
 
 describe("the CLI reads its messages and URLs in linear time", () => {
   it("gives what the expressions they replace gave (60,000 seeded random texts each)", () => {

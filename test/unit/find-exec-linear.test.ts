@@ -8,13 +8,13 @@
 import { describe, expect, it } from "vitest";
 import { invocationOf, programAt, type ProgramFound } from "../../worker/protocol/issuing/shell.js";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
+import { seeded } from "../support/seeded.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const judged = async (tool: string, params: Record<string, unknown>) =>
   judge(INPUT_RULES as never, { command: { intake_version: "1.3", agent_id: "a", tool, params, timestamp: 1, trace_id: "0123456789abcdef" }, requestHash: HASH, humanApproval: null, configHash: HASH, pinnedConfigHashes: null } as never);
 
-let seed = 47;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
+const { next } = seeded(47);
 const command = (words: string[]) => ({ words, substitutions: [], heredocs: [], herestrings: [], pipesInto: false, chained: false, scripts: [], unread: 0 });
 
 describe("find actions read in linear time", () => {

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { globSegment } from "../../worker/protocol/issuing/rules/sec-002.js";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
 import { BLOCKED_ABSOLUTE_PATH, RM_PROTECTED_PATH } from "../../worker/protocol/issuing/scopes.js";
+import { seeded } from "../support/seeded.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const judged = async (tool: string, params: Record<string, unknown>) =>
@@ -37,9 +38,7 @@ function oldGlobSegment(pattern: string): RegExp {
   }
 }
 
-let seed = 23;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
-const randomText = (alphabet: string[], max: number) => Array.from({ length: Math.floor(next() * max) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+const { text: randomText } = seeded(23);
 
 describe("globs read in linear time", () => {
   it("match what the expressions they replace matched (60,000 seeded random patterns)", () => {

@@ -6,14 +6,13 @@
 import { describe, expect, it } from "vitest";
 import { PRINTF_DIRECTIVE } from "../../worker/protocol/issuing/shell.js";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
+import { seeded } from "../support/seeded.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const judged = async (tool: string, params: Record<string, unknown>) =>
   judge(INPUT_RULES as never, { command: { intake_version: "1.3", agent_id: "a", tool, params, timestamp: 1, trace_id: "0123456789abcdef" }, requestHash: HASH, humanApproval: null, configHash: HASH, pinnedConfigHashes: null } as never);
 
-let seed = 31;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
-const randomText = (alphabet: string[], max: number) => Array.from({ length: Math.floor(next() * max) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+const { text: randomText } = seeded(31);
 
 describe("printf directives read in linear time", () => {
   it("match what the expression they replace matched (60,000 seeded random formats)", () => {

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
 import { braceExpansion, parseShell, SHELL_WORK_BASE, SHELL_WORK_PER_CHAR, ShellTooComplex } from "../../worker/protocol/issuing/shell.js";
+import { seeded } from "../support/seeded.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const context = (tool: string, params: Record<string, unknown>) => ({
@@ -66,11 +67,10 @@ describe("brace expansion under the work bound", () => {
 describe("finding a brace expansion in a word", () => {
   const EXPRESSION = /^([^{}]*?)(?<!\$)\{([^{}]*,[^{}]*)\}([^{}]*)$/;
   it("finds what the expression it replaces matched (60,000 seeded random words)", () => {
-    let seed = 7;
-    const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
-    const alphabet = "{},$ab\u0001";
+    const { text } = seeded(7);
+    const alphabet = [..."{},$ab\u0001"];
     for (let i = 0; i < 60_000; i++) {
-      const word = Array.from({ length: Math.floor(next() * 12) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+      const word = text(alphabet, 12);
       const m = EXPRESSION.exec(word);
       expect(braceExpansion(word), JSON.stringify(word)).toEqual(m ? { open: m[1].length, close: m[1].length + 1 + m[2].length } : null);
     }

@@ -8,14 +8,14 @@ import { describe, expect, it } from "vitest";
 import { trimEdges } from "../../worker/protocol/issuing/hosts.js";
 import { baseName, withoutQuery } from "../../worker/protocol/issuing/rules/sec-006.js";
 import { INPUT_RULES, judge } from "../../worker/protocol/issuing/rules/index.js";
+import { seeded } from "../support/seeded.js";
 
 const HASH = "sha256:" + "a".repeat(64);
 const judged = async (tool: string, params: Record<string, unknown>) =>
   judge(INPUT_RULES as never, { command: { intake_version: "1.3", agent_id: "a", tool, params, timestamp: 1, trace_id: "0123456789abcdef" }, requestHash: HASH, humanApproval: null, configHash: HASH, pinnedConfigHashes: null } as never);
 
-let seed = 11;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
-const randomText = (alphabet: string[]) => Array.from({ length: Math.floor(next() * 10) }, () => alphabet[Math.floor(next() * alphabet.length)]).join("");
+const { text } = seeded(11);
+const randomText = (alphabet: string[]) => text(alphabet, 10);
 
 describe("trailing runs read in linear time", () => {
   it("gives what the expressions they replace gave (60,000 seeded random texts each)", () => {

@@ -13,9 +13,9 @@ import { createApp } from "../../worker/app.js";
 import { verifierIdOfPath } from "../../worker/routes/manifests.js";
 import { nodeEnv } from "../../cli/offline-env.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
+import { seeded } from "../support/seeded.js";
 
-let seed = 29;
-const next = () => ((seed = (seed * 1103515245 + 12345) >>> 0) >>> 8) / 2 ** 24;
+const { next } = seeded(29);
 const pick = <T>(xs: T[]) => xs[Math.floor(next() * xs.length)];
 
 describe("the verifier manifest route", () => {
