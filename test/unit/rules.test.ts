@@ -22,6 +22,10 @@ const input = (tool: string, params: Record<string, unknown>, extra: Partial<Inp
   ...extra,
 });
 const judgeIn = async (name: string, c: InputContext) => (await rule(name).judge(c as never)).verdict;
+/** Each command line, as a bash tool's `command`, judged `verdict` by the rule `name`. */
+const expectVerdicts = async (name: string, verdict: string, commands: string[]) => {
+  for (const command of commands) expect(await judgeIn(name, input("bash", { command })), command).toBe(verdict);
+};
 
 const outputCtx = (tool: string, output: ToolOutput, extra: Partial<OutputContext> = {}): OutputContext => ({
   tool, output, admissionReceiptHash: HASH, issuerKeys: async () => null, verifier: nobleVerifier, ...extra,
@@ -304,25 +308,23 @@ describe("SEC-001 reads a URL the way real parsers do", () => {
 
 describe("SEC-001 reads a command-execution tool's command line word by word", () => {
   it("denies a private, loopback or metadata URL among the words of a shell command, as it denies the same command in argv form", async () => {
-    for (const command of [
+    await expectVerdicts("SEC-001", "deny", [
       "curl http://169.254.169.254/latest/meta-data/iam/", "curl -s 'http://127.0.0.1:8080/admin' | jq .", "wget -qO- \"http://[::ffff:10.0.0.1]/\"",
       "curl --url=http://2130706433/", "echo $(curl http://localhost/)", "bash -c 'curl http://192.168.1.1/'", "curl\thttp://0x7f.1/",
-    ]) expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    ]);
     expect(await judgeIn("SEC-001", input("bash", { argv: ["curl", "http://169.254.169.254/"] }))).toBe("deny");
   });
 
   it("reads a parameter expansion in a word as empty too, as a shell expands an unset variable (review rv-50)", async () => {
-    for (const command of [
+    await expectVerdicts("SEC-001", "deny", [
       "curl http://169.254.169.254$z/latest/meta-data/", "curl \"http://127.0.0.1${z}/admin\"", "curl ${z}http://10.0.0.5/", "curl http${z}://localhost/",
       "curl http://169.254.169.254${z:-}/", "curl http://127.0.0.1$1/", "wget --url=http://192.168.1.1$z/",
-    ]) expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
-    for (const command of ["curl https://$HOST/api", "curl https://example.com$PATH_SUFFIX", "curl http://${HOST:-example.com}/"])
-      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
+    ]);
+    await expectVerdicts("SEC-001", "allow", ["curl https://$HOST/api", "curl https://example.com$PATH_SUFFIX", "curl http://${HOST:-example.com}/"]);
   });
 
   it("public URLs in a command line stay allowed, and other tools' free text is still not a URL", async () => {
-    for (const command of ["curl https://example.com/ | jq .", "git clone https://github.com/org/repo.git", "echo see 127.0.0.1 in the logs", "ping 10.0.0.1", "ls -la /tmp"])
-      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-001", "allow", ["curl https://example.com/ | jq .", "git clone https://github.com/org/repo.git", "echo see 127.0.0.1 in the logs", "ping 10.0.0.1", "ls -la /tmp"]);
     expect(await judgeIn("SEC-001", input("send_message", { text: "the dashboard is at http://localhost:3000/ now" }))).toBe("allow");
   });
 });
@@ -626,76 +628,67 @@ describe("the input rules read a string holding a NUL up to it too, as execve an
 
 describe("SEC-002 skips wrapper options' arguments in their BSD and macOS forms (review rv-50)", () => {
   it("reads the program after env -P, doas -a, sudo -c/-a/-h, xargs -J and env -a", async () => {
-    for (const command of ["env -P /bin rm -rf /", "env -L root rm -rf /", "env -a x rm -rf /", "env --argv0 x rm -rf /", "doas -a passwd rm -rf /", "sudo -c daemon rm -rf /", "sudo -a passwd rm -rf /", "sudo -h host rm -rf /", "xargs -J % rm -rf % <<< /"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["env -P /bin ls /", "sudo -h", "xargs -J % echo % <<< /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["env -P /bin rm -rf /", "env -L root rm -rf /", "env -a x rm -rf /", "env --argv0 x rm -rf /", "doas -a passwd rm -rf /", "sudo -c daemon rm -rf /", "sudo -a passwd rm -rf /", "sudo -h host rm -rf /", "xargs -J % rm -rf % <<< /"]);
+    await expectVerdicts("SEC-002", "allow", ["env -P /bin ls /", "sudo -h", "xargs -J % echo % <<< /"]);
   });
 });
 
 describe("SEC-002 reads a variable as a find action's program (review rv-50)", () => {
   it("resolves one assigned earlier and escalates one it cannot see, as it does for rm", async () => {
-    for (const command of ["R=rm; find / -exec $R {} +", 'R="rm -rf"; find /etc -exec $R {} +']) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["find / -exec $R {} +", "find /etc -exec ${R} -f {} \\;"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
-    for (const command of ["find ./build -exec $R {} +", "R=ls; find / -exec $R {} +", "find / -name x -print"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["R=rm; find / -exec $R {} +", 'R="rm -rf"; find /etc -exec $R {} +']);
+    await expectVerdicts("SEC-002", "escalate", ["find / -exec $R {} +", "find /etc -exec ${R} -f {} \\;"]);
+    await expectVerdicts("SEC-002", "allow", ["find ./build -exec $R {} +", "R=ls; find / -exec $R {} +", "find / -name x -print"]);
     expect(await judgeIn("SEC-002", input("bash", { command: "T=/tmp/x; find $T -delete" }))).toBe("deny");
   });
 });
 
 describe("SEC-002 resolves a dd output path as it resolves an rm target (review rv-50)", () => {
   it("counts of=//dev/sda, of=/./dev/sda and of=${x}/dev/sda as writing a device", async () => {
-    for (const command of ["dd if=/dev/zero of=//dev/sda", "dd if=/dev/zero of=/./dev/sda", "dd if=/dev/zero of=/tmp/../dev/sda", "dd if=/dev/zero of=${x}/dev/sda"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["dd if=x of=./disk.img", "dd if=/dev/sda of=/tmp/disk.img", "dd if=x of=/tmp/dev/sda"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["dd if=/dev/zero of=//dev/sda", "dd if=/dev/zero of=/./dev/sda", "dd if=/dev/zero of=/tmp/../dev/sda", "dd if=/dev/zero of=${x}/dev/sda"]);
+    await expectVerdicts("SEC-002", "allow", ["dd if=x of=./disk.img", "dd if=/dev/sda of=/tmp/disk.img", "dd if=x of=/tmp/dev/sda"]);
   });
 });
 
 describe("SEC-002 compares protected paths and the rm program without regard to case, as macOS's filesystem does (review rv-50)", () => {
   it("denies rm -rf /users, /APPLICATIONS and RM -rf /Users", async () => {
-    for (const command of ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"]);
+    await expectVerdicts("SEC-002", "allow", ["rm -rf /users/bob", "rm -rf ./Users", "RM -rf ./build"]);
   });
 });
 
 describe("SEC-002 resolves a find action's variable program past wrappers, as a command's (review rv-54)", () => {
   it("denies R=rm; find / -exec sudo $R {} + as R=rm; find / -exec $R {} +", async () => {
-    for (const command of ["R=rm; find / -exec sudo $R {} +", "R=rm; find / -exec env $R -rf {} +", "R=rm; find / -exec X=1 $R {} +", "R=rm; find / -exec $R {} +"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-002", "deny", ["R=rm; find / -exec sudo $R {} +", "R=rm; find / -exec env $R -rf {} +", "R=rm; find / -exec X=1 $R {} +", "R=rm; find / -exec $R {} +"]);
     expect(await judgeIn("SEC-002", input("bash", { command: "find / -exec sudo $R {} +" }))).toBe("escalate");
-    for (const command of ["R=ls; find / -exec sudo $R {} +", "R=rm; find /tmp/x -exec sudo $R {} +"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "allow", ["R=ls; find / -exec sudo $R {} +", "R=rm; find /tmp/x -exec sudo $R {} +"]);
   });
 });
 
 describe("SEC-002 reads a dd output path's nested and successive default values (review rv-56)", () => {
   it("denies of=${x:-${y:-/dev/sda}} and of=${x:-}${y:-/dev/sda}", async () => {
-    for (const command of ["dd if=/dev/zero of=${x:-${y:-/dev/sda}}", "dd if=/dev/zero of=${x:-}${y:-/dev/sda}", "dd if=/dev/zero of=${x}${y}/dev/sda", "dd if=/dev/zero of=${x:+${y-/dev}}/sda", "dd if=/dev/zero of=${1:-/dev/sda}"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["dd if=/dev/zero of=${x:-${y:-/tmp/img}}", "dd if=/dev/zero of=${x#/dev/sda}img", "dd if=/dev/zero of=${x:-}"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["dd if=/dev/zero of=${x:-${y:-/dev/sda}}", "dd if=/dev/zero of=${x:-}${y:-/dev/sda}", "dd if=/dev/zero of=${x}${y}/dev/sda", "dd if=/dev/zero of=${x:+${y-/dev}}/sda", "dd if=/dev/zero of=${1:-/dev/sda}"]);
+    await expectVerdicts("SEC-002", "allow", ["dd if=/dev/zero of=${x:-${y:-/tmp/img}}", "dd if=/dev/zero of=${x#/dev/sda}img", "dd if=/dev/zero of=${x:-}"]);
   });
 });
 
 describe("SEC-002 reads a dd output path's leading default or alternate value (review rv-54)", () => {
   it("counts of=${x:-/dev/sda}, of=${x-/dev}/sda and of=${x:+/dev/sda} as writing a device", async () => {
-    for (const command of ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["dd if=/dev/zero of=${x:-/tmp/img}", "dd if=x of=${OUT}/disk.img"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["dd if=/dev/zero of=${x:-/dev/sda}", "dd if=/dev/zero of=${x-/dev}/sda", "dd if=/dev/zero of=${x:=/dev/sda}", "dd if=/dev/zero of=${x:+/dev/sda}"]);
+    await expectVerdicts("SEC-002", "allow", ["dd if=/dev/zero of=${x:-/tmp/img}", "dd if=x of=${OUT}/disk.img"]);
   });
 });
 
 describe("SEC-004 compares a blocked path's names without regard to case, as macOS's filesystem does (review rv-54)", () => {
   it("denies /tmp/../ETC/shadow and .SSH at any depth; a glob still matches case-sensitively", async () => {
-    for (const command of ["cat /tmp/../ETC/shadow", "cat /tmp/../x/.SSH/id_rsa", "cat /tmp/../home/u/.Aws/credentials", "cat /tmp/../home/u/.Config/GCloud/x", "cat --file=/tmp/../Etc/shadow", "cat /tmp/../x/.SSH/id_rs?"])
-      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-004", "deny", ["cat /tmp/../ETC/shadow", "cat /tmp/../x/.SSH/id_rsa", "cat /tmp/../home/u/.Aws/credentials", "cat /tmp/../home/u/.Config/GCloud/x", "cat --file=/tmp/../Etc/shadow", "cat /tmp/../x/.SSH/id_rs?"]);
     expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/../Root/.bashrc" }))).toBe("deny");
-    for (const command of ["cat /tmp/../home/u/project/ETCetera", "cat /tmp/../E?C/shadow"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-004", "allow", ["cat /tmp/../home/u/project/ETCetera", "cat /tmp/../E?C/shadow"]);
   });
 });
 
 describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-001 and SEC-002 do (review rv-54)", () => {
   it("denies /tmp/..${x:-}/etc/shadow, /tmp/..$1/etc/shadow and /tmp/.$-./etc/shadow", async () => {
-    for (const command of ["cat /tmp/..${x:-}/etc/shadow", "cat /tmp/..$1/etc/shadow", "cat /tmp/..${x:-${y}}/etc/shadow", "cat /tmp/.$-./etc/shadow", "cat /tmp/..$@/etc/shadow", "cat x=/tmp/..${x:-}/etc/shadow"])
-      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-004", "deny", ["cat /tmp/..${x:-}/etc/shadow", "cat /tmp/..$1/etc/shadow", "cat /tmp/..${x:-${y}}/etc/shadow", "cat /tmp/.$-./etc/shadow", "cat /tmp/..$@/etc/shadow", "cat x=/tmp/..${x:-}/etc/shadow"]);
     expect(await judgeIn("SEC-004", input("read_file", { path: "/tmp/..$1/etc/shadow" }))).toBe("deny");
     expect(await judgeIn("SEC-004", input("bash", { command: "cat /tmp/a$1/../b" }))).toBe("allow");
   });
@@ -703,18 +696,16 @@ describe("SEC-004 reads a segment's every parameter expansion as empty, as SEC-0
 
 describe("SEC-004 reads a leading directory-stack tilde, ~+1 or ~-2, as it reads ~+ (review rv-56)", () => {
   it("denies cat ~+1/../etc/shadow and x=~-2/../etc/shadow", async () => {
-    for (const command of ["cat ~+1/../etc/shadow", "cat ~-2/../etc/shadow", "cat ~+12/../etc/shadow", "cat x=~+1/../etc/shadow"])
-      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-004", "deny", ["cat ~+1/../etc/shadow", "cat ~-2/../etc/shadow", "cat ~+12/../etc/shadow", "cat x=~+1/../etc/shadow"]);
     expect(await judgeIn("SEC-004", input("bash", { command: "cat ~+1/etc/shadow" }))).toBe("allow");
   });
 });
 
 describe("SEC-004 reads a leading ~+, ~- or positional or special parameter as empty, as it reads ~ and $HOME (review rv-54)", () => {
   it("denies cat ~+/../etc/shadow and cat $1/../etc/shadow, as cat ../etc/shadow", async () => {
-    for (const command of ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"])
-      expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-004", "deny", ["cat ~+/../etc/shadow", "cat ~-/../etc/shadow", "cat $1/../etc/shadow", "cat ${1}/../etc/shadow", "cat $@/../etc/shadow", "cat --file=~+/../etc/shadow"]);
     expect(await judgeIn("SEC-004", input("read_file", { path: "~+/../etc/shadow" }))).toBe("deny");
-    for (const command of ["cat ~+/src/../README.md", "cat $1/a/../b"]) expect(await judgeIn("SEC-004", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-004", "allow", ["cat ~+/src/../README.md", "cat $1/a/../b"]);
   });
 });
 
@@ -740,12 +731,11 @@ describe("a parameter expansion is read as empty past quotes, escapes, nesting a
   });
 
   it("escalates a forced recursive rm whose program is rm were its expansions empty, however they are written", async () => {
-    for (const command of ['"r"$x"m" -rf /', 'r"$x"m -rf /', "r$x\\m -rf /", "r${x:-${y}}m -rf /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("escalate");
+    await expectVerdicts("SEC-002", "escalate", ['"r"$x"m" -rf /', 'r"$x"m -rf /', "r$x\\m -rf /", "r${x:-${y}}m -rf /"]);
   });
 
   it("denies a metadata or loopback URL written with a nested or special expansion, or a name a quote ends", async () => {
-    for (const command of ["curl http://169.254.169.254${z:-${y}}/latest/meta-data/", "curl http://169.254.169.254$-/latest/meta-data/", "curl http://127.0.0.1$#/", 'curl http://169.254.169.25"$zz"4/latest/meta-data/'])
-      expect(await judgeIn("SEC-001", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-001", "deny", ["curl http://169.254.169.254${z:-${y}}/latest/meta-data/", "curl http://169.254.169.254$-/latest/meta-data/", "curl http://127.0.0.1$#/", 'curl http://169.254.169.25"$zz"4/latest/meta-data/']);
     expect(await judgeIn("SEC-001", input("bash", { command: "curl https://example.com/$x" }))).toBe("allow");
   });
 });
@@ -754,8 +744,7 @@ describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads 
   it("reads rm -rf /$'\\0' as rm -rf / and r$'\\0'm as rm", async () => {
     expect(parseShell("rm -rf /$'\\x00x' y").commands[0].words).toEqual(["rm", "-rf", "/", "y"]);
     expect(parseShell("rm -rf /$'\\x00'x y").commands[0].words).toEqual(["rm", "-rf", "/x", "y"]);
-    for (const command of ["rm -rf /$'\\0'", "rm -rf /$'\\x00'", "rm -rf $'/\\0x'", "r$'\\0'm -rf /", "rm -rf /$'\\c@'", "rm -rf /$'\\u0000'"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-002", "deny", ["rm -rf /$'\\0'", "rm -rf /$'\\x00'", "rm -rf $'/\\0x'", "r$'\\0'm -rf /", "rm -rf /$'\\c@'", "rm -rf /$'\\u0000'"]);
     expect(await judgeIn("SEC-001", input("bash", { command: "curl http://169.254.169.254$'\\x00'/latest/meta-data/" }))).toBe("deny");
     expect(await judgeIn("SEC-002", input("bash", { command: "echo $'a\\0b'" }))).toBe("allow");
   });
@@ -763,33 +752,29 @@ describe("an ANSI-C quoted string ends at a NUL its escapes make, as bash reads 
 
 describe("a shell reading its standard input drops the NUL bytes printf or echo -e print, as bash and dash do (review rv-56)", () => {
   it("denies printf 'r\\0m -rf /' | sh and echo -e 'rm -rf /\\x00' | bash", async () => {
-    for (const command of ["printf 'r\\0m -rf /' | sh", "printf 'rm -rf /\\0' | sh", "echo -e 'r\\0m -rf /' | bash", "printf 'r\\x00m -rf /' | sh", "printf '%b' 'r\\0m -rf /' | sh", "echo -e 'rm -rf /\\x00' | bash"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
+    await expectVerdicts("SEC-002", "deny", ["printf 'r\\0m -rf /' | sh", "printf 'rm -rf /\\0' | sh", "echo -e 'r\\0m -rf /' | bash", "printf 'r\\x00m -rf /' | sh", "printf '%b' 'r\\0m -rf /' | sh", "echo -e 'rm -rf /\\x00' | bash"]);
     expect(await judgeIn("SEC-002", input("bash", { command: "printf 'ls\\0 /' | sh" }))).toBe("allow");
   });
 });
 
 describe("the shell reader reads a wrapper's long options as getopt_long does (review rv-54)", () => {
   it("skips the argument of an abbreviated long option, and none after --replace or --eof", async () => {
-    for (const command of ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["sudo --login ls", "sudo --us root ls /", "env --null ls"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["sudo --us root rm -rf /", "env --unse HOME rm -rf /", "timeout --sig KILL 5 rm -rf /", "xargs --max-a 1 rm -rf <<< /", "sudo --chd / rm -rf /", "nice --adj 5 rm -rf /", "xargs --replace rm -rf / <<< x", "xargs --eof rm -rf / <<< x", "sudo --sh <<< 'rm -rf /'", "sudo --lo <<< 'rm -rf /'", "sudo --login rm -rf /"]);
+    await expectVerdicts("SEC-002", "allow", ["sudo --login ls", "sudo --us root ls /", "env --null ls"]);
   });
 });
 
 describe("SEC-002 finds a wrapper, and a find's program, without regard to case, as it finds rm (review rv-54)", () => {
   it("denies SUDO rm -rf /, XARGS rm -rf <<< /, SUDO -s <<< 'rm -rf /', FIND / | xargs rm -rf and R=rm; FIND / -exec $R {} +", async () => {
-    for (const command of ["SUDO rm -rf /", "Sudo -u root rm -rf /", "XARGS rm -rf <<< /", "ENV rm -rf /", "Timeout 5 rm -rf /", "SUDO -s <<< 'rm -rf /'", "DOAS -s <<< 'rm -rf /'", "FIND / | xargs rm -rf", "R=rm; FIND / -exec $R {} +"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["SUDO ls /", "ENV rm -rf ./build", "FIND . -name x"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["SUDO rm -rf /", "Sudo -u root rm -rf /", "XARGS rm -rf <<< /", "ENV rm -rf /", "Timeout 5 rm -rf /", "SUDO -s <<< 'rm -rf /'", "DOAS -s <<< 'rm -rf /'", "FIND / | xargs rm -rf", "R=rm; FIND / -exec $R {} +"]);
+    await expectVerdicts("SEC-002", "allow", ["SUDO ls /", "ENV rm -rf ./build", "FIND . -name x"]);
   });
 });
 
 describe("SEC-002 reads the standard input of sudo -s / sudo -i / doas -s given no command as a shell's (review rv-50)", () => {
   it("scores the script such a shell reads", async () => {
-    for (const command of ["sudo -s <<< 'rm -rf /'", "sudo -i <<< 'rm -rf /'", "echo 'rm -rf /' | sudo -i", "sudo -u root -s <<EOF\nrm -rf /\nEOF", "sudo --login <<< 'rm -rf /'", "doas -s <<< 'rm -rf /'"])
-      expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("deny");
-    for (const command of ["sudo -s <<< 'ls /'", "sudo -v <<< 'rm -rf /'", "sudo -s ls /"]) expect(await judgeIn("SEC-002", input("bash", { command })), command).toBe("allow");
+    await expectVerdicts("SEC-002", "deny", ["sudo -s <<< 'rm -rf /'", "sudo -i <<< 'rm -rf /'", "echo 'rm -rf /' | sudo -i", "sudo -u root -s <<EOF\nrm -rf /\nEOF", "sudo --login <<< 'rm -rf /'", "doas -s <<< 'rm -rf /'"]);
+    await expectVerdicts("SEC-002", "allow", ["sudo -s <<< 'ls /'", "sudo -v <<< 'rm -rf /'", "sudo -s ls /"]);
   });
 });
 
