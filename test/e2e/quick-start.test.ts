@@ -16,6 +16,12 @@ let child: ChildProcess;
 let url: string;
 let output = "";
 
+/** The process id (or group id) of the wrangler process whose command line holds `command` and serves `port`. */
+function processOf(column: "pid" | "pgid", command: string, port: number): number {
+  const line = spawnSync("ps", ["-eo", `${column}=,args=`], { encoding: "utf8" }).stdout.split("\n").find((l) => l.includes(command) && l.includes(`--port ${port} `));
+  return Number(line!.trim().split(/\s+/)[0]);
+}
+
 /**
  * Another npm start, on `port` and the state folder `dir`, its output gathered: `ready()` waits for
  * its setup to be done (or for it to exit), `left()` lists the processes still running on `dir`.
@@ -274,9 +280,7 @@ describe("the quick start", () => {
     try {
       await running.ready();
       expect(running.output()).toContain("countersign is listening");
-      const group = spawnSync("ps", ["-eo", "pgid=,args="], { encoding: "utf8" }).stdout.split("\n")
-        .find((l) => l.includes("wrangler.js dev") && l.includes(`--port ${port} `));
-      process.kill(-Number(group!.trim().split(/\s+/)[0]), "SIGKILL");
+      process.kill(-processOf("pgid", "wrangler.js dev", port), "SIGKILL");
       expect(await running.exited).toBe(1);
       expect(running.output()).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself (wrangler dev exited: SIGKILL)`);
     } finally {
@@ -312,9 +316,7 @@ describe("the quick start", () => {
       await running.ready();
       expect(running.output()).toContain("countersign is listening");
       // wrangler's own process (wrangler-dist/cli.js, the child of bin/wrangler.js) and nothing else.
-      const cli = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" }).stdout.split("\n")
-        .find((l) => l.includes("wrangler-dist/cli.js dev") && l.includes(`--port ${port} `));
-      process.kill(Number(cli!.trim().split(/\s+/)[0]), "SIGKILL");
+      process.kill(processOf("pid", "wrangler-dist/cli.js dev", port), "SIGKILL");
       expect(await running.exited).toBe(1);
       expect(running.output()).toContain(`npm start: the service on http://127.0.0.1:${port} stopped by itself`);
       const answered = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(3000) }).then((r) => r.status, () => null);
