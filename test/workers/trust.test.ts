@@ -505,6 +505,27 @@ describe("keys and tokens belong to one holder", () => {
     expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(200);
   });
 
+  it("a token in a Level 0 key's form is taken in one letter case only: a mixed-case one escaped the pin's look-up of a held key", async () => {
+    // Review rv-73: "3C3c…3c" was registered 201 and a later pin naming a secret of "3c3c…3c" was 200,
+    // since only the token's SHA-256 is kept and the pin looked up the key as written and in uppercase.
+    const key = "5d".repeat(32);
+    const mixed = "5D" + "5d".repeat(31);
+    const registered = await h().call("/v1/admin/relying-parties", admin("POST", { name: "mixed-holder", audiences: [AUDIENCE], token: mixed }));
+    expect([registered.status, registered.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect(registered.text).not.toContain(mixed);
+    const party = await h().call("/v1/admin/relying-parties", admin("POST", { name: "mixed-holder", audiences: [AUDIENCE] }));
+    expect(party.status).toBe(201);
+    const rotated = await h().call("/v1/admin/relying-parties/mixed-holder/token", admin("POST", { token: mixed }));
+    expect([rotated.status, rotated.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    const app = harness({ ...env, PARTNER_L0_KEY: key } as Env, createExecutionContext());
+    const issuer = await issuerFor("l0-mixed-case");
+    expect((await app.pin({ ...issuer.anchor, shared_secret: { secret: "PARTNER_L0_KEY" } })).status).toBe(200);
+    // One case, or hex not of that form (odd length), is a token like any other.
+    for (const [name, token] of [["lower-hex", "7e".repeat(32)], ["upper-hex", "7F".repeat(32)], ["odd-hex", "Ab".repeat(32) + "c"]]) {
+      expect([name, (await h().call("/v1/admin/relying-parties", admin("POST", { name, audiences: [AUDIENCE], token }))).status]).toEqual([name, 201]);
+    }
+  });
+
   it("a token authenticates only while its name's record names it: two registrations racing for one name leave no token that a delete cannot revoke", async () => {
     // KV has no compare-and-set: two concurrent registrations of one name both pass the name
     // check and both write; the name keeps the last, and the first token's record stays behind.

@@ -33,6 +33,9 @@ const HEX_SECRETS: ReadonlySet<string> = new Set(["SIGNING_KEY", "LEGACY_HMAC_KE
 const sameSecret = (name: string, value: string | undefined, token: string): boolean =>
   value !== undefined && value !== "" && (HEX_SECRETS.has(name) ? value.toLowerCase() === token.toLowerCase() : value === token);
 
+/** A Level 0 key's form (decodeSharedSecret's) in any case of its digits. */
+const MIXED_CASE_HEX_KEY = /^([0-9a-fA-F]{2}){32,}$/;
+
 /**
  * Whether `token` is, in any case of its hex digits, a key a Level 0 anchor can name: any variable
  * of this deployment holding a Level 0 key (decodeSharedSecret's form) under a name a pin accepts. The
@@ -52,6 +55,12 @@ const isLevel0Key = (env: object, token: string): boolean =>
 function partyToken(c: Context<AppEnv>, supplied: string | null): string {
   if (supplied !== null && (OWN_TOKEN_SECRETS.some((secret) => sameSecret(secret, (c.env as unknown as Record<string, string | undefined>)[secret], supplied)) || isLevel0Key(c.env, supplied))) {
     throw new ApiError(400, "MALFORMED_REQUEST", "token is one of this deployment's own secrets; supply a token of the relying party's own");
+  }
+  // A token in a Level 0 key's form (64+ hex digits) is that key in any case of its digits, and only
+  // its SHA-256 is kept: a later Level 0 pin can look a held key up as written and in uppercase, not
+  // in each of its mixed-case spellings. So such a token is taken in one case only.
+  if (supplied !== null && MIXED_CASE_HEX_KEY.test(supplied) && supplied !== supplied.toLowerCase() && supplied !== supplied.toUpperCase()) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "token of 64 or more hex digits must be all lowercase or all uppercase (it is a Level 0 key's form, the same key in any case)");
   }
   return supplied ?? newToken(crypto.getRandomValues(new Uint8Array(32)));
 }
