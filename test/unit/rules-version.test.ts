@@ -71,6 +71,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.51": "f184cfddaf2173fb89b02e0b244a9af2e44ffd8f2cf520614a13c1d117f0c362",
   "countersign/0.2.52": "21798f81d137697391a79efc298c51af3c18c7dd2985d563abaf6d1cb27cfeac",
   "countersign/0.2.53": "71b3daa4752d6260ca9536c7332659d13265c6f0862b4c4a8a223ed4fd590f46",
+  "countersign/0.2.54": "d4cf132b88b51b8faac8882150918bdfadd2a566fc82cc01cab35f1793fbcac8",
 };
 
 /**

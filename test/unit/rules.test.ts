@@ -649,6 +649,13 @@ describe("SEC-002 resolves a dd output path as it resolves an rm target (review 
   });
 });
 
+describe("SEC-002 reads dd, mkfs and a dd output's /dev/ without regard to case, as it reads rm and its protected paths (review rv-73)", () => {
+  it("denies DD if=/dev/zero of=/DEV/sda, dd of=/DEV/SDA and MKFS.ext4 /dev/sda1", async () => {
+    await expectVerdicts("SEC-002", "deny", ["DD if=/dev/zero of=/DEV/sda", "dd of=/DEV/SDA", "Dd of=/dev/sda", "/BIN/DD if=/dev/zero of=/Dev/disk0", "dd if=/dev/zero of=/tmp/../DEV/sda", "dd if=/dev/zero of=${x:-/DEV/sda}", "MKFS.ext4 /dev/sda1", "Mkfs /dev/sda1"]);
+    await expectVerdicts("SEC-002", "allow", ["DD if=x of=./disk.img", "dd if=x of=/tmp/DEV/sda", "dd if=/DEV/sda of=/tmp/disk.img", "dd if=x of=/devices/x"]);
+  });
+});
+
 describe("SEC-002 compares protected paths and the rm program without regard to case, as macOS's filesystem does (review rv-50)", () => {
   it("denies rm -rf /users, /APPLICATIONS and RM -rf /Users", async () => {
     await expectVerdicts("SEC-002", "deny", ["rm -rf /users", "rm -rf /APPLICATIONS", "RM -rf /Users", "/BIN/RM -rf /", "rm -rf /System/../library", "rm -rf /users/*", "FIND / -delete", "find / -exec RM {} +"]);

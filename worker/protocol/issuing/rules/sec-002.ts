@@ -327,7 +327,8 @@ const removedTargets = (argv: string[]): string[] => [...forcedRecursiveRmTarget
 
 /** A recursive removal aimed at the root, a system directory, a home directory or everything; or a disk overwrite. */
 function wipesRoot(argv: string[]): boolean {
-  const program = argv[0].slice(argv[0].lastIndexOf("/") + 1);
+  // Without regard to case, as `rm` and `find` (programName): `DD` runs /bin/dd on macOS.
+  const program = programName(argv[0]);
   // A program that is still an unresolved expansion is judged by rmDependsOnExpansion (escalated), not here.
   if (!UNRESOLVED_PROGRAM.test(argv[0]) && removedTargets(argv).some((t) => rmTargetRisk(t) === "wipe")) return true;
   if (/^mkfs(\.|$)/.test(program)) return true;
@@ -335,21 +336,25 @@ function wipesRoot(argv: string[]): boolean {
 }
 
 /**
- * Whether a `dd` output path names a device: under `/dev/` once resolved lexically as an rm target is
+ * Whether a `dd` output path names a device: under `/dev/`, in any case of its letters as macOS's
+ * default filesystem finds it (`/DEV/sda`; review rv-73), once resolved lexically as an rm target is
  * (`//dev/sda`, `/./dev/sda`, `/tmp/../dev/sda`; review rv-50: only a literal `of=/dev/` counted),
  * or were a leading expansion empty (`${x}/dev/sda`), as rmTargetRisk reads `$PREFIX/usr`, or its default
  * or alternate value (`${x:-/dev/sda}`).
  */
 function writesDevice(path: string): boolean {
   const lead = LEADING_EXPANSION.exec(path);
-  if (!lead) return path.startsWith("/") && resolveRmPath(path).startsWith("/dev/");
+  if (!lead) return underDev(path);
   const rest = path.slice(lead[0].length);
   // A default or alternate value, `${x:-/dev/sda}`, is what the shell writes when x is unset (or set): read too (review rv-54).
   const value = WORD_VALUE.exec(lead[0]);
   // Every expansion empty, and every one's default or alternate value taken, nested or in a row too
   // (review rv-56: `${x:-${y:-/dev/sda}}` and `${x:-}${y:-/dev/sda}` were allowed).
-  return [rest, ...(value ? [value[1] + rest] : []), withoutParameterExpansions(path), withWordValues(path)].some((p) => p.startsWith("/") && resolveRmPath(p).startsWith("/dev/"));
+  return [rest, ...(value ? [value[1] + rest] : []), withoutParameterExpansions(path), withWordValues(path)].some(underDev);
 }
+
+/** An absolute path that resolves under `/dev/`, its letters in any case. */
+const underDev = (path: string): boolean => path.startsWith("/") && resolveRmPath(path).toLowerCase().startsWith("/dev/");
 
 /** The start of an expansion with a default or alternate value, `${name:-`, `${1-`, `${@:+`, …, at the position tested. */
 const VALUE_OPERATOR = /\$\{(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]):?[-=+]/y;
