@@ -78,8 +78,10 @@ export const USAGE = `usage: countersign <command> [options]
   anchors pin FILE|-   anchors revoke --issuer URI (--kid KID | --fingerprint HEX)   anchors show ISSUER
   relying-parties add NAME --audience URI [--audience URI ...] [--token TOKEN]
   relying-parties rotate NAME [--token TOKEN]         a new token for the party, its records kept; the old one refused
-       [--url URL] [--admin-token TOKEN] [--timeout MS]
+       [--url URL] [--admin-token TOKEN] [--timeout MS] [--insecure-http]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
+                                                      an http:// URL other than localhost, 127.0.0.0/8 or [::1] is refused (exit 2)
+                                                      when a token would cross it, unless --insecure-http;
                                                       unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, is one line
@@ -464,7 +466,13 @@ async function replay(io: Io, args: string[]): Promise<number> {
   return report.decision === "match" ? 0 : 1;
 }
 
-const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" }, timeout: { type: "string" } } as const;
+const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" }, timeout: { type: "string" }, "insecure-http": { type: "boolean" } } as const;
+
+/**
+ * A host an http:// call may reach without crossing a network: `localhost`, 127.0.0.0/8 (the URL
+ * parser has already written `2130706433` or `0x7f.1` as a dotted quad) and `[::1]`.
+ */
+const isLoopbackHost = (hostname: string): boolean => hostname === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname === "[::1]";
 
 /** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
 const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
@@ -486,7 +494,7 @@ function unavailableDoc(status: number | null, detail: string) {
   };
 }
 
-async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
+async function admin(io: Io, values: { url?: string; "admin-token"?: string; timeout?: string; json?: boolean; "insecure-http"?: boolean }, method: string, path: string, body?: unknown): Promise<number> {
   const url = withoutTrailingSlashes(values.url ?? io.env.COUNTERSIGN_URL ?? "http://127.0.0.1:8787");
   const which = values.url !== undefined ? "--url" : "COUNTERSIGN_URL";
   // The URL parser drops spaces and control characters at either end (and tabs and line breaks
@@ -511,6 +519,13 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   // and that refusal was answered VERIFIER_UNAVAILABLE, as if the service had been asked.
   if (token && !/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/.test(token)) {
     throw new UsageError(`${values["admin-token"] !== undefined ? "--admin-token" : "COUNTERSIGN_ADMIN_TOKEN"} must be printable ASCII, without a line break or leading or trailing spaces`);
+  }
+  // A token in clear over a network: the admin token (every command sends it when given), or a
+  // relying party's token, supplied in the body or answered (relying-parties add and rotate).
+  // Only loopback is taken as http:// without --insecure-http (review rv-73: any host was).
+  const carriesToken = Boolean(token) || path.startsWith("/v1/admin/relying-parties");
+  if (parsed.protocol === "http:" && carriesToken && !isLoopbackHost(parsed.hostname) && values["insecure-http"] !== true) {
+    throw new UsageError(`${which} is http:// to ${parsed.hostname}, not loopback: the ${token ? "admin token" : "relying party's token"} would cross the network in clear; use https://, or pass --insecure-http`);
   }
   const timeoutMs = number(values.timeout, "--timeout", DEFAULT_REMOTE_TIMEOUT_MS);
   // A whole number: a timer takes no fraction of a millisecond (AbortSignal.timeout(0.5) throws,

@@ -528,6 +528,44 @@ describe("countersign sign and verify", () => {
     expect(fetched).toBe(0);
   });
 
+  it("a remote command refuses an http:// URL that is not loopback when a token would cross it, unless --insecure-http (review rv-73)", async () => {
+    // Before: the admin token went in clear to any http:// host (exit 1 VERIFIER_UNAVAILABLE for one that did not answer, after sending).
+    const sent: { url: string; auth: string | null }[] = [];
+    const fetcher = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      sent.push({ url: String(input), auth: new Headers(init?.headers).get("authorization") });
+      return Response.json({ ok: true });
+    }) as unknown as typeof fetch;
+    const io: Io = { out: () => {}, err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    const refused: [string[], Record<string, string>, RegExp][] = [
+      [["anchors", "show", ISSUER, "--url", "http://countersign.internal.example:8787", "--admin-token", "adm"], {}, /--url is http:\/\/ to countersign\.internal\.example, not loopback: the admin token would cross the network in clear; use https:\/\/, or pass --insecure-http/],
+      [["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://10.0.0.5"], { COUNTERSIGN_ADMIN_TOKEN: "adm" }, /--url is http:\/\/ to 10\.0\.0\.5, not loopback/],
+      [["relying-parties", "add", "rp1", "--audience", AUDIENCE], { COUNTERSIGN_URL: "http://192.168.1.9:8787", COUNTERSIGN_ADMIN_TOKEN: "adm" }, /COUNTERSIGN_URL is http:\/\/ to 192\.168\.1\.9, not loopback/],
+      // No admin token, but the party's token is answered (and here supplied): it would cross in clear.
+      [["relying-parties", "rotate", "rp1", "--token", "t".repeat(40), "--url", "http://localhost.example"], {}, /not loopback: the relying party's token would cross the network in clear/],
+      [["anchors", "pin", "-", "--url", "http://[::ffff:7f00:1]", "--admin-token", "adm"], {}, /not loopback/],
+    ];
+    for (const [argv, env, message] of refused) {
+      let err = "";
+      const code = await main(argv, { ...io, env, err: (t) => void (err += t), read: () => "{}" });
+      expect({ argv, code }).toEqual({ argv, code: 2 });
+      expect(err).toMatch(message);
+    }
+    expect(sent).toEqual([]);
+    // Loopback, https:// and --insecure-http are sent; so is an http:// call that carries no token at all.
+    const allowed: string[][] = [
+      ["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--admin-token", "adm"],
+      ["anchors", "show", ISSUER, "--url", "http://127.8.9.10:9", "--admin-token", "adm"],
+      ["anchors", "show", ISSUER, "--url", "http://localhost:9", "--admin-token", "adm"],
+      ["anchors", "show", ISSUER, "--url", "http://[::1]:9", "--admin-token", "adm"],
+      ["anchors", "show", ISSUER, "--url", "https://countersign.internal.example", "--admin-token", "adm"],
+      ["anchors", "show", ISSUER, "--url", "http://countersign.internal.example", "--admin-token", "adm", "--insecure-http"],
+      ["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--url", "http://10.0.0.5", "--admin-token", "adm", "--insecure-http"],
+      ["anchors", "show", ISSUER, "--url", "http://countersign.internal.example"],
+    ];
+    for (const argv of allowed) expect({ argv, code: await main(argv, io) }).toEqual({ argv, code: 0 });
+    expect(sent.map((s) => s.auth)).toEqual(["Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", null]);
+  });
+
   it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
     const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
     let err = "";
