@@ -82,7 +82,8 @@ export const USAGE = `usage: countersign <command> [options]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
                                                       an http:// URL other than localhost, 127.0.0.0/8 or [::1] is refused (exit 2)
                                                       when a token would cross it, unless --insecure-http;
-                                                      unreachable, timed out or 5xx: a reject with VERIFIER_UNAVAILABLE, exit 1
+                                                      unreachable, timed out, 5xx or a redirect (none is followed): a reject with
+                                                      VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, is one line
 on stderr and nothing on stdout) and --help.
@@ -536,11 +537,20 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   let res: Response;
   let text: string;
   try {
-    res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs) });
+    // No redirect is followed: fetch resent the body (a relying party's token among it) to whatever
+    // origin a 307/308 named, http:// and any host included, and the answer of that origin was
+    // reported as the service's (review rv-73). The admin API answers none.
+    res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
     text = await res.text();
   } catch (err) {
     const detail = `cannot reach ${url}: ${(err as Error).message}`;
     emit(io, values.json === true, unavailableDoc(null, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
+    return 1;
+  }
+  if ((res.type as string) === "opaqueredirect" || (res.status >= 300 && res.status < 400)) {
+    const location = res.headers.get("location");
+    const detail = `${url} answered ${res.status || "a redirect"}${location ? ` to ${location}` : ""}; the CLI follows no redirect: give the service's own URL`;
+    emit(io, values.json === true, unavailableDoc(res.status || null, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
     return 1;
   }
   if (res.status >= 500) {

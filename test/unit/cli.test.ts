@@ -566,6 +566,25 @@ describe("countersign sign and verify", () => {
     expect(sent.map((s) => s.auth)).toEqual(["Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", "Bearer adm", null]);
   });
 
+  it("a remote command follows no redirect: a 307 would resend its body (a party's token) to another origin, whose answer was reported as the service's (review rv-73)", async () => {
+    const calls: RequestInit[] = [];
+    // fetch's default (redirect: "follow") is played out: the other origin's 201 is what comes back.
+    const fetcher = (async (_input: RequestInfo | URL, init?: RequestInit) => {
+      calls.push(init ?? {});
+      if (init?.redirect === "manual") return new Response(null, { status: 307, headers: { location: "http://other.example/x" } });
+      return Response.json({ name: "rp1", token: "from-elsewhere", audiences: [] }, { status: 201 });
+    }) as unknown as typeof fetch;
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    const code = await main(["relying-parties", "add", "rp1", "--audience", AUDIENCE, "--token", "t".repeat(40), "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
+    expect(calls).toHaveLength(1);
+    expect(calls[0].redirect).toBe("manual");
+    expect(code).toBe(1);
+    const doc = JSON.parse(out);
+    expect(doc).toMatchObject({ status: 307, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+    expect(doc.error.detail).toMatch(/answered 307 to http:\/\/other\.example\/x; the CLI follows no redirect/);
+  });
+
   it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
     const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
     let err = "";
