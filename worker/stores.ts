@@ -56,6 +56,8 @@ export interface AnchorStore {
   /** Entries in this isolate's anchor cache. */
   cacheSize(): number;
   put(record: AnchorRecord): Promise<void>;
+  /** Puts `record` in this isolate's cache, as written by the admin registry (worker/admin-registry.ts). */
+  remember(record: AnchorRecord): void;
   /** The first `limit` pinned issuers in key order, and whether that is all of them. */
   listPinned(limit: number): Promise<{ issuers: string[]; complete: boolean }>;
   /** The global revoked-key record; eventually consistent, so never read on the verify path. */
@@ -64,8 +66,9 @@ export interface AnchorStore {
   /**
    * The issuer a key was first pinned for, and its kid then (KV `key-holder:<fingerprint>`, written
    * before the anchor and never removed): a key belongs to one issuer. It also keeps a key
-   * revocable when concurrent pins of one issuer dropped it from the anchor's key history (KV has
-   * no compare-and-set). `kid` is null for a record written before it was kept.
+   * revocable when concurrent pins of one issuer dropped it from the anchor's key history, as they
+   * could before pins were serialised by the AdminRegistry object. `kid` is null for a record
+   * written before it was kept.
    */
   keyHolder(fingerprint: string): Promise<KeyHolder | null>;
   putKeyHolder(fingerprint: string, holder: KeyHolder): Promise<void>;
@@ -111,6 +114,7 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
       await kv(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)));
       remember(record);
     },
+    remember: (record) => void remember(record),
     async listPinned(limit) {
       const prefix = anchorKvKey("");
       const page = await kv(env.ANCHORS.list({ prefix, limit }));

@@ -6,7 +6,9 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { AUDIENCE, harness } from "../support/app-harness.js";
+import { anchorFor, identity } from "../../vectors/ccs/factory.js";
+import { AUDIENCE, harness, TEST_NOW } from "../support/app-harness.js";
+import { manifestOf } from "../support/manifests.js";
 
 const h = () => harness(env, createExecutionContext());
 const ROUNDS = 8;
@@ -44,6 +46,53 @@ describe("relying-party tokens are handed to one party, whatever arrives at once
     const winner = answers.find((a) => a.status === 201)!.body.token;
     for (const token of tokens) {
       expect(await authenticates(app, token), token).toBe(token === winner);
+    }
+  });
+});
+
+describe("concurrent pins of one issuer lose no key", () => {
+  it("ten pins at once, each with a new key: every key is in keys or previous_keys afterwards", async () => {
+    const app = h();
+    const issuer = "https://race-pins.example";
+    const ids = await Promise.all(Array.from({ length: 11 }, (_, i) => identity(`race-pins-${i}`, issuer, `k${i}`)));
+    expect((await app.pin(anchorFor(ids[0]))).status).toBe(200);
+    const answers = await Promise.all(ids.slice(1).map((id) => app.pin(anchorFor(id))));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    // Read through another app: this one's anchor cache holds whichever answer came back last.
+    const view = await h().admin("GET", `/v1/issuers/${encodeURIComponent(issuer)}`);
+    const kids = [...view.body.keys, ...(view.body.previous_keys ?? [])].map((k: { kid: string }) => k.kid).sort();
+    expect(kids).toEqual(ids.map((id) => id.kid).sort());
+  });
+});
+
+describe("one key, one issuer, whatever arrives at once", () => {
+  it("two issuers pinning one new key at once: one 200, the other 409 ANCHOR_KEY_IN_USE", async () => {
+    const app = h();
+    for (let round = 0; round < 4; round++) {
+      const id = await identity(`race-shared-key-${round}`, `https://race-key-a-${round}.example`, "k1");
+      const answers = await Promise.all([app.pin(anchorFor(id)), app.pin({ ...anchorFor(id), issuer: `https://race-key-b-${round}.example` })]);
+      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 409]);
+      expect(answers.find((a) => a.status === 409)!.body.error.code).toBe("ANCHOR_KEY_IN_USE");
+    }
+  });
+});
+
+describe("a manifest pin and an anchor pin of one issuer at once keep each other's write", () => {
+  it("every round: the key the anchor pin added is pinned and the manifest pinned beside it is served", async () => {
+    const issuer = "https://race-manifest.example";
+    const signer = await identity("race-manifest-signer", issuer, "v1");
+    expect((await h().pin(anchorFor(signer))).status).toBe(200);
+    for (let round = 0; round < 6; round++) {
+      const app = h();
+      const added = await identity(`race-manifest-added-${round}`, issuer, `k${round}`);
+      const m = await manifestOf(signer, [{ id: `race/${round}`, comparison_scope: "receipt" }], { published_at: TEST_NOW - 600 + round, expires_at: TEST_NOW + 86_400 });
+      const [pinned, manifest] = await Promise.all([app.pin(anchorFor(signer, added)), app.admin("PUT", "/v1/admin/manifests", { manifest: m })]);
+      expect([pinned.status, manifest.status], `round ${round}: ${manifest.text}`).toEqual([200, 200]);
+      const fresh = h();
+      const view = await fresh.admin("GET", `/v1/issuers/${encodeURIComponent(issuer)}`);
+      expect(view.body.keys.map((k: { kid: string }) => k.kid), `round ${round}`).toContain(`k${round}`);
+      const served = await fresh.call(`/v1/verifiers/${encodeURIComponent(issuer)}/manifest`);
+      expect([served.status, served.body.manifest?.profiles?.[0]?.id], `round ${round}`).toEqual([200, `race/${round}`]);
     }
   });
 });
