@@ -2,7 +2,7 @@
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./worker/index");
-		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger" | "IntakeChallenges" | "ReceiptJournal";
+		durableNamespaces: "IssuerLedger" | "EvidenceChain" | "DecisionStats" | "IssuingSequence" | "UsageLedger" | "IntakeChallenges" | "ReceiptJournal" | "AdminRegistry";
 	}
 	interface Env {
 		ANCHORS: KVNamespace;
@@ -32,6 +32,7 @@ declare namespace Cloudflare {
 		USAGE_LEDGER: DurableObjectNamespace<import("./worker/index").UsageLedger>;
 		INTAKE_CHALLENGES: DurableObjectNamespace<import("./worker/index").IntakeChallenges>;
 		RECEIPT_JOURNAL: DurableObjectNamespace<import("./worker/index").ReceiptJournal>;
+		ADMIN_REGISTRY: DurableObjectNamespace<import("./worker/index").AdminRegistry>;
 	}
 }
 interface Env extends Cloudflare.Env {}

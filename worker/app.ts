@@ -2,6 +2,7 @@
  * The Hono application. Routes are thin: they validate the call, hand the pure protocol code
  * its clock, keys and ledger, and shape the answer. Dependencies are injectable for tests.
  */
+import { durableAdminRegistry, type AdminRegistryCalls } from "./admin-registry.js";
 import { Hono } from "hono";
 import type { Env } from "./env.js";
 import { webCryptoVerifier, type SignatureVerifier } from "./protocol/ed25519.js";
@@ -77,6 +78,8 @@ export interface Services {
   anchors: AnchorStore;
   ledgers: LedgerClient;
   relyingParties: RelyingPartyStore;
+  /** The admin writes of relying-party and anchor records, run one at a time (worker/admin-registry.ts). */
+  registry: AdminRegistryCalls;
   /** Which live chains exist and whose they are, read before any EvidenceChain is addressed. */
   chains: ChainRegistry;
   /** This isolate's batched decision counts. */
@@ -122,13 +125,15 @@ export function createApp(options: AppOptions = {}) {
     const timeout = dependencyTimeout(env);
     const stubFor = (options.ledgerStub ?? durableLedgerStub)(env);
     const anchors = kvAnchorStore(env, timeout, anchorCache);
+    const registry = durableAdminRegistry(env, timeout);
     return {
       now,
       verifier,
       anchors,
       manifests: kvManifestStore(env, timeout, anchors, configCache, configsRecorded),
       ledgers: ledgerClient(stubFor, timeout, ledgerShardKey(env)),
-      relyingParties: kvRelyingPartyStore(env, timeout, partyCache),
+      relyingParties: kvRelyingPartyStore(env, timeout, partyCache, { create: registry.createParty, rotate: registry.rotateParty, delete: registry.deleteParty }),
+      registry,
       chains: kvChainRegistry(env, timeout),
       decisions,
       statusPage,

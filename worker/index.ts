@@ -1,6 +1,7 @@
 /** The Worker: the Hono app and the Durable Object classes it binds. */
 import { createApp } from "./app.js";
 
+export { AdminRegistry } from "../durable-objects/admin-registry.js";
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";

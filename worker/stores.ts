@@ -56,6 +56,8 @@ export interface AnchorStore {
   /** Entries in this isolate's anchor cache. */
   cacheSize(): number;
   put(record: AnchorRecord): Promise<void>;
+  /** Puts `record` in this isolate's cache, as written by the admin registry (worker/admin-registry.ts). */
+  remember(record: AnchorRecord): void;
   /** The first `limit` pinned issuers in key order, and whether that is all of them. */
   listPinned(limit: number): Promise<{ issuers: string[]; complete: boolean }>;
   /** The global revoked-key record; eventually consistent, so never read on the verify path. */
@@ -64,8 +66,9 @@ export interface AnchorStore {
   /**
    * The issuer a key was first pinned for, and its kid then (KV `key-holder:<fingerprint>`, written
    * before the anchor and never removed): a key belongs to one issuer. It also keeps a key
-   * revocable when concurrent pins of one issuer dropped it from the anchor's key history (KV has
-   * no compare-and-set). `kid` is null for a record written before it was kept.
+   * revocable when concurrent pins of one issuer dropped it from the anchor's key history, as they
+   * could before pins were serialised by the AdminRegistry object. `kid` is null for a record
+   * written before it was kept.
    */
   keyHolder(fingerprint: string): Promise<KeyHolder | null>;
   putKeyHolder(fingerprint: string, holder: KeyHolder): Promise<void>;
@@ -111,6 +114,7 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
       await kv(env.ANCHORS.put(anchorKvKey(record.issuer), JSON.stringify(record)));
       remember(record);
     },
+    remember: (record) => void remember(record),
     async listPinned(limit) {
       const prefix = anchorKvKey("");
       const page = await kv(env.ANCHORS.list({ prefix, limit }));
@@ -278,35 +282,73 @@ export const RELYING_PARTY_PAGE_MAX = 100;
 const partyKey = (name: string) => `rp:${name}`;
 const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
 
+/** The relying-party writes, each a KV read-check-write: run only by the AdminRegistry object, one at a time. */
+export interface RelyingPartyWrites {
+  create(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
+  rotate(name: string, tokenSha256: string): Promise<{ before: RelyingParty; after: RelyingParty } | "not-found" | "token-taken">;
+  delete(name: string): Promise<RelyingParty | null>;
+}
+
+export function kvRelyingPartyWrites(env: Env, timeoutMs: number): RelyingPartyWrites {
+  const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
+  const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
+  /**
+   * Deletes the party's token record, unless it is another party's. Before the writes were
+   * serialised, two calls supplying one token at once could both pass the token check and leave
+   * the token's record holding the other party (review rv-62): such a record is still left alone.
+   */
+  const dropTokenOf = async (party: RelyingParty): Promise<void> => {
+    const held = await get(tokenKey(party.token_sha256));
+    if (held && (held.name !== party.name || held.registration !== party.registration)) return;
+    await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
+  };
+  return {
+    async create(party) {
+      if (await get(partyKey(party.name))) return "name-taken";
+      if (await get(tokenKey(party.token_sha256))) return "token-taken";
+      const value = JSON.stringify(party);
+      await kv(Promise.all([env.ANCHORS.put(tokenKey(party.token_sha256), value), env.ANCHORS.put(partyKey(party.name), value)]));
+      return "created";
+    },
+    async delete(name) {
+      const party = await get(partyKey(name));
+      if (!party) return null;
+      await kv(Promise.all([dropTokenOf(party), env.ANCHORS.delete(partyKey(name))]));
+      return party;
+    },
+    async rotate(name, tokenSha256) {
+      const party = await get(partyKey(name));
+      if (!party) return "not-found";
+      if (await get(tokenKey(tokenSha256))) return "token-taken";
+      const rotated: RelyingParty = { ...party, token_sha256: tokenSha256 };
+      const value = JSON.stringify(rotated);
+      // The new token's record first: the name's record then hands authority over in one write.
+      await kv(env.ANCHORS.put(tokenKey(tokenSha256), value));
+      await kv(env.ANCHORS.put(partyKey(name), value));
+      await dropTokenOf(party);
+      return { before: party, after: rotated };
+    },
+  };
+}
+
 /**
  * Relying parties in KV: `rp:<name>` and `rp-token:<sha256>` hold the same record. Found tokens
  * are cached per isolate for RELYING_PARTY_CACHE_TTL_MS; a delete evicts at once in this isolate
  * and reaches others within that time plus KV propagation.
  *
- * The name's record is the authority: a token authenticates only while `rp:<name>` still names
- * it (same token digest, same registration). KV has no compare-and-set, so two registrations
- * racing for one name can both write their token record while only one keeps the name; the other
- * token, unlisted and beyond a delete by name, would otherwise authenticate for good.
+ * Registrations, rotations and deletes are KV read-check-writes, run one at a time by the
+ * AdminRegistry object (`writes`), so a name or a token is handed to one party only. The name's
+ * record stays the authority: a token authenticates only while `rp:<name>` still names it (same
+ * token digest, same registration), which also covers records written before the writes were
+ * serialised, when two registrations racing for one name could both write their token record.
  */
-export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache): RelyingPartyStore {
+export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingPartyCache, writes: RelyingPartyWrites): RelyingPartyStore {
   // Every call that reads this store (all the relying-party routes) fails closed as 503 when KV fails, not only when it is slow.
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   /** Drops this isolate's cached copies of the party's token. */
   const forget = (party: RelyingParty) => {
     for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
-  };
-  /**
-   * Deletes the party's token record, unless it is another party's by now. Two calls supplying one
-   * token at once (a registration or rotation each) can both pass the token check, and the token's
-   * record then holds the last written party while both name records name that token: a delete or
-   * rotation of the other party must not take the token from the one it authenticates (review
-   * rv-62: that locked the still-listed party out for good).
-   */
-  const dropTokenOf = async (party: RelyingParty): Promise<void> => {
-    const held = await get(tokenKey(party.token_sha256));
-    if (held && (held.name !== party.name || held.registration !== party.registration)) return;
-    await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
   };
   return {
     async byToken(token) {
@@ -323,32 +365,18 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       return party;
     },
     get: (name) => get(partyKey(name)),
-    async create(party) {
-      if (await get(partyKey(party.name))) return "name-taken";
-      if (await get(tokenKey(party.token_sha256))) return "token-taken";
-      const value = JSON.stringify(party);
-      await kv(Promise.all([env.ANCHORS.put(tokenKey(party.token_sha256), value), env.ANCHORS.put(partyKey(party.name), value)]));
-      return "created";
-    },
+    create: (party) => writes.create(party),
     async delete(name) {
-      const party = await get(partyKey(name));
+      const party = await writes.delete(name);
       if (!party) return false;
-      await kv(Promise.all([dropTokenOf(party), env.ANCHORS.delete(partyKey(name))]));
       forget(party);
       return true;
     },
     async rotate(name, tokenSha256) {
-      const party = await get(partyKey(name));
-      if (!party) return "not-found";
-      if (await get(tokenKey(tokenSha256))) return "token-taken";
-      const rotated: RelyingParty = { ...party, token_sha256: tokenSha256 };
-      const value = JSON.stringify(rotated);
-      // The new token's record first: the name's record then hands authority over in one write.
-      await kv(env.ANCHORS.put(tokenKey(tokenSha256), value));
-      await kv(env.ANCHORS.put(partyKey(name), value));
-      await dropTokenOf(party);
-      forget(party);
-      return rotated;
+      const rotated = await writes.rotate(name, tokenSha256);
+      if (typeof rotated === "string") return rotated;
+      forget(rotated.before);
+      return rotated.after;
     },
     async list(page = {}) {
       const limit = Math.min(Math.max(1, page.limit ?? RELYING_PARTY_PAGE_MAX), RELYING_PARTY_PAGE_MAX);

@@ -122,7 +122,9 @@ describe("a failure's log line names no relying party", () => {
   it("DELETE /v1/admin/relying-parties/{name} answered 503 logs the route with {name}, not the name", async () => {
     const down = () => Promise.reject(new Error("kv down"));
     const kv = { get: down, getWithMetadata: down, put: down, delete: down, list: down } as unknown as KVNamespace;
-    const h = harness({ ...env, ANCHORS: kv } as typeof env, createExecutionContext());
+    // The delete is made by the AdminRegistry object, which reads KV with its own bindings: its KV is down too.
+    const registry = { idFromName: () => ({}), get: () => ({ deleteParty: down }) } as unknown as typeof env.ADMIN_REGISTRY;
+    const h = harness({ ...env, ANCHORS: kv, ADMIN_REGISTRY: registry } as typeof env, createExecutionContext());
     const failed = vi.spyOn(console, "error");
     const res = await h.admin("DELETE", "/v1/admin/relying-parties/payments-executor-7");
     expect([res.status, res.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);

@@ -13,12 +13,13 @@ const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
 const LIST_QUERY: ReadonlySet<string> = new Set(["limit", "cursor"]);
 import { KEY_USES_PAGE } from "../protocol/ledger.js";
 import { INTAKE_TENANT } from "../journal-store.js";
-import { buildAnchorRecord, carryKeyHistory, issuerProblem, keysEverPinned, keysValidAt, pinnedIssuer, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
+import { buildAnchorRecord, issuerProblem, keysEverPinned, pinnedIssuer, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
 import { sha256Hex } from "../protocol/digest.js";
 import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, parseTokenCall, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
+import { unwrap } from "../admin-registry.js";
 import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, type AnchorStore } from "../stores.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
@@ -119,9 +120,10 @@ function resolveKey(keys: { kid: string; fingerprint: string }[], ref: { kid?: s
 
 /**
  * The key a revocation names: one of the anchor's keys or previous keys, or, named by fingerprint,
- * a key its key-holder record says was pinned for this issuer. Concurrent pins of one issuer can
- * each write an anchor that lost the others' keys from its history (KV has no compare-and-set);
- * the key-holder record, written per key before any anchor, keeps such a key revocable.
+ * a key its key-holder record says was pinned for this issuer. Before pins were serialised by the
+ * AdminRegistry object, concurrent pins of one issuer could each write an anchor that lost the
+ * others' keys from its history; the key-holder record, written per key before any anchor, keeps
+ * such a key revocable.
  */
 async function revocableKey(anchors: AnchorStore, record: AnchorRecord, ref: { kid?: string; fingerprint?: string }): Promise<{ kid: string; fingerprint: string }> {
   const known = keysEverPinned(record);
@@ -272,18 +274,10 @@ export const adminRoutes = new Hono<AppEnv>()
     const named = shared.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
     throw new ApiError(409, "ANCHOR_KEY_IN_USE", `key ${named} is pinned for another issuer; a key belongs to one issuer, so that revoking it revokes it everywhere`);
   }
-  const carried = carryKeyHistory(built.record, existing, at);
-  const { unpinned } = carried;
-  // A pinned manifest stays beside the anchor while the key that signed it is still pinned and,
-  // as re-pinned, still valid at the manifest's published_at (a key whose window was narrowed to
-  // exclude it no longer vouches for it, as it would not at PUT /v1/admin/manifests).
-  const manifest = existing?.manifest;
-  const signer = manifest ? carried.record.keys.filter((k) => k.fingerprint === manifest.document.signing_key_fingerprint) : [];
-  const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
-  // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
-  await Promise.all(unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
-  await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, { issuer: record.issuer, kid: k.kid }) : undefined)));
-  await anchors.put(record);
+  // The checks above answer early; the write is made by the admin registry, one pin at a time,
+  // against the anchor as KV holds it then (its shards and key holders checked again there).
+  const record = unwrap(await c.get("services").registry.pinAnchor(built.record, at));
+  anchors.remember(record);
   return c.json({ issuer: record.issuer, keys: record.keys.map((k) => ({ kid: k.kid, fingerprint: k.fingerprint })) });
 })
   /**
@@ -301,13 +295,10 @@ export const adminRoutes = new Hono<AppEnv>()
   // This isolate's issuing routes see their own key's revocation at once, not after their check's TTL.
   forgetOwnKeyCheck(key.fingerprint);
   const in_flight = await revokeInFlight(c, record.issuer, record.ledger_shards ?? 1, key.fingerprint, revoked.revoked_at);
-  // A manifest signed by a revoked key no longer says anything. The anchor is read again: the one
-  // read at the start of this call may have been replaced by a pin since, which must not be undone.
-  const current = await anchors.fresh(record.issuer);
-  if (current?.manifest?.document.signing_key_fingerprint === key.fingerprint) {
-    const { manifest: _dropped, ...rest } = current;
-    await anchors.put(rest);
-  }
+  // A manifest signed by a revoked key no longer says anything. The admin registry reads the anchor
+  // again: the one read at the start of this call may have been replaced by a pin since.
+  const dropped = await c.get("services").registry.dropManifestSignedBy(record.issuer, key.fingerprint);
+  if (dropped) anchors.remember(dropped);
   return c.json({ issuer: record.issuer, kid: key.kid, fingerprint: key.fingerprint, revoked_at: revoked.revoked_at, in_flight });
 })
   /**
@@ -379,7 +370,8 @@ export const adminRoutes = new Hono<AppEnv>()
   const at = now();
   const pin = await buildPinnedManifest(body, record, keys, { now: at, skew: freshnessPolicy(c.env).skewCap, verifier });
   if (pin.kind === "refused") throw new ApiError(pin.code === "MANIFEST_SUPERSEDED" ? 409 : 400, pin.code, pin.detail);
-  await anchors.put({ ...record, manifest: pin.pinned });
+  // Written by the admin registry against the anchor as KV holds it then, one pin at a time.
+  anchors.remember(unwrap(await c.get("services").registry.pinManifest(record.issuer, pin.pinned)));
   const { document, manifest_hash, bindings } = pin.pinned;
   return c.json({ verifier_id: record.issuer, manifest_hash, profiles_digest: document.profiles_digest, expires_at: document.expires_at, bindings });
 });

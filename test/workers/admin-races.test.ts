@@ -1,0 +1,98 @@
+/**
+ * The admin registry's read-check-writes under concurrency: KV has no compare-and-set, so these
+ * calls are serialised by the AdminRegistry object. Each test fires its calls at once
+ * (Promise.all) through one app, as a careless integrator or a retrying client would.
+ */
+import { env } from "cloudflare:workers";
+import { createExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { anchorFor, identity } from "../../vectors/ccs/factory.js";
+import { AUDIENCE, harness, TEST_NOW } from "../support/app-harness.js";
+import { manifestOf } from "../support/manifests.js";
+
+const h = () => harness(env, createExecutionContext());
+const ROUNDS = 8;
+/** Whether `token` is taken as a relying party's: GET /v1/usage without its parameter is 400 once authenticated, else 401. */
+const authenticates = async (app: ReturnType<typeof h>, token: string) => (await app.call("/v1/usage", { headers: { authorization: `Bearer ${token}` } })).status !== 401;
+
+describe("relying-party tokens are handed to one party, whatever arrives at once", () => {
+  it("two rotations (or a rotation and a registration) given one token: one answers 200/201, the other 409 RELYING_PARTY_EXISTS, and the token authenticates the winner", async () => {
+    const app = h();
+    for (const name of ["race-rot-a", "race-rot-b"]) {
+      expect((await app.admin("POST", "/v1/admin/relying-parties", { name, audiences: [AUDIENCE] })).status).toBe(201);
+    }
+    for (let round = 0; round < ROUNDS; round++) {
+      const token = `race-shared-token-${round}-0123456789abcdefghijklmnop`;
+      const calls = [
+        app.admin("POST", "/v1/admin/relying-parties/race-rot-a/token", { token }),
+        app.admin("POST", "/v1/admin/relying-parties/race-rot-b/token", { token }),
+        app.admin("POST", "/v1/admin/relying-parties", { name: `race-reg-${round}`, audiences: [AUDIENCE], token }),
+      ];
+      const answers = await Promise.all(calls);
+      const won = answers.filter((a) => a.status === 200 || a.status === 201);
+      expect(won.length, `round ${round}: ${answers.map((a) => a.status)}`).toBe(1);
+      for (const lost of answers.filter((a) => !won.includes(a))) expect([lost.status, lost.body.error.code]).toEqual([409, "RELYING_PARTY_EXISTS"]);
+      // The token authenticates (400 for the missing invocation_id, not 401).
+      expect((await authenticates(app, token))).toBe(true);
+    }
+  });
+
+  it("registrations of one name at once: one 201, the rest 409, and only the winner's token authenticates", async () => {
+    const app = h();
+    const tokens = Array.from({ length: ROUNDS }, (_, i) => `race-same-name-token-${i}-0123456789abcdefghijklmnop`);
+    const answers = await Promise.all(tokens.map((token) => app.admin("POST", "/v1/admin/relying-parties", { name: "race-same-name", audiences: [AUDIENCE], token })));
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(1);
+    expect(answers.filter((a) => a.status === 409)).toHaveLength(ROUNDS - 1);
+    const winner = answers.find((a) => a.status === 201)!.body.token;
+    for (const token of tokens) {
+      expect(await authenticates(app, token), token).toBe(token === winner);
+    }
+  });
+});
+
+describe("concurrent pins of one issuer lose no key", () => {
+  it("ten pins at once, each with a new key: every key is in keys or previous_keys afterwards", async () => {
+    const app = h();
+    const issuer = "https://race-pins.example";
+    const ids = await Promise.all(Array.from({ length: 11 }, (_, i) => identity(`race-pins-${i}`, issuer, `k${i}`)));
+    expect((await app.pin(anchorFor(ids[0]))).status).toBe(200);
+    const answers = await Promise.all(ids.slice(1).map((id) => app.pin(anchorFor(id))));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    // Read through another app: this one's anchor cache holds whichever answer came back last.
+    const view = await h().admin("GET", `/v1/issuers/${encodeURIComponent(issuer)}`);
+    const kids = [...view.body.keys, ...(view.body.previous_keys ?? [])].map((k: { kid: string }) => k.kid).sort();
+    expect(kids).toEqual(ids.map((id) => id.kid).sort());
+  });
+});
+
+describe("one key, one issuer, whatever arrives at once", () => {
+  it("two issuers pinning one new key at once: one 200, the other 409 ANCHOR_KEY_IN_USE", async () => {
+    const app = h();
+    for (let round = 0; round < 4; round++) {
+      const id = await identity(`race-shared-key-${round}`, `https://race-key-a-${round}.example`, "k1");
+      const answers = await Promise.all([app.pin(anchorFor(id)), app.pin({ ...anchorFor(id), issuer: `https://race-key-b-${round}.example` })]);
+      expect(answers.map((a) => a.status).sort(), `round ${round}`).toEqual([200, 409]);
+      expect(answers.find((a) => a.status === 409)!.body.error.code).toBe("ANCHOR_KEY_IN_USE");
+    }
+  });
+});
+
+describe("a manifest pin and an anchor pin of one issuer at once keep each other's write", () => {
+  it("every round: the key the anchor pin added is pinned and the manifest pinned beside it is served", async () => {
+    const issuer = "https://race-manifest.example";
+    const signer = await identity("race-manifest-signer", issuer, "v1");
+    expect((await h().pin(anchorFor(signer))).status).toBe(200);
+    for (let round = 0; round < 6; round++) {
+      const app = h();
+      const added = await identity(`race-manifest-added-${round}`, issuer, `k${round}`);
+      const m = await manifestOf(signer, [{ id: `race/${round}`, comparison_scope: "receipt" }], { published_at: TEST_NOW - 600 + round, expires_at: TEST_NOW + 86_400 });
+      const [pinned, manifest] = await Promise.all([app.pin(anchorFor(signer, added)), app.admin("PUT", "/v1/admin/manifests", { manifest: m })]);
+      expect([pinned.status, manifest.status], `round ${round}: ${manifest.text}`).toEqual([200, 200]);
+      const fresh = h();
+      const view = await fresh.admin("GET", `/v1/issuers/${encodeURIComponent(issuer)}`);
+      expect(view.body.keys.map((k: { kid: string }) => k.kid), `round ${round}`).toContain(`k${round}`);
+      const served = await fresh.call(`/v1/verifiers/${encodeURIComponent(issuer)}/manifest`);
+      expect([served.status, served.body.manifest?.profiles?.[0]?.id], `round ${round}`).toEqual([200, `race/${round}`]);
+    }
+  });
+});

@@ -1,0 +1,113 @@
+/**
+ * The admin registry's writes, serialised. KV has no compare-and-set: two admin calls that each
+ * read a record, check it and write it back could both pass their check (two parties handed one
+ * token) or each write over the other (keys dropped from an issuer's `previous_keys`). Every such
+ * read-check-write of the relying-party records and of an issuer's anchor record is therefore run
+ * by the one AdminRegistry Durable Object (durable-objects/admin-registry.ts), one at a time, from
+ * a fresh KV read to its last KV write. The verify path never calls it: it still reads KV (through
+ * its isolate cache), and KV still reaches other locations eventually.
+ */
+import { carryKeyHistory, keysValidAt, pinnedIssuer, type AnchorRecord } from "./protocol/anchors.js";
+import type { PinnedManifest } from "./protocol/manifest/pinning.js";
+import type { RelyingParty } from "./protocol/relying-parties.js";
+import { ApiError, withTimeout } from "./http.js";
+import type { AnchorStore, LedgerClient } from "./stores.js";
+import type { Env } from "./env.js";
+
+/** What a serialised write answers: its result, or the refusal the route answers as an ApiError. */
+export type Committed<T> = { ok: true; value: T } | { ok: false; status: number; code: string; detail: string };
+
+export const refused = (status: number, code: string, detail: string): Committed<never> => ({ ok: false, status, code, detail });
+
+/** The route's answer for a refusal the registry made (an ApiError does not survive the RPC). */
+export function unwrap<T>(committed: Committed<T>): T {
+  if (committed.ok) return committed.value;
+  throw new ApiError(committed.status as ApiError["status"], committed.code as ApiError["code"], committed.detail);
+}
+
+/** The writes the admin routes make through the registry. */
+export interface AdminRegistryCalls {
+  createParty(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
+  /** The party before and after; the old token's cached copies are the caller's to drop. */
+  rotateParty(name: string, tokenSha256: string): Promise<{ before: RelyingParty; after: RelyingParty } | "not-found" | "token-taken">;
+  deleteParty(name: string): Promise<RelyingParty | null>;
+  pinAnchor(record: AnchorRecord, at: number): Promise<Committed<AnchorRecord>>;
+  dropManifestSignedBy(issuer: string, fingerprint: string): Promise<AnchorRecord | null>;
+  pinManifest(issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>>;
+}
+
+/** The one AdminRegistry object every isolate's admin writes go through. */
+export const ADMIN_REGISTRY_NAME = "registry";
+
+export function durableAdminRegistry(env: Env, timeoutMs: number): AdminRegistryCalls {
+  const stub = () => env.ADMIN_REGISTRY.get(env.ADMIN_REGISTRY.idFromName(ADMIN_REGISTRY_NAME)) as unknown as AdminRegistryCalls;
+  // Queued behind other admin writes: a few KV round trips each, so the wait is bounded by more than one call's timeout.
+  const call = <T>(work: Promise<T>) => withTimeout(work, timeoutMs * 4, "admin registry");
+  return {
+    createParty: (party) => call(stub().createParty(party)),
+    rotateParty: (name, sha) => call(stub().rotateParty(name, sha)),
+    deleteParty: (name) => call(stub().deleteParty(name)),
+    pinAnchor: (record, at) => call(stub().pinAnchor(record, at)),
+    dropManifestSignedBy: (issuer, fingerprint) => call(stub().dropManifestSignedBy(issuer, fingerprint)),
+    pinManifest: (issuer, pinned) => call(stub().pinManifest(issuer, pinned)),
+  };
+}
+
+/**
+ * A pin's write, against the anchor as KV holds it now: its ledger_shards must be unchanged, no key
+ * may be another issuer's, the keys it replaces join `previous_keys` (and lose their sequence
+ * state first), and a manifest whose signer is still pinned and valid at its published_at stays.
+ */
+export async function commitPin(anchors: AnchorStore, ledgers: LedgerClient, next: AnchorRecord, at: number): Promise<Committed<AnchorRecord>> {
+  const shards = next.ledger_shards ?? 1;
+  const existing = await anchors.fresh(next.issuer);
+  if (existing && (existing.ledger_shards ?? 1) !== shards) {
+    return refused(409, "ANCHOR_SHARDS_IMMUTABLE", `ledger_shards is ${existing.ledger_shards ?? 1} for this issuer and cannot change: moving nonces between shards would open a replay window`);
+  }
+  const holders = await Promise.all(next.keys.map((k) => anchors.keyHolder(k.fingerprint)));
+  const shared = next.keys.filter((_, i) => holders[i] !== null && holders[i]!.issuer !== next.issuer);
+  if (shared.length > 0) {
+    const named = shared.map((k) => `${k.kid} (${k.fingerprint.slice(0, 16)})`).join(", ");
+    return refused(409, "ANCHOR_KEY_IN_USE", `key ${named} is pinned for another issuer; a key belongs to one issuer, so that revoking it revokes it everywhere`);
+  }
+  const carried = carryKeyHistory(next, existing, at);
+  const manifest = existing?.manifest;
+  const signer = manifest ? carried.record.keys.filter((k) => k.fingerprint === manifest.document.signing_key_fingerprint) : [];
+  const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
+  // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
+  await Promise.all(carried.unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
+  await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, { issuer: record.issuer, kid: k.kid }) : undefined)));
+  await anchors.put(record);
+  return { ok: true, value: record };
+}
+
+/** Drops the anchor's manifest when `fingerprint` signed it (its key was revoked); the record written, or null. */
+export async function commitManifestDrop(anchors: AnchorStore, issuer: string, fingerprint: string): Promise<AnchorRecord | null> {
+  const current = await anchors.fresh(issuer);
+  if (current?.manifest?.document.signing_key_fingerprint !== fingerprint) return null;
+  const { manifest: _dropped, ...rest } = current;
+  await anchors.put(rest);
+  return rest;
+}
+
+/**
+ * A manifest pin's write, against the anchor as KV holds it now: refused when the issuer is no
+ * longer pinned, when its signing key is no longer pinned (or was revoked) or when a manifest
+ * published later is pinned by now; otherwise written beside the current anchor.
+ */
+export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>> {
+  const current = await anchors.fresh(issuer);
+  if (!current) return refused(404, "NOT_FOUND", `issuer ${issuer} is not pinned; pin its anchor first`);
+  const fingerprint = pinned.document.signing_key_fingerprint;
+  const revoked = new Set((await ledgers.revocations(issuer, current.ledger_shards ?? 1)).map((r) => r.fingerprint));
+  if (!pinnedIssuer(current).keys.some((k) => k.fingerprint === fingerprint) || revoked.has(fingerprint)) {
+    return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}`);
+  }
+  const held = current.manifest?.document;
+  if (held && pinned.document.published_at < held.published_at) {
+    return refused(409, "MANIFEST_SUPERSEDED", `the pinned manifest of ${issuer} was published at ${held.published_at}; this one, published at ${pinned.document.published_at}, is older`);
+  }
+  const record = { ...current, manifest: pinned };
+  await anchors.put(record);
+  return { ok: true, value: record };
+}
