@@ -9,7 +9,7 @@ import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal
 import type { Env } from "./env.js";
 import { withTimeout } from "./http.js";
 import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
-import type { JournalQuery, ReconciliationMark, RecordSummary, ToolReceiptJournal } from "./protocol/journal/port.js";
+import type { JournalQuery, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
 
 /** The tenant of the records intake writes: this deployment's own CCS evidence store. */
 export const INTAKE_TENANT = "ccs";
@@ -20,7 +20,7 @@ export const shardOf = (recordId: string, shards: number): number => parseInt(re
 export const journalObjectName = (tenant: string, recordId: string, shards: number): string => `${tenant}#${shardOf(recordId, shards)}`;
 
 /** The RPC surface of a ReceiptJournal, so tests and the Node environment can stand in for it. */
-export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
+export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "reservation" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
 
 export interface JournalClient {
   port: { [K in keyof ToolReceiptJournal]: (...args: Parameters<ToolReceiptJournal[K]>) => Promise<Awaited<ReturnType<ToolReceiptJournal[K]>>> };
@@ -32,6 +32,8 @@ export interface JournalClient {
   marksFor(fingerprint: string): Promise<ReconciliationMark[]>;
   /** A record's reconciliation mark, from its own shard. */
   markOf(recordId: string): Promise<ReconciliationMark | null>;
+  /** A record's reservation (that it exists, what it reserved), read without replaying its history: one shard, a few entries. */
+  reservation(recordId: string): Promise<ReservationResult>;
 }
 
 function unwrap<T extends { kind: string }>(result: T | Invalid): Exclude<T, Invalid> {
@@ -60,6 +62,7 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
     revokeKey: async (fingerprint, revokedAt, at, grace) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at, grace))).flat(),
     marksFor: async (fingerprint) => (await everyShard((s) => s.marksFor(fingerprint))).flat(),
     markOf: (recordId) => withTimeout(Promise.resolve(stub(recordId).markOf(recordId)), timeoutMs, "receipt journal"),
+    reservation: (recordId) => call(stub(recordId).reservation(recordId)),
     async query(q) {
       const pages = await withTimeout(
         Promise.all(Array.from({ length: shards }, (_, i) => Promise.resolve(stubFor(`${tenant}#${i}`).query(q)))),
