@@ -9,7 +9,7 @@ import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal
 import type { Env } from "./env.js";
 import { withTimeout } from "./http.js";
 import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
-import type { JournalQuery, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
+import type { JournalQuery, LoadResult, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
 
 /** The tenant of the records intake writes: this deployment's own CCS evidence store. */
 export const INTAKE_TENANT = "ccs";
@@ -79,20 +79,36 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
 }
 
 /**
+ * Whether an answer to the trace's challenge was recorded (CCS §4.7), as the journal says it — the
+ * truth the challenge row's `answered` mark only repeats, and a mark that failed to write does not
+ * undo: the record no longer waits on its deny, was not closed by the challenge's deadline (that
+ * entry names `challenge_expired_at`), and an entry leaving awaiting_approval carried a receipt (an
+ * answer's: the deadline's closure carries none).
+ */
+export function answeredByEvidence(loaded: LoadResult): boolean {
+  if (loaded.kind !== "found") return false;
+  const { record, history } = loaded;
+  if (record.state === "awaiting_approval" && record.verdict === "deny") return false;
+  if (history.some((e) => e.detail !== null && Object.hasOwn(e.detail, "challenge_expired_at"))) return false;
+  return history.some((e) => e.from === "awaiting_approval" && e.receipt !== null);
+}
+
+/**
  * CCS §4.7: once a challenge's deadline has passed without its evidence, the deny stands. The
  * trace's record, which waited in `awaiting_approval` for that evidence, is closed as `denied`
  * (effect `not-started`, outcome `confirmed`; no new receipt: its latest receipt is the deny),
- * the entry dated at the deadline and naming it in its detail. A record that no longer waits (the
- * evidence was accepted in time), or waits on an escalation rather than a deny, is left alone;
- * a record that changed under the call is read again (a few times at most).
+ * the entry dated at the deadline and naming it in its detail. A record that no longer waits is
+ * left alone: `answered` when an answer's evidence moved it on (answeredByEvidence), else
+ * `not-waiting` (closed already, or waiting on an escalation rather than a deny); a record that
+ * changed under the call is read again (a few times at most).
  */
-export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "not-waiting" | "not-found"> {
+export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "answered" | "not-waiting" | "not-found"> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const loaded = await journal.loadByIdempotency(traceId);
     if (loaded.kind === "not-found") return "not-found";
     if (loaded.kind === "corrupt") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
     const { record } = loaded;
-    if (record.state !== "awaiting_approval" || record.verdict !== "deny") return "not-waiting";
+    if (record.state !== "awaiting_approval" || record.verdict !== "deny") return answeredByEvidence(loaded) ? "answered" : "not-waiting";
     const appended = await journal.append({
       record_id: record.record_id,
       expected_revision: record.revision,
