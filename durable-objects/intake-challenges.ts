@@ -7,7 +7,8 @@
  * Its alarm carries the challenge to its end, a bounded number of runs per challenge: at the
  * deadline it closes the trace's journal record (awaiting_approval → denied: the deny stands),
  * unless an answer is being judged at that moment, in which case it looks again ANSWER_GRACE_SECONDS
- * later (by then that answer was recorded, or given back and the challenge can close); a journal
+ * later (by then that answer was recorded, or given back and the challenge can close); a record an
+ * answer moved on (its `answered` mark may have failed to write) leaves the row answered; a journal
  * that cannot be reached is tried again every CLOSE_RETRY_SECONDS until the row's retention ends;
  * CHALLENGE_RETENTION seconds after the deadline the object's storage is deleted whole (its table
  * too). Nothing is stored before `open`: the table is created there, so an answer for a trace_id
@@ -140,9 +141,10 @@ export class IntakeChallenges extends DurableObject<Env> {
     this.sql.exec("UPDATE challenge SET state = 'closing' WHERE id = 1");
     const traceId = String((JSON.parse(row.message) as { trace_id: unknown }).trace_id);
     let failure: unknown = null;
+    let outcome: Awaited<ReturnType<typeof closeExpiredChallenge>> | null = null;
     try {
       const journal = journalClient(durableJournalStub(this.env), INTAKE_TENANT, journalShards(this.env), dependencyTimeout(this.env)).port;
-      await closeExpiredChallenge(journal, traceId, row.expires_at);
+      outcome = await closeExpiredChallenge(journal, traceId, row.expires_at);
     } catch (err) {
       failure = err;
     }
@@ -150,7 +152,8 @@ export class IntakeChallenges extends DurableObject<Env> {
     const now = this.row();
     if (!now || now.state !== "closing" || now.expires_at !== row.expires_at) return;
     if (failure === null) {
-      this.sql.exec("UPDATE challenge SET state = 'closed' WHERE id = 1");
+      // An answer the journal recorded while its `answered` mark failed to write is answered, not a deny that stands.
+      this.sql.exec("UPDATE challenge SET state = ? WHERE id = 1", outcome === "answered" ? "answered" : "closed");
       await this.ctx.storage.setAlarm(deleteAtMs);
       return;
     }

@@ -84,6 +84,12 @@ export class ReceiptJournal extends DurableObject<Env> {
       row: (id) => (this.hasSchema ? ((this.exec("SELECT * FROM records WHERE record_id = ?", id).toArray()[0] as unknown as JournalRow | undefined) ?? null) : null),
       history: (id) =>
         this.hasSchema ? this.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? ORDER BY revision", id).toArray().map((r) => JSON.parse(r.entry) as JournalEntry) : [],
+      entriesAt: (id, revisions) =>
+        this.hasSchema && revisions.length > 0
+          ? this.exec<{ entry: string }>(`SELECT entry FROM entries WHERE record_id = ? AND revision IN (${revisions.map(() => "?").join(", ")}) ORDER BY revision`, id, ...revisions)
+              .toArray()
+              .map((r) => JSON.parse(r.entry) as JournalEntry)
+          : [],
       write: (row, added, created) => {
         if (!this.hasSchema) {
           for (const statement of SCHEMA) this.sql.exec(statement);
@@ -227,6 +233,11 @@ export class ReceiptJournal extends DurableObject<Env> {
 
   load(recordId: string) {
     return this.run(() => this.core.load(recordId));
+  }
+
+  /** A record's reservation, checked without replaying its history (the journal core's `reservation`). */
+  reservation(recordId: string) {
+    return this.run(() => this.core.reservation(recordId));
   }
 
   loadByIdempotency(key: string) {

@@ -70,6 +70,8 @@ export interface IntakeOverrides {
   inputRules?: readonly InputRule[];
   /** Replaces the IntakeChallenges write that opens a challenge (fault injection in tests). */
   openChallenge?: (record: StoredChallenge) => Promise<void>;
+  /** Replaces the IntakeChallenges write that marks a challenge answered (fault injection in tests). */
+  markAnswered?: (traceId: string) => Promise<void>;
 }
 
 export interface Services {

@@ -9,7 +9,7 @@ import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal
 import type { Env } from "./env.js";
 import { withTimeout } from "./http.js";
 import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
-import type { JournalQuery, ReconciliationMark, RecordSummary, ToolReceiptJournal } from "./protocol/journal/port.js";
+import type { JournalQuery, LoadResult, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
 
 /** The tenant of the records intake writes: this deployment's own CCS evidence store. */
 export const INTAKE_TENANT = "ccs";
@@ -20,7 +20,7 @@ export const shardOf = (recordId: string, shards: number): number => parseInt(re
 export const journalObjectName = (tenant: string, recordId: string, shards: number): string => `${tenant}#${shardOf(recordId, shards)}`;
 
 /** The RPC surface of a ReceiptJournal, so tests and the Node environment can stand in for it. */
-export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
+export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "reservation" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
 
 export interface JournalClient {
   port: { [K in keyof ToolReceiptJournal]: (...args: Parameters<ToolReceiptJournal[K]>) => Promise<Awaited<ReturnType<ToolReceiptJournal[K]>>> };
@@ -32,6 +32,8 @@ export interface JournalClient {
   marksFor(fingerprint: string): Promise<ReconciliationMark[]>;
   /** A record's reconciliation mark, from its own shard. */
   markOf(recordId: string): Promise<ReconciliationMark | null>;
+  /** A record's reservation (that it exists, what it reserved), read without replaying its history: one shard, a few entries. */
+  reservation(recordId: string): Promise<ReservationResult>;
 }
 
 function unwrap<T extends { kind: string }>(result: T | Invalid): Exclude<T, Invalid> {
@@ -60,6 +62,7 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
     revokeKey: async (fingerprint, revokedAt, at, grace) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at, grace))).flat(),
     marksFor: async (fingerprint) => (await everyShard((s) => s.marksFor(fingerprint))).flat(),
     markOf: (recordId) => withTimeout(Promise.resolve(stub(recordId).markOf(recordId)), timeoutMs, "receipt journal"),
+    reservation: (recordId) => call(stub(recordId).reservation(recordId)),
     async query(q) {
       const pages = await withTimeout(
         Promise.all(Array.from({ length: shards }, (_, i) => Promise.resolve(stubFor(`${tenant}#${i}`).query(q)))),
@@ -76,20 +79,36 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
 }
 
 /**
+ * Whether an answer to the trace's challenge was recorded (CCS §4.7), as the journal says it — the
+ * truth the challenge row's `answered` mark only repeats, and a mark that failed to write does not
+ * undo: the record no longer waits on its deny, was not closed by the challenge's deadline (that
+ * entry names `challenge_expired_at`), and an entry leaving awaiting_approval carried a receipt (an
+ * answer's: the deadline's closure carries none).
+ */
+export function answeredByEvidence(loaded: LoadResult): boolean {
+  if (loaded.kind !== "found") return false;
+  const { record, history } = loaded;
+  if (record.state === "awaiting_approval" && record.verdict === "deny") return false;
+  if (history.some((e) => e.detail !== null && Object.hasOwn(e.detail, "challenge_expired_at"))) return false;
+  return history.some((e) => e.from === "awaiting_approval" && e.receipt !== null);
+}
+
+/**
  * CCS §4.7: once a challenge's deadline has passed without its evidence, the deny stands. The
  * trace's record, which waited in `awaiting_approval` for that evidence, is closed as `denied`
  * (effect `not-started`, outcome `confirmed`; no new receipt: its latest receipt is the deny),
- * the entry dated at the deadline and naming it in its detail. A record that no longer waits (the
- * evidence was accepted in time), or waits on an escalation rather than a deny, is left alone;
- * a record that changed under the call is read again (a few times at most).
+ * the entry dated at the deadline and naming it in its detail. A record that no longer waits is
+ * left alone: `answered` when an answer's evidence moved it on (answeredByEvidence), else
+ * `not-waiting` (closed already, or waiting on an escalation rather than a deny); a record that
+ * changed under the call is read again (a few times at most).
  */
-export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "not-waiting" | "not-found"> {
+export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "answered" | "not-waiting" | "not-found"> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const loaded = await journal.loadByIdempotency(traceId);
     if (loaded.kind === "not-found") return "not-found";
     if (loaded.kind === "corrupt") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
     const { record } = loaded;
-    if (record.state !== "awaiting_approval" || record.verdict !== "deny") return "not-waiting";
+    if (record.state !== "awaiting_approval" || record.verdict !== "deny") return answeredByEvidence(loaded) ? "answered" : "not-waiting";
     const appended = await journal.append({
       record_id: record.record_id,
       expected_revision: record.revision,

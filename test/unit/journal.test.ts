@@ -184,6 +184,42 @@ describe("a history's size", () => {
   });
 });
 
+describe("a record's reservation, read without its history", () => {
+  it("answers what the reservation said from at most three entries; an altered reservation, successor link or latest entry is corrupt; an unknown record not-found", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "reservation-read", action_digest: "d", at: AT, attributes: { invocation_id: "inv-1", tool: "t" } });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const id = r.record.record_id;
+    const expected = { kind: "found", record_id: id, idempotency_key: "reservation-read", action_digest: "d", attributes: { invocation_id: "inv-1", tool: "t" } };
+    expect(j.reservation(id)).toEqual(expected);
+    let revision = 1;
+    for (const to of ["awaiting_policy", "awaiting_approval", "awaiting_approval", "awaiting_approval"] as const) {
+      const a = j.append({ record_id: id, expected_revision: revision, at: AT, to, effect: "not-started", detail: { n: revision } });
+      if (a.kind !== "appended") throw new Error(a.kind);
+      revision = a.record.revision;
+    }
+    // Only revisions 1, 2 and the latest are read.
+    const read: number[][] = [];
+    const entriesAt = j.storage.entriesAt;
+    j.storage.entriesAt = (rid, revisions) => (read.push([...revisions]), entriesAt(rid, revisions));
+    expect(j.reservation(id)).toEqual(expected);
+    expect(read).toEqual([[1, 2, 5]]);
+    expect(j.reservation("0".repeat(32))).toEqual({ kind: "not-found" });
+    const history = j.storage.entries.get(id)!;
+    const alter = (i: number, change: (e: any) => any) => {
+      const kept = history[i];
+      history[i] = change(kept);
+      const answer = j.reservation(id);
+      history[i] = kept;
+      return answer;
+    };
+    expect(alter(0, (e) => ({ ...e, detail: { ...e.detail, attributes: {} } }))).toEqual({ kind: "corrupt", record_id: id, reason: "entry 2 does not follow entry 1" });
+    expect(alter(4, (e) => ({ ...e, detail: { n: 99 } }))).toEqual({ kind: "corrupt", record_id: id, reason: "the latest entry does not match the index row's head digest: it was altered" });
+    expect(alter(0, (e) => ({ ...e, event: "append" }))).toEqual({ kind: "corrupt", record_id: id, reason: "the first entry is not a reservation" });
+    expect(j.reservation(id)).toEqual(expected);
+  });
+});
+
 describe("leases and recovery from history", () => {
   function started() {
     const j = memoryJournal();

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:workers";
 import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { IntakeChallenges } from "../../durable-objects/intake-challenges.js";
 import type { Env } from "../../worker/env.js";
 import { durableJournalStub, type JournalStub } from "../../worker/journal-store.js";
@@ -407,6 +407,43 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     // Nothing was closed, and the row is deleted when its retention ends.
     expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((denied.challenge.expires_at + 3600) * 1000);
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("ready");
+  });
+
+  it("an answer recorded whose 'answered' mark failed to write is still told answered, before and after the deadline and its alarm, not that the deny stands (review rv-72)", async () => {
+    // Before, the mark (best effort) failing left the row taken: a second answer was told another
+    // was 'being judged' until the deadline, then CHALLENGE_EXPIRED 'the deny stands', and the
+    // alarm recorded the challenge closed, while the record was ready with the allow.
+    const right = (c: Record<string, unknown>) => requestHash(c).then((request_hash) => ({ human_approval: { approver: "ops@example.org", request_hash } }));
+    const unmarked = harness(env, ctx(), { intake: { markAnswered: () => Promise.reject(new Error("challenge store down")) } });
+    const failed = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      // The route asks the journal when the row says otherwise, and writes the mark again.
+      const c = command();
+      const denied = (await h.intake(c)).body;
+      const allowed = await answer(unmarked, c.trace_id, await right(c));
+      expect([allowed.status, allowed.body.receipt?.verdict]).toEqual([200, "allow"]);
+      expect(failed.mock.calls.map(([line]) => JSON.parse(String(line)).event)).toContain("challenge_answered_mark_failed");
+      for (const [when, caller] of [["before the deadline", unmarked], ["after the deadline", harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 })], ["again", h]] as const) {
+        const r = await answer(caller, c.trace_id, await right(c));
+        expect([when, r.status, r.body.error?.code, r.body.error?.detail]).toEqual([when, 409, "CHALLENGE_ANSWERED", expect.stringMatching(/^this challenge was already answered with its evidence/)]);
+      }
+      expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("ready");
+
+      // The alarm, with no answer in between, asks the journal too: the row ends answered, not closed.
+      const d = command();
+      const deniedD = (await h.intake(d)).body;
+      expect((await answer(unmarked, d.trace_id, await right(d))).body.receipt?.verdict).toBe("allow");
+      const stub = challengeObject(d.trace_id);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.sql.exec<{ state: string }>("SELECT state FROM challenge").one().state)).toBe("answered");
+      const late = await answer(harness(env, ctx(), { now: () => deniedD.challenge.expires_at + 1 }), d.trace_id, await right(d));
+      expect([late.status, late.body.error?.code]).toEqual([409, "CHALLENGE_ANSWERED"]);
+      expect((await h.call(`/v1/evidence/${d.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("ready");
+      expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe((deniedD.challenge.expires_at + 3600) * 1000);
+    } finally {
+      failed.mockRestore();
+    }
   });
 
   it("an answer being judged when the deadline passes is waited for; given back, the record is closed on the next run", async () => {

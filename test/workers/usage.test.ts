@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import { journalShards } from "../../worker/config.js";
-import { journalObjectName, partyTenant } from "../../worker/journal-store.js";
+import { durableJournalStub, journalObjectName, partyTenant } from "../../worker/journal-store.js";
 import type { UsageLedger } from "../../durable-objects/usage-ledger.js";
 import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
@@ -61,6 +61,66 @@ describe("POST /v1/usage/receipts", () => {
       const odd = (await post("/v1/journal/reserve", { idempotency_key: `usage-journal-${n}`, action_digest: "sha256:u", attributes: { invocation_id: named } })).body.record.record_id;
       const refused = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-any" }), journal_record: odd });
       expect([refused.status, refused.body.error?.code]).toEqual([400, "EVIDENCE_IDENTITY_MISMATCH"]);
+    }
+  });
+
+  it("the journal_record check reads the record's reservation, not its history: another invocation's record and an unknown record are still refused (review rv-72)", async () => {
+    // Before, the check loaded the whole history to read the reservation's attributes: ~0.25-0.65 s
+    // live for a record at the history's size bound (31 entries of deeply nested details). Here a
+    // journal whose history read fails answers the check as before, since it is not read.
+    const historyRead = vi.fn(() => Promise.reject(new Error("the history was read")));
+    const { post } = setup({
+      journalStub: (e) => (name) => {
+        const real = durableJournalStub(e)(name);
+        return new Proxy(real, { get: (target, key) => (key === "load" ? historyRead : Reflect.get(target, key)) });
+      },
+    });
+    const reserved = await post("/v1/journal/reserve", { idempotency_key: "usage-journal-reservation", action_digest: "sha256:u", attributes: { invocation_id: "inv-reserved" } });
+    const id = reserved.body.record.record_id as string;
+    let revision = 1;
+    for (const to of ["awaiting_policy", "awaiting_approval", "awaiting_approval", "awaiting_approval"]) {
+      const appended = await post("/v1/journal/append", { record_id: id, expected_revision: revision, to, effect: "not-started", detail: { d: Array.from({ length: 200 }, () => [[[[0]]]]) } });
+      expect(appended.body.kind).toBe("appended");
+      revision = appended.body.record.revision;
+    }
+    const ok = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-reserved" }), journal_record: id });
+    expect([ok.status, ok.body.journal_record]).toEqual([201, id]);
+    const other = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-another" }), journal_record: id });
+    expect([other.status, other.body.error?.code]).toEqual([400, "EVIDENCE_IDENTITY_MISMATCH"]);
+    const unknown = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: "inv-reserved-2" }), journal_record: "0123456789abcdef0123456789abcdef" });
+    expect([unknown.status, unknown.body.error?.code]).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+    expect(unknown.body.error.detail).toBe("journal_record names no record of this relying party's journal");
+    expect(historyRead).not.toHaveBeenCalled();
+  });
+
+  it("a journal_record whose reservation or latest entry was altered is 500 JOURNAL_HISTORY_INVALID: the entries that vouch for the reservation and the row are checked", async () => {
+    const { post } = setup();
+    const registered = (await env.ANCHORS.get<RelyingParty>(`rp:${RP_NAME}`, "json"))!;
+    for (const [n, revision, alter] of [
+      [1, 1, (e: Record<string, any>) => ({ ...e, detail: { ...e.detail, attributes: { invocation_id: "inv-other-1" } } })],
+      [2, 1, (e: Record<string, any>) => ({ ...e, detail: { ...e.detail, attributes: {} } })],
+      [3, 3, (e: Record<string, any>) => ({ ...e, at: e.at + 1 })],
+    ] as const) {
+      const reserved = await post("/v1/journal/reserve", { idempotency_key: `usage-journal-altered-${n}`, action_digest: "sha256:u", attributes: { invocation_id: `inv-altered-${n}` } });
+      const id = reserved.body.record.record_id as string;
+      // Record 1 keeps its reservation alone (the row's head vouches for it); the others go on two steps.
+      if (n > 1) {
+        expect((await post("/v1/journal/append", { record_id: id, expected_revision: 1, to: "awaiting_policy", effect: "not-started" })).body.kind).toBe("appended");
+        expect((await post("/v1/journal/append", { record_id: id, expected_revision: 2, to: "awaiting_approval", effect: "not-started" })).body.kind).toBe("appended");
+      }
+      const stub = env.RECEIPT_JOURNAL.get(env.RECEIPT_JOURNAL.idFromName(journalObjectName(partyTenant(partyScope(registered)), id, journalShards(env))));
+      await runInDurableObject(stub, (_instance, state) => {
+        const sql = state.storage.sql;
+        const entry = JSON.parse(sql.exec<{ entry: string }>("SELECT entry FROM entries WHERE record_id = ? AND revision = ?", id, revision).one().entry);
+        sql.exec("UPDATE entries SET entry = ? WHERE record_id = ? AND revision = ?", JSON.stringify(alter(entry)), id, revision);
+      });
+      const failed = vi.spyOn(console, "error").mockImplementation(() => {});
+      try {
+        const refused = await post("/v1/usage/receipts", { receipt: receipt({ invocation_id: `inv-other-${n}` }), journal_record: id });
+        expect([n, refused.status, refused.body.error.code]).toEqual([n, 500, "JOURNAL_HISTORY_INVALID"]);
+      } finally {
+        failed.mockRestore();
+      }
     }
   });
 

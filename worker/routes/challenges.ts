@@ -21,7 +21,7 @@ import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/comma
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
-import { closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
+import { answeredByEvidence, closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
 import { recordEvidencedAdmission, signedContexts } from "./intake.js";
@@ -96,25 +96,53 @@ export const challengeRoutes = new Hono<AppEnv>()
   const store = challenges(c, traceId);
   const taken = (await stored(c, store.take(c.get("services").now()) as Promise<unknown>)) as Take;
   if (taken.kind === "unknown") throw new ApiError(404, "NOT_FOUND", "no challenge is open for this trace_id");
+  // The row's `answered` mark is best effort (below): when the row says expired or being judged,
+  // the journal is asked whether an answer was recorded, and its word is the answer.
+  const journal = c.get("services").journal(INTAKE_TENANT).port;
+  const markAnswered = c.get("services").intake.markAnswered ?? (() => Promise.resolve(store.answered()));
+  const recorded = async (): Promise<boolean> => {
+    try {
+      return answeredByEvidence(await journal.loadByIdempotency(traceId));
+    } catch (err) {
+      console.error(JSON.stringify({ event: "challenge_journal_read_failed", trace_id: traceId, error: String(err) }));
+      return false;
+    }
+  };
+  const alreadyAnswered = () =>
+    new ApiError(409, "CHALLENGE_ANSWERED", `this challenge was already answered with its evidence; the receipt that answer earned is the record's latest, on GET /v1/evidence/${traceId} (the intake sent again answers the challenged deny)`);
+  /** The journal recorded an answer the row does not know of: the mark is written again (best effort), and the caller told so. */
+  const answeredAlready = async () => {
+    try {
+      await stored(c, markAnswered(traceId));
+    } catch (err) {
+      console.error(JSON.stringify({ event: "challenge_answered_mark_failed", trace_id: traceId, error: String(err) }));
+    }
+    return alreadyAnswered();
+  };
   if (taken.kind === "expired") {
-    // The deny stands: the record stops waiting now, if the challenge's alarm has not closed it yet.
-    if (!taken.answering) {
+    let answered: boolean;
+    if (taken.answering) answered = await recorded();
+    else {
+      // The deny stands, unless an answer was recorded: the record stops waiting now, if the challenge's alarm has not closed it yet.
       try {
-        await closeExpiredChallenge(c.get("services").journal(INTAKE_TENANT).port, traceId, taken.expires_at);
+        answered = (await closeExpiredChallenge(journal, traceId, taken.expires_at)) === "answered";
       } catch (err) {
         // The answer is the same either way; the alarm tries again.
         console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(err) }));
+        answered = false;
       }
     }
+    if (answered) throw await answeredAlready();
     throw new ApiError(409, "CHALLENGE_EXPIRED", `the challenge expired at ${taken.expires_at}; the deny stands`);
   }
   // A runtime that lost the answer's response retries here (or the intake, which answers the
   // challenged deny again): say where the receipt that answer earned is.
-  if (taken.kind === "answered") {
-    throw new ApiError(409, "CHALLENGE_ANSWERED", `this challenge was already answered with its evidence; the receipt that answer earned is the record's latest, on GET /v1/evidence/${traceId} (the intake sent again answers the challenged deny)`);
-  }
+  if (taken.kind === "answered") throw alreadyAnswered();
   // Not answered yet: another answer holds it while it is judged, and one that falls short gives it back.
-  if (taken.kind === "judging") throw new ApiError(409, "CHALLENGE_ANSWERED", "another answer to this challenge is being judged right now; if it falls short the challenge is given back: send this answer again (GET /v1/evidence/{trace_id} shows the record still awaiting_approval)");
+  if (taken.kind === "judging") {
+    if (await recorded()) throw await answeredAlready();
+    throw new ApiError(409, "CHALLENGE_ANSWERED", "another answer to this challenge is being judged right now; if it falls short the challenge is given back: send this answer again (GET /v1/evidence/{trace_id} shows the record still awaiting_approval)");
+  }
   const { challenge } = taken;
   let admission: Admission;
   try {
@@ -148,10 +176,11 @@ export const challengeRoutes = new Hono<AppEnv>()
   // Still short: the challenge stays open for what is missing, and keeps what this answer brought.
   if (admission.gaps.length > 0) await stored(c, store.release(JSON.stringify(admission.gaps), JSON.stringify(intakeMessage(admission.intake))));
   // Recorded and needing no other answer (an allow, or a deny a check made final): answered for good.
-  // Only what later answers are told depends on it, so the receipt is answered even if it fails.
+  // Only what later answers are told depends on it, and they ask the journal when the row says
+  // otherwise (above), so the receipt is answered even if the mark fails.
   else {
     try {
-      await stored(c, Promise.resolve(store.answered()));
+      await stored(c, markAnswered(traceId));
     } catch (err) {
       console.error(JSON.stringify({ event: "challenge_answered_mark_failed", trace_id: traceId, error: String(err) }));
     }

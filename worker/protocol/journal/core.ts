@@ -15,7 +15,7 @@ import { isJsonObject } from "../strict-json.js";
 import { isAllowedTransition, isConsistentEffect, isEffectDisposition, isJournalState, outcomeStatus, type EffectDisposition, type JournalState } from "./lifecycle.js";
 import type {
   AppendInput, AppendManyInput, AppendResult, ClaimInput, ClaimResult, Corrupt, JournalEntry, JournalRecord, LoadResult,
-  ReserveInput, ReserveResult, Transition, VerifyFenceInput, VerifyFenceResult,
+  ReservationResult, ReserveInput, ReserveResult, Transition, VerifyFenceInput, VerifyFenceResult,
 } from "./port.js";
 
 /** The index row an adapter keeps beside the history: for lookups, queries and lease alarms only. */
@@ -52,6 +52,8 @@ export interface JournalStorage {
   row(recordId: string): JournalRow | null;
   /** The record's entries in revision order. */
   history(recordId: string): JournalEntry[];
+  /** The record's entries at these revisions (those that exist), in revision order: a read of a few, not of the history. */
+  entriesAt(recordId: string, revisions: readonly number[]): JournalEntry[];
   /** Writes the row (inserted when `created`, else replaced) and appends the entries. */
   write(row: JournalRow, entries: readonly JournalEntry[], created: boolean): void;
   /** Records whose lease deadline is at or before `nowMs`. */
@@ -362,8 +364,40 @@ export function journalCore(storage: JournalStorage, options: JournalCoreOptions
     return { kind: "appended", ...done };
   }
 
+  /**
+   * The reservation of `recordId` and its index row, checked without replaying the history (a
+   * replay costs as much as the history holds: up to ~0.25 s for one at its size bound): the first
+   * entry must be a reservation of this record saying what the row says, entry 2 must follow it,
+   * and the latest entry must be the row's revision and match the row's head digest. Three entries
+   * at most are read, whatever the history holds.
+   */
+  function reservation(recordId: string): ReservationResult {
+    const row = storage.row(recordId);
+    if (!row) return { kind: "not-found" };
+    const corrupt = (reason: string): Corrupt => ({ kind: "corrupt", record_id: recordId, reason });
+    const wanted = [...new Set([1, 2, row.revision])].filter((r) => r >= 1 && r <= row.revision);
+    const found = new Map(storage.entriesAt(recordId, wanted).map((e) => [e.revision, e]));
+    const first = found.get(1);
+    if (!first) return corrupt("the record has no history");
+    const replayed = replay(recordId, [first]);
+    if (!replayed.ok) return corrupt(replayed.reason);
+    const { record } = replayed;
+    if (row.idempotency_key !== record.idempotency_key) return corrupt(`the index row's idempotency key (${row.idempotency_key}) disagrees with the history (${record.idempotency_key})`);
+    if (row.action_digest !== record.action_digest) return corrupt("the index row's action digest disagrees with the history");
+    if (row.revision > 1) {
+      const second = found.get(2);
+      if (!second || second.revision !== 2) return corrupt(`revision 2 is missing or out of order`);
+      if (second.prev !== entryDigest(first)) return corrupt("entry 2 does not follow entry 1");
+    }
+    const latest = found.get(row.revision);
+    if (!latest || latest.revision !== row.revision) return corrupt(`the index row's revision (${row.revision}) has no entry`);
+    if (row.head != null && row.head !== entryDigest(latest)) return corrupt("the latest entry does not match the index row's head digest: it was altered");
+    return { kind: "found", record_id: recordId, idempotency_key: record.idempotency_key, action_digest: record.action_digest, attributes: record.attributes };
+  }
+
   return {
     load,
+    reservation,
     loadByIdempotency: (key: string): LoadResult => load(recordIdOf(checkIdempotencyKey(key))),
 
     reserve(input: ReserveInput): ReserveResult | Corrupt {

@@ -15,6 +15,7 @@ export function memoryJournalStorage(): JournalStorage & { rows: Map<string, Jou
     entries,
     row: (id) => rows.get(id) ?? null,
     history: (id) => [...(entries.get(id) ?? [])],
+    entriesAt: (id, revisions) => (entries.get(id) ?? []).filter((e) => revisions.includes(e.revision)),
     write(row, added) {
       rows.set(row.record_id, row);
       entries.set(row.record_id, [...(entries.get(row.record_id) ?? []), ...added]);

@@ -150,6 +150,17 @@ export type LoadResult = ({ kind: "found" } & LoadedRecord) | { kind: "not-found
 /** Results of every operation that reads a record may also be `corrupt`: the history behind it was refused. */
 export type Corrupt = { kind: "corrupt"; record_id: string; reason: string };
 
+/**
+ * A record's reservation, read without replaying its history: what a reference to the record
+ * needs (that it exists, what its reservation said). Only the entries that vouch for the
+ * reservation and the index row are checked — the reservation itself, its successor's `prev`, the
+ * latest entry against the row's head digest — not every link between them: a `load` checks those.
+ */
+export type ReservationResult =
+  | { kind: "found"; record_id: string; idempotency_key: string; action_digest: string; attributes: JsonObject }
+  | { kind: "not-found" }
+  | Corrupt;
+
 export interface ToolReceiptJournal {
   reserve(input: ReserveInput): MaybePromise<ReserveResult | Corrupt>;
   append(input: AppendInput): MaybePromise<AppendResult | Corrupt>;
