@@ -3,7 +3,9 @@
  * offline verifier and the Node-side tests use it. Nothing is durable; a process is one world.
  */
 import type { Env } from "../worker/env.js";
-import type { LedgerStub } from "../worker/stores.js";
+import { kvAnchorStore, kvRelyingPartyWrites, ledgerClient, type LedgerStub } from "../worker/stores.js";
+import { serialAdminRegistry } from "../worker/admin-registry.js";
+import { dependencyTimeout, ledgerShardKey } from "../worker/config.js";
 import { memoryLedger } from "../worker/protocol/memory-ledger.js";
 import { memoryJournal, queryRows } from "../worker/protocol/journal/memory.js";
 
@@ -69,6 +71,12 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       keyUses: async (fingerprint, after) => l.keyUses(fingerprint, after),
     };
   };
+  // Admin writes run one at a time, as the AdminRegistry object runs them, over this process's KV and ledgers.
+  const registry = serialAdminRegistry(() => {
+    const timeout = dependencyTimeout(env);
+    return { anchors: kvAnchorStore(env, timeout, new Map()), ledgers: ledgerClient(ledgerStub(), timeout, ledgerShardKey(env)), parties: kvRelyingPartyWrites(env, timeout) };
+  });
+  (env as unknown as Record<string, unknown>).ADMIN_REGISTRY = { idFromName: () => ({}), get: () => registry };
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} } as unknown as ExecutionContext;
   return { env, ledgerStub, ctx };
 }

@@ -11,7 +11,7 @@ import { carryKeyHistory, keysValidAt, pinnedIssuer, type AnchorRecord } from ".
 import type { PinnedManifest } from "./protocol/manifest/pinning.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { ApiError, withTimeout } from "./http.js";
-import type { AnchorStore, LedgerClient } from "./stores.js";
+import type { AnchorStore, LedgerClient, RelyingPartyWrites } from "./stores.js";
 import type { Env } from "./env.js";
 
 /** What a serialised write answers: its result, or the refusal the route answers as an ApiError. */
@@ -50,6 +50,45 @@ export function durableAdminRegistry(env: Env, timeoutMs: number): AdminRegistry
     pinAnchor: (record, at) => call(stub().pinAnchor(record, at)),
     dropManifestSignedBy: (issuer, fingerprint) => call(stub().dropManifestSignedBy(issuer, fingerprint)),
     pinManifest: (issuer, pinned) => call(stub().pinManifest(issuer, pinned)),
+  };
+}
+
+/** The stores a serialised write reads and writes, made afresh for each call (no cache). */
+export interface RegistryStores {
+  anchors: AnchorStore;
+  ledgers: LedgerClient;
+  parties: RelyingPartyWrites;
+}
+
+/** A refusal thrown as an ApiError (or a dependency that failed) crosses the RPC boundary as its fields. */
+async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed<T>> {
+  try {
+    return await work();
+  } catch (err) {
+    if (err instanceof ApiError) return refused(err.status, err.code, err.detail);
+    throw err;
+  }
+}
+
+/**
+ * The registry's calls run one at a time, each from a fresh read to its last write: the next starts
+ * once the previous one has answered or failed. The Durable Object holds one; the Node-side service
+ * (the CLI's offline verifier, Node tests) holds one per process, which is its whole world.
+ */
+export function serialAdminRegistry(stores: () => RegistryStores): AdminRegistryCalls {
+  let tail: Promise<unknown> = Promise.resolve();
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = tail.then(work, work);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+  return {
+    createParty: (party) => serial(() => stores().parties.create(party)),
+    rotateParty: (name, sha) => serial(() => stores().parties.rotate(name, sha)),
+    deleteParty: (name) => serial(() => stores().parties.delete(name)),
+    pinAnchor: (record, at) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitPin(anchors, ledgers, record, at); })),
+    dropManifestSignedBy: (issuer, fingerprint) => serial(() => commitManifestDrop(stores().anchors, issuer, fingerprint)),
+    pinManifest: (issuer, pinned) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitManifest(anchors, ledgers, issuer, pinned); })),
   };
 }
 
