@@ -210,11 +210,31 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     const wrong = { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } };
     // reserve, awaiting_policy, the challenged deny: 3 entries, then one per short answer.
     for (let i = 0; i < 253; i++) expect((await answer(h, c.trace_id, wrong)).status).toBe(200);
+    const last = (await h.intake(command({ tool: "search_web", params: { query: "sequence" } }))).body.receipt.sequence as number;
     const over = await answer(h, c.trace_id, wrong);
     expect([over.status, over.body.error?.code]).toEqual([409, "CHALLENGE_ANSWERS_EXHAUSTED"]);
     const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
     expect([right.status, right.body.receipt?.verdict]).toEqual([200, "allow"]);
+    // The answer refused was not signed either: no sequence number was spent on it.
+    expect(right.body.receipt.sequence).toBe(last + 1);
   }, 120_000);
+
+  it("an answer whose admission the journal could not hold is refused before it is signed: no sequence number is spent, and a shorter approver still answers (review rv-71)", async () => {
+    // The key's next sequence number, read by an intake that signs one.
+    const nextSequence = async () => (await h.intake(command({ tool: "search_web", params: { query: "sequence" } }))).body.receipt.sequence as number;
+    // 7,000 backslashes fit the deny's record; with a 512-character approver of control characters the allow's would not.
+    const c = command({ runtime_context: { x: "\\".repeat(7000) } });
+    expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
+    const request_hash = await requestHash(c);
+    const before = await nextSequence();
+    const over = await answer(h, c.trace_id, { human_approval: { approver: "\u0001".repeat(512), request_hash } });
+    expect([over.status, over.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect(over.body.error.detail).toMatch(/past the journal's 32768.*no receipt was issued/);
+    // Nothing was signed for it: the next receipt has the next sequence number.
+    expect(await nextSequence()).toBe(before + 1);
+    const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash } });
+    expect([right.status, right.body.receipt?.verdict, right.body.receipt?.sequence]).toEqual([200, "allow", before + 2]);
+  });
 
   it("a Command a few hundred bytes under the message limit can still be answered: the evidence is not counted against the Command's limit", async () => {
     const parent = (await h.intake(command({ tool: "search_web", params: { query: "near the limit" } }))).body.receipt;

@@ -19,12 +19,12 @@ import { recordIdOf } from "../protocol/journal/core.js";
 import { buildChallenge, challengeDeadline, evidenceProblem, intakeMessage, type Challenge, type EvidenceGap } from "../protocol/issuing/challenge.js";
 import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
-import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
+import type { Admission, IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
-import { recordEvidencedAdmission, signedContexts } from "./intake.js";
+import { awaitingEvidence, recordEvidencedAdmission, signedContexts, sizedAdmission, type AwaitingRecord } from "./intake.js";
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -117,6 +117,8 @@ export const challengeRoutes = new Hono<AppEnv>()
   if (taken.kind === "judging") throw new ApiError(409, "CHALLENGE_ANSWERED", "another answer to this challenge is being judged right now; if it falls short the challenge is given back: send this answer again (GET /v1/evidence/{trace_id} shows the record still awaiting_approval)");
   const { challenge } = taken;
   let admission: Admission;
+  let decision: Parameters<typeof recordEvidencedAdmission>[3];
+  let awaiting: AwaitingRecord | undefined;
   try {
     const gaps = JSON.parse(challenge.gaps) as EvidenceGap[];
     const problem = evidenceProblem(evidence, gaps);
@@ -131,14 +133,17 @@ export const challengeRoutes = new Hono<AppEnv>()
     // deny was issued under: it is recorded first, as intake records it, so GET /v1/config/{hash}
     // answers it after the next change.
     await c.get("services").manifests.recordCurrent(c.get("services").now());
-    admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
+    // Judged and measured, and the record checked, before a sequence number is spent on it.
+    ({ admission, decision } = await sizedAdmission(intake, challenge.audience, own, admissionDeps(c, own), null, async (draft) => {
+      awaiting = await awaitingEvidence(c, traceId, draft);
+    }));
   } catch (err) {
     await stored(c, store.release(null));
     if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
     throw err;
   }
   try {
-    await recordEvidencedAdmission(c, traceId, admission);
+    await recordEvidencedAdmission(c, awaiting!, admission, decision);
   } catch (err) {
     // Nothing was recorded: the challenge is given back for another answer before its deadline (a
     // record that no longer waits refuses that answer again, CHALLENGE_ANSWERED).
