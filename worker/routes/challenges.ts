@@ -61,9 +61,8 @@ export function withEvidence(message: Record<string, unknown>, evidence: Record<
 const challenges = (c: Context<AppEnv>, traceId: string) => c.env.INTAKE_CHALLENGES.get(c.env.INTAKE_CHALLENGES.idFromName(traceId));
 const stored = <T>(c: Context<AppEnv>, work: Promise<T>) => withTimeout(work, dependencyTimeout(c.env), "challenge store");
 
-/** Opens the challenge of an admission that lacks evidence and answers it; null when nothing is missing. */
-export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
-  if (admission.gaps.length === 0) return null;
+/** The challenge an admission that lacks evidence opens, as stored and as answered. */
+async function challengeOf(c: Context<AppEnv>, admission: Admission): Promise<{ record: StoredChallenge; challenge: Challenge }> {
   const { receipt } = admission;
   const { manifest } = await issuing(c.env);
   // A delegated Command's evidence is judged with its parent, which must still verify then: the
@@ -71,9 +70,32 @@ export async function openChallenge(c: Context<AppEnv>, admission: Admission): P
   const policyDeadline = challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
   const deadline = admission.parentValidUntil === undefined ? policyDeadline : Math.min(policyDeadline, seconds(admission.parentValidUntil));
   const record: StoredChallenge = { message: JSON.stringify(intakeMessage(admission.intake)), audience: receipt.audience, gaps: JSON.stringify(admission.gaps), issued_at: receipt.issued_at, expires_at: deadline };
-  const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge) => challenges(c, receipt.trace_id).open(r));
-  await stored(c, Promise.resolve(open(record)));
-  return buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline);
+  return { record, challenge: buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline) };
+}
+
+/**
+ * Opens the challenge of an admission that lacks evidence, before the journal records it, and
+ * answers it; null when nothing is missing. The attempt is named by its receipt's nonce. A
+ * challenge an earlier attempt's recorded admission confirmed is kept as it is (review rv-71).
+ */
+export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
+  if (admission.gaps.length === 0) return null;
+  const { record, challenge } = await challengeOf(c, admission);
+  const { nonce, trace_id } = admission.receipt;
+  const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge, attempt: string) => challenges(c, trace_id).open(r, attempt));
+  await stored(c, Promise.resolve(open(record, nonce)));
+  return challenge;
+}
+
+/**
+ * The journal recorded this admission: its challenge is the trace's, whichever attempt of the same
+ * intake sent at once opened last, so the deadline it announced is the one that holds.
+ */
+export async function confirmChallenge(c: Context<AppEnv>, admission: Admission): Promise<void> {
+  const { record } = await challengeOf(c, admission);
+  const { nonce, trace_id } = admission.receipt;
+  const confirm = c.get("services").intake.confirmChallenge ?? ((r: StoredChallenge, attempt: string) => challenges(c, trace_id).confirm(r, attempt));
+  await stored(c, Promise.resolve(confirm(record, nonce)));
 }
 
 /** The intake answer: the receipt, its runtime context, the rule results, and the challenge when evidence is missing. */

@@ -30,7 +30,7 @@ import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { historySize, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../protocol/journal/core.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
+import { admissionAnswer, admissionDeps, confirmChallenge, openChallenge } from "./challenges.js";
 import { ownKeyRevoked } from "../own-key.js";
 import type { Challenge } from "../protocol/issuing/challenge.js";
 
@@ -194,7 +194,20 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     at: admission.receipt.issued_at,
     transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
   });
-  if (appended.kind === "appended") return { ...admission, replay: false as const, challenge };
+  if (appended.kind === "appended") {
+    // Identical intakes sent at once each opened a challenge: the recorded one is put in place, so
+    // the deadline this answer announces is the one that holds (review rv-71). The record is written
+    // either way, so a store that fails here is logged, not answered: the challenge it holds is
+    // then the last attempt's to open, whose deadline is at most that attempt's judging time later.
+    if (challenge) {
+      try {
+        await confirmChallenge(c, admission);
+      } catch (err) {
+        console.error(JSON.stringify({ event: "challenge_confirm_failed", trace_id: traceId, error: String(err) }));
+      }
+    }
+    return { ...admission, replay: false as const, challenge };
+  }
   // Another attempt of the same intake got there first: its admission is the one.
   if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
