@@ -1,6 +1,7 @@
 /**
  * IntakeChallenges: the open challenge of one trace_id (one object per trace_id, one row). Only
- * intake, behind INTAKE_TOKEN, opens one; a newer deny for the same trace_id replaces it. Each
+ * intake, behind INTAKE_TOKEN, opens one; another attempt at the same intake replaces it only until
+ * the journal recorded an admission, whose attempt then confirms its own challenge. Each
  * method is one synchronous transaction: `take` checks the deadline and claims the challenge in
  * one step, so two answers never both re-evaluate.
  *
@@ -76,14 +77,59 @@ export class IntakeChallenges extends DurableObject<Env> {
     return this.sql.exec<StoredChallenge & { state: RowState }>("SELECT message, audience, gaps, issued_at, expires_at, state FROM challenge WHERE id = 1").toArray()[0];
   }
 
-  /** Opens (or replaces) the challenge; its alarm fires at the deadline. */
-  open(c: StoredChallenge): void {
-    this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
+  /**
+   * The table, with the columns that tell whose challenge the row is: `attempt` (the nonce of the
+   * receipt whose challenge it is) and `confirmed` (1 once the journal recorded that receipt). A
+   * table an earlier version created lacks them: its row was opened with no confirmation step, and
+   * counts as confirmed (a retry's confirm still puts its own challenge in place).
+   */
+  private table(): void {
+    this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL, attempt TEXT, confirmed INTEGER NOT NULL DEFAULT 0)");
+    const columns = this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('challenge')").toArray().map((r) => r.name);
+    if (!columns.includes("attempt")) this.sql.exec("ALTER TABLE challenge ADD COLUMN attempt TEXT");
+    if (!columns.includes("confirmed")) this.sql.exec("ALTER TABLE challenge ADD COLUMN confirmed INTEGER NOT NULL DEFAULT 1");
+  }
+
+  private write(c: StoredChallenge, attempt: string, confirmed: 0 | 1): void {
     this.sql.exec(
-      "INSERT OR REPLACE INTO challenge (id, message, audience, gaps, issued_at, expires_at, state) VALUES (1, ?, ?, ?, ?, ?, 'open')",
-      c.message, c.audience, c.gaps, c.issued_at, c.expires_at,
+      "INSERT OR REPLACE INTO challenge (id, message, audience, gaps, issued_at, expires_at, state, attempt, confirmed) VALUES (1, ?, ?, ?, ?, ?, 'open', ?, ?)",
+      c.message, c.audience, c.gaps, c.issued_at, c.expires_at, attempt, confirmed,
     );
     void this.ctx.storage.setAlarm(c.expires_at * 1000);
+  }
+
+  /**
+   * Opens the challenge of one attempt at an intake (`attempt`: its receipt's nonce), before the
+   * journal records that attempt's admission; its alarm fires at the deadline. It replaces a row no
+   * recorded admission confirmed (an attempt whose record was not written: the retry judges anew),
+   * never a confirmed one: identical intakes sent at once each judge and open, the journal records
+   * one, and an attempt that lost that race must not move the recorded challenge's deadline or
+   * reopen a challenge already answered (review rv-71). Whether it opened.
+   */
+  open(c: StoredChallenge, attempt: string): boolean {
+    this.table();
+    const held = this.sql.exec<{ confirmed: number }>("SELECT confirmed FROM challenge WHERE id = 1").toArray()[0];
+    if (held && held.confirmed) return false;
+    this.write(c, attempt, 0);
+    return true;
+  }
+
+  /**
+   * The journal recorded this attempt's admission: its challenge is the one, whichever attempt
+   * opened last. A row already confirmed is kept. One an answer has taken meanwhile (an answer can
+   * come as soon as the record awaits evidence) keeps its state and evidence and takes this
+   * attempt's deadline; an open one is replaced by this attempt's challenge.
+   */
+  confirm(c: StoredChallenge, attempt: string): void {
+    this.table();
+    const held = this.sql.exec<{ confirmed: number; attempt: string | null; state: RowState }>("SELECT confirmed, attempt, state FROM challenge WHERE id = 1").toArray()[0];
+    if (held?.confirmed) return;
+    if (!held || held.state === "open") {
+      this.write(c, attempt, 1);
+      return;
+    }
+    this.sql.exec("UPDATE challenge SET issued_at = ?, expires_at = ?, attempt = ?, confirmed = 1 WHERE id = 1", c.issued_at, c.expires_at, attempt);
+    if (held.state !== "closing" && held.state !== "closed") void this.ctx.storage.setAlarm(c.expires_at * 1000);
   }
 
   /** Claims an open challenge at `now` (Unix seconds): open until expires_at inclusive; a claimed one answers once. */

@@ -69,7 +69,9 @@ export interface IntakeOverrides {
   nextSequence?: () => Promise<number>;
   inputRules?: readonly InputRule[];
   /** Replaces the IntakeChallenges write that opens a challenge (fault injection in tests). */
-  openChallenge?: (record: StoredChallenge) => Promise<void>;
+  openChallenge?: (record: StoredChallenge, attempt: string) => Promise<unknown>;
+  /** Replaces confirming the challenge of the admission the journal recorded (tests: a store that fails). */
+  confirmChallenge?: (record: StoredChallenge, attempt: string) => Promise<unknown>;
   /** Replaces the IntakeChallenges write that marks a challenge answered (fault injection in tests). */
   markAnswered?: (traceId: string) => Promise<void>;
 }

@@ -84,6 +84,56 @@ describe("a Command lacking evidence", () => {
     expect(answered.body.receipt.verdict).toBe("allow");
   });
 
+  it("identical intakes sent at once: the challenge that holds is the one the journal recorded, with the deadline its answer announced (review rv-71)", async () => {
+    const c = command();
+    // Each attempt signs at its own instant, as attempts sent at once do.
+    let tick = 0;
+    const racing = harness(env, ctx(), { now: () => TEST_NOW + ++tick / 100 });
+    const answers = await Promise.all(Array.from({ length: 6 }, () => racing.intake(c)));
+    expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
+    const fresh = answers.filter((a) => !a.body.idempotent_replay);
+    expect(fresh).toHaveLength(1);
+    const announced = fresh[0].body.challenge;
+    const recorded = (await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body;
+    expect(announced.issued_at).toBe(fresh[0].body.receipt.issued_at);
+    // An answer that falls short keeps the challenge open until the deadline it holds: the announced one.
+    const short = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } });
+    expect([short.status, short.body.challenge?.expires_at]).toEqual([200, announced.expires_at]);
+    expect(recorded.record.state).toBe("awaiting_approval");
+    const stored = await runInDurableObject(challengeObject(c.trace_id), (_o: IntakeChallenges, state) => state.storage.sql.exec<{ issued_at: number; expires_at: number }>("SELECT issued_at, expires_at FROM challenge").one());
+    expect(stored).toEqual({ issued_at: announced.issued_at, expires_at: announced.expires_at });
+    expect(await runInDurableObject(challengeObject(c.trace_id), (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe(announced.expires_at * 1000);
+  });
+
+  it("an attempt that lost the journal's race and opens its challenge late neither moves the recorded deadline nor reopens an answered challenge (review rv-71)", async () => {
+    const c = command();
+    const first = (await h.intake(c)).body;
+    const stub = challengeObject(c.trace_id);
+    const late = { message: JSON.stringify({ ...c }), audience: AUDIENCE, gaps: JSON.stringify(first.challenge.missing), issued_at: first.receipt.issued_at + 2, expires_at: first.challenge.expires_at + 2 };
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.open(late, "a-later-attempt"));
+    const short = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } });
+    expect(short.body.challenge.expires_at).toBe(first.challenge.expires_at);
+    const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect(right.body.receipt.verdict).toBe("allow");
+    // Opened again after it was answered: it stays answered, not open to answers the journal refuses.
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.open(late, "a-later-attempt"));
+    const again = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([again.status, again.body.error?.detail]).toEqual([409, expect.stringMatching(/already answered with its evidence/)]);
+    expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe(first.challenge.expires_at * 1000);
+  });
+
+  it("a challenge stored by the version before attempts were confirmed gains the columns and counts as confirmed", async () => {
+    const stub = challengeObject("00000000000a7e11");
+    const old = { message: "{\"trace_id\":\"00000000000a7e11\"}", audience: AUDIENCE, gaps: "[]", issued_at: TEST_NOW, expires_at: TEST_NOW + 300 };
+    await runInDurableObject(stub, (_o: IntakeChallenges, state) => {
+      state.storage.sql.exec("CREATE TABLE challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
+      state.storage.sql.exec("INSERT INTO challenge VALUES (1, ?, ?, ?, ?, ?, 'open')", old.message, old.audience, old.gaps, old.issued_at, old.expires_at);
+    });
+    expect(await runInDurableObject(stub, (o: IntakeChallenges) => o.open({ ...old, expires_at: TEST_NOW + 400 }, "later"))).toBe(false);
+    const row = await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.sql.exec("SELECT expires_at, attempt, confirmed FROM challenge").one());
+    expect(row).toEqual({ expires_at: TEST_NOW + 300, attempt: null, confirmed: 1 });
+  });
+
   it("an answer whose admission the journal could not record gives the challenge back: the next answer is judged", async () => {
     const c = command();
     expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
@@ -210,11 +260,31 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     const wrong = { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } };
     // reserve, awaiting_policy, the challenged deny: 3 entries, then one per short answer.
     for (let i = 0; i < 253; i++) expect((await answer(h, c.trace_id, wrong)).status).toBe(200);
+    const last = (await h.intake(command({ tool: "search_web", params: { query: "sequence" } }))).body.receipt.sequence as number;
     const over = await answer(h, c.trace_id, wrong);
     expect([over.status, over.body.error?.code]).toEqual([409, "CHALLENGE_ANSWERS_EXHAUSTED"]);
     const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
     expect([right.status, right.body.receipt?.verdict]).toEqual([200, "allow"]);
+    // The answer refused was not signed either: no sequence number was spent on it.
+    expect(right.body.receipt.sequence).toBe(last + 1);
   }, 120_000);
+
+  it("an answer whose admission the journal could not hold is refused before it is signed: no sequence number is spent, and a shorter approver still answers (review rv-71)", async () => {
+    // The key's next sequence number, read by an intake that signs one.
+    const nextSequence = async () => (await h.intake(command({ tool: "search_web", params: { query: "sequence" } }))).body.receipt.sequence as number;
+    // 7,000 backslashes fit the deny's record; with a 512-character approver of control characters the allow's would not.
+    const c = command({ runtime_context: { x: "\\".repeat(7000) } });
+    expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
+    const request_hash = await requestHash(c);
+    const before = await nextSequence();
+    const over = await answer(h, c.trace_id, { human_approval: { approver: "\u0001".repeat(512), request_hash } });
+    expect([over.status, over.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect(over.body.error.detail).toMatch(/past the journal's 32768.*no receipt was issued/);
+    // Nothing was signed for it: the next receipt has the next sequence number.
+    expect(await nextSequence()).toBe(before + 1);
+    const right = await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash } });
+    expect([right.status, right.body.receipt?.verdict, right.body.receipt?.sequence]).toEqual([200, "allow", before + 2]);
+  });
 
   it("a Command a few hundred bytes under the message limit can still be answered: the evidence is not counted against the Command's limit", async () => {
     const parent = (await h.intake(command({ tool: "search_web", params: { query: "near the limit" } }))).body.receipt;

@@ -86,7 +86,11 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     );
     expectIntakeError(crowded, "INTAKE_OVERFLOW", 413);
     // An ordinary context well within the bound is still admitted.
-    expect((await h.intake(command({ runtime_context: { x: "\\".repeat(4000) } }))).status).toBe(200);
+    const admitted = await h.intake(command({ runtime_context: { x: "\\".repeat(4000) } }));
+    expect(admitted.status).toBe(200);
+    // Refused before it was signed: no sequence number was spent on it (review rv-71).
+    expectIntakeError(await h.intake(command({ runtime_context: { x: "\\".repeat(8000) } })), "INTAKE_OVERFLOW", 413);
+    expect((await h.intake(command({ runtime_context: { x: "\\".repeat(4000) } }))).body.receipt.sequence).toBe(admitted.body.receipt.sequence + 1);
   });
 
   it("INTAKE_VERSION_UNSUPPORTED (MUST NOT)", async () => {

@@ -19,12 +19,12 @@ import { recordIdOf } from "../protocol/journal/core.js";
 import { buildChallenge, challengeDeadline, evidenceProblem, intakeMessage, type Challenge, type EvidenceGap } from "../protocol/issuing/challenge.js";
 import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
-import { issueAdmission, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
+import type { Admission, IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { answeredByEvidence, closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
-import { recordEvidencedAdmission, signedContexts } from "./intake.js";
+import { awaitingEvidence, recordEvidencedAdmission, signedContexts, sizedAdmission, type AwaitingRecord } from "./intake.js";
 
 /** What issuing needs from the Worker: clock, randomness, the key's sequence, signer, rules, delegation check. */
 export function admissionDeps(c: Context<AppEnv>, { identity, signer }: Issuing): IssuingDeps {
@@ -61,9 +61,8 @@ export function withEvidence(message: Record<string, unknown>, evidence: Record<
 const challenges = (c: Context<AppEnv>, traceId: string) => c.env.INTAKE_CHALLENGES.get(c.env.INTAKE_CHALLENGES.idFromName(traceId));
 const stored = <T>(c: Context<AppEnv>, work: Promise<T>) => withTimeout(work, dependencyTimeout(c.env), "challenge store");
 
-/** Opens the challenge of an admission that lacks evidence and answers it; null when nothing is missing. */
-export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
-  if (admission.gaps.length === 0) return null;
+/** The challenge an admission that lacks evidence opens, as stored and as answered. */
+async function challengeOf(c: Context<AppEnv>, admission: Admission): Promise<{ record: StoredChallenge; challenge: Challenge }> {
   const { receipt } = admission;
   const { manifest } = await issuing(c.env);
   // A delegated Command's evidence is judged with its parent, which must still verify then: the
@@ -71,9 +70,32 @@ export async function openChallenge(c: Context<AppEnv>, admission: Admission): P
   const policyDeadline = challengeDeadline(receipt.issued_at, manifest.content.challenge_policy);
   const deadline = admission.parentValidUntil === undefined ? policyDeadline : Math.min(policyDeadline, seconds(admission.parentValidUntil));
   const record: StoredChallenge = { message: JSON.stringify(intakeMessage(admission.intake)), audience: receipt.audience, gaps: JSON.stringify(admission.gaps), issued_at: receipt.issued_at, expires_at: deadline };
-  const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge) => challenges(c, receipt.trace_id).open(r));
-  await stored(c, Promise.resolve(open(record)));
-  return buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline);
+  return { record, challenge: buildChallenge(receipt.trace_id, admission.gaps, receipt.issued_at, deadline) };
+}
+
+/**
+ * Opens the challenge of an admission that lacks evidence, before the journal records it, and
+ * answers it; null when nothing is missing. The attempt is named by its receipt's nonce. A
+ * challenge an earlier attempt's recorded admission confirmed is kept as it is (review rv-71).
+ */
+export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
+  if (admission.gaps.length === 0) return null;
+  const { record, challenge } = await challengeOf(c, admission);
+  const { nonce, trace_id } = admission.receipt;
+  const open = c.get("services").intake.openChallenge ?? ((r: StoredChallenge, attempt: string) => challenges(c, trace_id).open(r, attempt));
+  await stored(c, Promise.resolve(open(record, nonce)));
+  return challenge;
+}
+
+/**
+ * The journal recorded this admission: its challenge is the trace's, whichever attempt of the same
+ * intake sent at once opened last, so the deadline it announced is the one that holds.
+ */
+export async function confirmChallenge(c: Context<AppEnv>, admission: Admission): Promise<void> {
+  const { record } = await challengeOf(c, admission);
+  const { nonce, trace_id } = admission.receipt;
+  const confirm = c.get("services").intake.confirmChallenge ?? ((r: StoredChallenge, attempt: string) => challenges(c, trace_id).confirm(r, attempt));
+  await stored(c, Promise.resolve(confirm(record, nonce)));
 }
 
 /** The intake answer: the receipt, its runtime context, the rule results, and the challenge when evidence is missing. */
@@ -145,6 +167,8 @@ export const challengeRoutes = new Hono<AppEnv>()
   }
   const { challenge } = taken;
   let admission: Admission;
+  let decision: Parameters<typeof recordEvidencedAdmission>[3];
+  let awaiting: AwaitingRecord | undefined;
   try {
     const gaps = JSON.parse(challenge.gaps) as EvidenceGap[];
     const problem = evidenceProblem(evidence, gaps);
@@ -159,14 +183,17 @@ export const challengeRoutes = new Hono<AppEnv>()
     // deny was issued under: it is recorded first, as intake records it, so GET /v1/config/{hash}
     // answers it after the next change.
     await c.get("services").manifests.recordCurrent(c.get("services").now());
-    admission = await issueAdmission(intake, challenge.audience, own.context, admissionDeps(c, own));
+    // Judged and measured, and the record checked, before a sequence number is spent on it.
+    ({ admission, decision } = await sizedAdmission(intake, challenge.audience, own, admissionDeps(c, own), null, async (draft) => {
+      awaiting = await awaitingEvidence(c, traceId, draft);
+    }));
   } catch (err) {
     await stored(c, store.release(null));
     if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
     throw err;
   }
   try {
-    await recordEvidencedAdmission(c, traceId, admission);
+    await recordEvidencedAdmission(c, awaiting!, admission, decision);
   } catch (err) {
     // Nothing was recorded: the challenge is given back for another answer before its deadline (a
     // record that no longer waits refuses that answer again, CHALLENGE_ANSWERED).

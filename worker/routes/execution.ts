@@ -24,12 +24,8 @@ import { grantedSkew, seconds } from "../protocol/checks/freshness.js";
 import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
-import { storedAdmission } from "./intake.js";
-import type { ReceiptSigner } from "../protocol/issuing/signer.js";
+import { STAND_IN_SIGNER, storedAdmission } from "./intake.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
-
-/** Signs nothing: a MAC and a signature of the real ones' lengths, for sizing a final receipt before it is signed. */
-const STAND_IN_SIGNER: ReceiptSigner = { kid: "stand-in", mac: async () => new Uint8Array(32), sign: async () => new Uint8Array(64) };
 
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
 

@@ -15,11 +15,12 @@
  */
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY } from "../config.js";
+import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY, type Issuing } from "../config.js";
 import { ApiError, clipText, loggedPath, MAX_DETAIL_CHARS, readStrictJson } from "../http.js";
 import { INTAKE_RETRY, INTAKE_STATUS, type IntakeErrorCode } from "../protocol/codes.js";
 import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
-import { issueAdmission, type Admission } from "../protocol/issuing/lifecycle.js";
+import { issueAdmission, sealReceipt, type Admission, type IssuingDeps } from "../protocol/issuing/lifecycle.js";
+import type { ReceiptSigner } from "../protocol/issuing/signer.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { utf8 } from "../protocol/encoding.js";
@@ -29,7 +30,7 @@ import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { historySize, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../protocol/journal/core.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { admissionAnswer, admissionDeps, openChallenge } from "./challenges.js";
+import { admissionAnswer, admissionDeps, confirmChallenge, openChallenge } from "./challenges.js";
 import { ownKeyRevoked } from "../own-key.js";
 import type { Challenge } from "../protocol/issuing/challenge.js";
 
@@ -181,12 +182,11 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     expected = loaded.record.revision;
     fromApproval = true;
   }
-  const admission = await issueAdmission(intake, audience, own.context, delegation ? { ...deps, delegation: async () => delegation } : deps);
+  // Measured before it is signed: an admission the journal could not hold is refused with no sequence number spent and nothing opened.
+  const { admission, decision } = await sizedAdmission(intake, audience, own, delegation ? { ...deps, delegation: async () => delegation } : deps, approval);
   // The challenge is opened before the record is written to await it: a challenge that could not be
   // opened leaves the trace reserved (a retry judges it again), never a record awaiting evidence no
   // one can send. A challenge whose record was not written is answered CHALLENGE_ANSWERED.
-  // Built (and measured) before the challenge opens: an admission the journal could not hold is refused with nothing opened.
-  const decision = decisionOf(admission, approval, own.identity.fingerprint);
   const challenge = await openChallenge(c, admission);
   const appended = await journal.appendMany({
     record_id: reserved.record.record_id,
@@ -194,7 +194,20 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     at: admission.receipt.issued_at,
     transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
   });
-  if (appended.kind === "appended") return { ...admission, replay: false as const, challenge };
+  if (appended.kind === "appended") {
+    // Identical intakes sent at once each opened a challenge: the recorded one is put in place, so
+    // the deadline this answer announces is the one that holds (review rv-71). The record is written
+    // either way, so a store that fails here is logged, not answered: the challenge it holds is
+    // then the last attempt's to open, whose deadline is at most that attempt's judging time later.
+    if (challenge) {
+      try {
+        await confirmChallenge(c, admission);
+      } catch (err) {
+        console.error(JSON.stringify({ event: "challenge_confirm_failed", trace_id: traceId, error: String(err) }));
+      }
+    }
+    return { ...admission, replay: false as const, challenge };
+  }
   // Another attempt of the same intake got there first: its admission is the one.
   if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
@@ -228,11 +241,48 @@ function decisionOf(admission: Admission, approval: string | null, admittedUnder
   return decision;
 }
 
+/** Signs nothing: a MAC and a signature of the real ones' lengths, for sizing a receipt before it is signed (an admission here, a final receipt in execution.ts). */
+export const STAND_IN_SIGNER: ReceiptSigner = { kid: "stand-in", mac: async () => new Uint8Array(32), sign: async () => new Uint8Array(64) };
+
+type Decision = ReturnType<typeof decisionOf>;
+
 /**
- * Records the admission a challenge's evidence earned, on the record that awaited it, in one
- * journal transaction: from then on the trace starts, finalises and is queried as any other.
+ * Judges the Command once and measures the journal record its admission decides before a sequence
+ * number or a signature is spent on it (review rv-71: an admission past the 32 KiB record was
+ * refused INTAKE_OVERFLOW only after it was signed, each refusal skipping a sequence number). The
+ * draft is signed with a stand-in signer under the largest sequence number; the receipt then signed
+ * is the draft with its sequence (no longer) and signatures (as long) replaced: same judgment, same
+ * nonce, same times. `check` runs on the draft, after it was measured and before anything is spent.
  */
-export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: string, admission: Admission): Promise<void> {
+export async function sizedAdmission(
+  intake: Intake,
+  audience: string,
+  own: Issuing,
+  deps: IssuingDeps,
+  approval: string | null,
+  check?: (draft: Admission) => Promise<void>,
+): Promise<{ admission: Admission; decision: Decision }> {
+  const draft = await issueAdmission(intake, audience, own.context, { ...deps, nextSequence: async () => Number.MAX_SAFE_INTEGER, signer: STAND_IN_SIGNER });
+  decisionOf(draft, approval, own.identity.fingerprint);
+  if (check) await check(draft);
+  const { receipt: _legacy, signature: _signature, ...unsigned } = draft.receipt;
+  const receipt = await sealReceipt({ ...unsigned, sequence: await deps.nextSequence() }, deps.signer);
+  const admission = { ...draft, receipt };
+  return { admission, decision: decisionOf(admission, approval, own.identity.fingerprint) };
+}
+
+/** Where a challenge's answer is appended: the record that awaits it, at the revision it was checked at. */
+export interface AwaitingRecord {
+  record_id: string;
+  revision: number;
+}
+
+/**
+ * Whether a challenge's answer can be recorded, judged on its draft before anything is signed: the
+ * record must still await evidence, and an answer that still falls short must fit what the journal
+ * takes of a repeated state.
+ */
+export async function awaitingEvidence(c: Context<AppEnv>, traceId: string, draft: Admission): Promise<AwaitingRecord> {
   const journal = c.get("services").journal(INTAKE_TENANT).port;
   const loaded = await journal.loadByIdempotency(traceId);
   if (loaded.kind !== "found") throw new Error(`journal record of ${traceId}: ${loaded.kind}`);
@@ -240,18 +290,19 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, traceId: stri
   // Each answer that falls short is one more awaiting_approval → awaiting_approval entry, and the
   // journal takes a repeated state only up to MAX_REPEATING_HISTORY entries: past it, an answer that
   // still falls short is not recorded (the journal's own refusal would be a 400 naming the port).
-  if (decidedState(admission) === "awaiting_approval" && (loaded.history.length >= MAX_REPEATING_HISTORY || historySize(loaded.history) >= MAX_REPEATING_HISTORY_SIZE - MAX_TRANSITION_BYTES)) {
-    throw new ApiError(409, "CHALLENGE_ANSWERS_EXHAUSTED", `this trace's record holds ${loaded.history.length} entries, as many (or as large) as it takes of one state repeated: an answer that still falls short is not recorded (its receipt is never answered); only evidence that completes the challenge is, until its deadline`);
+  if (decidedState(draft) === "awaiting_approval" && (loaded.history.length >= MAX_REPEATING_HISTORY || historySize(loaded.history) >= MAX_REPEATING_HISTORY_SIZE - MAX_TRANSITION_BYTES)) {
+    throw new ApiError(409, "CHALLENGE_ANSWERS_EXHAUSTED", `this trace's record holds ${loaded.history.length} entries, as many (or as large) as it takes of one state repeated: an answer that still falls short is not recorded (no receipt is signed for it); only evidence that completes the challenge is, until its deadline`);
   }
-  let decision: ReturnType<typeof decisionOf>;
-  try {
-    decision = decisionOf(admission, null, (await issuing(c.env)).identity.fingerprint);
-  } catch (err) {
-    // As the evidence route answers any other intake error of the re-judged Command.
-    if (err instanceof IntakeError) throw new ApiError(400, "MALFORMED_REQUEST", err.detail);
-    throw err;
-  }
-  const appended = await journal.appendMany({ record_id: loaded.record.record_id, expected_revision: loaded.record.revision, at: admission.receipt.issued_at, transitions: [decision] });
+  return { record_id: loaded.record.record_id, revision: loaded.record.revision };
+}
+
+/**
+ * Records the admission a challenge's evidence earned, on the record that awaited it, in one
+ * journal transaction: from then on the trace starts, finalises and is queried as any other.
+ */
+export async function recordEvidencedAdmission(c: Context<AppEnv>, at: AwaitingRecord, admission: Admission, decision: Decision): Promise<void> {
+  const journal = c.get("services").journal(INTAKE_TENANT).port;
+  const appended = await journal.appendMany({ record_id: at.record_id, expected_revision: at.revision, at: admission.receipt.issued_at, transitions: [decision] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
 }
 
