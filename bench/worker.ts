@@ -38,6 +38,7 @@ import { VerifyCall } from "../worker/contract/schemas.js";
 import { validateBody } from "../worker/http.js";
 import type { Decision } from "../worker/protocol/verify.js";
 
+export { AdminRegistry } from "../durable-objects/admin-registry.js";
 export { DecisionStats } from "../durable-objects/decision-stats.js";
 export { EvidenceChain } from "../durable-objects/evidence-chain.js";
 export { IssuerLedger } from "../durable-objects/issuer-ledger.js";
