@@ -104,6 +104,28 @@ describe("replay", () => {
     expect(codes(after)).toEqual(["REPLAY_DETECTED"]);
   });
 
+  it("audit mode reports a consumed nonce only to a party the receipt is addressed to, and only for a receipt its issuer signed", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("audit-foreign");
+    await h.pin(issuer.anchor);
+    const NARROW = "audit-narrow-party-token-0123456789abcdef";
+    expect([201, 409]).toContain((await h.admin("POST", "/v1/admin/relying-parties", { name: "audit-narrow-party", audiences: [AUDIENCE], token: NARROW })).status);
+    const asNarrow = (body: unknown) => h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${NARROW}` }, body: JSON.stringify(body) });
+    // Another party's receipt (addressed to SECOND_AUDIENCE, which the narrow party does not hold), consumed by its party.
+    const theirs = await issuer.body({ audience: SECOND_AUDIENCE }, { audience: SECOND_AUDIENCE });
+    expect((await h.verify(theirs)).body).toMatchObject({ valid: true, nonce_consumed: true });
+    // The party it is addressed to still learns it was presented.
+    expect(codes(await h.verify({ ...theirs, mode: "audit" }))).toEqual(["REPLAY_DETECTED"]);
+    // Audited by the narrow party under its own audience: the receipt is not for it, and its replay state is not told.
+    const mismatched = await asNarrow({ receipt: theirs.receipt, audience: AUDIENCE, mode: "audit" });
+    expect(mismatched.status).toBe(200);
+    expect(codes(mismatched)).toEqual(["AUDIENCE_MISMATCH"]);
+    // Nor through a forged receipt carrying that nonce, addressed to the narrow party.
+    const forged = await asNarrow({ receipt: { ...theirs.receipt, audience: AUDIENCE }, audience: AUDIENCE, mode: "audit" });
+    expect(codes(forged)).toEqual(["SIGNATURE_INVALID"]);
+    expect(forged.body).toMatchObject({ valid: false, decision: "audit", nonce_consumed: false });
+  });
+
   it("audit mode judges freshness at `at` and runs without a request", async () => {
     const h = harness(env, createExecutionContext());
     const issuer = await issuerFor("audit-at");

@@ -108,6 +108,20 @@ export function verifyDeps({ anchors, verifier, ledgers, manifests }: Services):
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 
 /**
+ * An audit answers a receipt's replay state (its nonce consumed, its sequence seen) only to a
+ * party the receipt is addressed to, and only for a receipt its issuer signed: the audience is
+ * the boundary. Otherwise any relying party could ask, in audit mode, whether another party's
+ * receipt was presented (its own audience, AUDIENCE_MISMATCH), or whether any nonce was consumed
+ * (a forged receipt carrying that nonce, SIGNATURE_INVALID). Such a decision is already invalid
+ * by a critical failure of its own, so dropping REPLAY_DETECTED changes nothing else of it.
+ */
+export function withoutForeignReplay<D extends Decision>(d: D): D {
+  if (d.mode !== "audit" || !d.failures.some((f) => f.code === "REPLAY_DETECTED")) return d;
+  const foreign = d.kid === null || d.failures.some((f) => f.code === "AUDIENCE_MISMATCH");
+  return foreign ? { ...d, failures: d.failures.filter((f) => f.code !== "REPLAY_DETECTED") } : d;
+}
+
+/**
  * Answers a decision: 400 when what was presented is malformed, else 200. Every decision is
  * logged once; an enforce decision is counted in this isolate's batch, which reaches
  * DecisionStats after the answer: counting writes nothing on an issuer's ledger.
@@ -115,8 +129,9 @@ const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 export function answerDecision<D extends Decision>(c: Context<AppEnv>, judged: D): Response {
   // A failure's detail can quote the subject (an unknown field's name): cut as an error's is (clipText).
   // clipFailureDetails answers the same list when nothing is cut, so an accepted receipt's decision is not copied.
-  const failures = clipFailureDetails(judged.failures);
-  const decision = failures === judged.failures ? judged : { ...judged, failures };
+  const shown = withoutForeignReplay(judged);
+  const failures = clipFailureDetails(shown.failures);
+  const decision = failures === shown.failures ? shown : { ...shown, failures };
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
   observeDecision(c, decision, malformed ? 400 : 200);
   // A malformed subject is a 400, in the one error shape every 4xx shares.
