@@ -290,6 +290,10 @@ describe("revoking the key that signed a delegation's parent", () => {
     await intake(finished);
     const other = command({ delegation_chain: otherParent });
     await intake(other);
+    // The parent wrapped in an Evidence Envelope: the key is found through the envelope's receipt just the same.
+    const parentHash = (await h.verify({ receipt: parent, audience: AUDIENCE, mode: "audit" })).body.receipt_hash;
+    const enveloped = command({ delegation_chain: { envelope_version: "1.3", original_receipt: parent, parent_trace_id: parent.trace_id, child_trace_id: trace(), delegation_reason: "hand-off", hop_count: 1, previous_receipt_hash: parentHash } });
+    await intake(enveloped);
     // A grandchild: delegated from a child this deployment signed, its authority still rests on the parent's key.
     const grandchild = command({ delegation_chain: readyReceipt });
     await intake(grandchild);
@@ -300,13 +304,14 @@ describe("revoking the key that signed a delegation's parent", () => {
 
     const revoked = await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid);
     expect(revoked.status, revoked.text).toBe(200);
-    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 3 });
+    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 4 });
     const fingerprint = revoked.body.fingerprint;
 
     const evidence = async (traceId: string) => (await h.call(`/v1/evidence/${traceId}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body;
     expect((await evidence(ready.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, trace_id: ready.trace_id, via: "delegation" });
     expect((await evidence(started.trace_id)).reconciliation).toMatchObject({ state: "started", fingerprint, via: "delegation" });
     expect((await evidence(grandchild.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
+    expect((await evidence(enveloped.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
     expect((await evidence(finished.trace_id)).reconciliation).toBeNull();
     expect((await evidence(other.trace_id)).reconciliation).toBeNull();
 
@@ -320,11 +325,11 @@ describe("revoking the key that signed a delegation's parent", () => {
 
     const listed = await h.admin("GET", `/v1/admin/revocations/${fingerprint}`);
     expect(listed.status).toBe(200);
-    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready.trace_id, started.trace_id, grandchild.trace_id].sort());
+    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready.trace_id, started.trace_id, grandchild.trace_id, enveloped.trace_id].sort());
     expect(listed.body.journal_records.every((m: { via: string }) => m.via === "delegation")).toBe(true);
 
     // Revoking again is idempotent.
-    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).body.in_flight).toEqual({ chains: 0, journal_records: 3 });
+    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).body.in_flight).toEqual({ chains: 0, journal_records: 4 });
 
     // A new child of the revoked parent is refused; a new grandchild through a child signed before
     // the revocation verifies (its own parent's key is trusted) but is marked as it is written.
