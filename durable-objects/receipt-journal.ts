@@ -16,16 +16,28 @@ import { hasTable } from "./sql.js";
 
 /**
  * CCS §14, revocation of evidence in flight: the key each admission was signed under (its
- * entry's `detail.admitted_under`) and the admission's `expires_at`, indexed by key; the keys
- * revoked; the records marked for reconciliation because they were in flight under a revoked key.
- * Created with the first admission or the first revocation a shard is told of.
+ * entry's `detail.admitted_under`) and the admission's `expires_at`, indexed by key; for a
+ * delegated admission, the keys its authority rests on (`detail.delegated_under`: the key that
+ * signed its parent, then those the parent's admission rested on), indexed the same way; the keys
+ * revoked; the records marked for reconciliation because they were in flight under a revoked key
+ * (`via`: `admission`, the key signed the admission, or `delegation`, it signed a parent the
+ * admission was delegated from). Created with the first admission or the first revocation a shard
+ * is told of.
  */
+/** Came after the first shards were created: an older shard gets these (and `reconciliation_marks.via`) when it starts. */
+const DELEGATION_SCHEMA = [
+  "CREATE TABLE IF NOT EXISTS delegation_keys (record_id TEXT NOT NULL, fingerprint TEXT NOT NULL, expires_at REAL, PRIMARY KEY (record_id, fingerprint)) WITHOUT ROWID",
+  "CREATE INDEX IF NOT EXISTS delegation_keys_by_key ON delegation_keys (fingerprint)",
+];
+/** How many keys a delegated admission is indexed under at most: one per hop a chain can hold. */
+const MAX_DELEGATED_KEYS = 16;
 const REVOCATION_SCHEMA = [
   "CREATE TABLE IF NOT EXISTS admission_keys (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, expires_at REAL) WITHOUT ROWID",
   "CREATE INDEX IF NOT EXISTS admission_keys_by_key ON admission_keys (fingerprint)",
   "CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, revoked_at REAL NOT NULL) WITHOUT ROWID",
-  "CREATE TABLE IF NOT EXISTS reconciliation_marks (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, revoked_at REAL NOT NULL, marked_at REAL NOT NULL) WITHOUT ROWID",
+  "CREATE TABLE IF NOT EXISTS reconciliation_marks (record_id TEXT PRIMARY KEY, fingerprint TEXT NOT NULL, revoked_at REAL NOT NULL, marked_at REAL NOT NULL, via TEXT) WITHOUT ROWID",
   "CREATE INDEX IF NOT EXISTS reconciliation_marks_by_key ON reconciliation_marks (fingerprint)",
+  ...DELEGATION_SCHEMA,
 ];
 const IN_FLIGHT = IN_FLIGHT_STATES.map((s) => `'${s}'`).join(", ");
 const HEX64 = /^[0-9a-f]{64}$/;
@@ -72,6 +84,13 @@ export class ReceiptJournal extends DurableObject<Env> {
     if (this.hasRevocationSchema && !this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().some((c) => c.name === "expires_at")) {
       this.sql.exec("ALTER TABLE admission_keys ADD COLUMN expires_at REAL");
     }
+    // The keys a delegated admission rests on came later still: an older shard gets their table and the marks' `via` (null is `admission`).
+    if (this.hasRevocationSchema && !hasTable(this.sql, "delegation_keys")) {
+      for (const statement of DELEGATION_SCHEMA) this.sql.exec(statement);
+      if (!this.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('reconciliation_marks')").toArray().some((c) => c.name === "via")) {
+        this.sql.exec("ALTER TABLE reconciliation_marks ADD COLUMN via TEXT");
+      }
+    }
     this.core = journalCore(this.storage(), { leaseDeadline: (_at, seconds) => Date.now() + Math.ceil(seconds * 1000) });
   }
 
@@ -106,8 +125,12 @@ export class ReceiptJournal extends DurableObject<Env> {
           const c = this.exec("INSERT INTO entries (record_id, revision, entry) VALUES (?, ?, ?)", row.record_id, e.revision, JSON.stringify(e));
           c.toArray();
           this.rowsWritten += c.rowsWritten;
-          const under = (e.detail as { admitted_under?: unknown } | null)?.admitted_under;
-          if (e.receipt && typeof under === "string" && HEX64.test(under)) this.noteAdmission(row.record_id, under, e.receipt.expires_at, row.state, e.at);
+          const detail = e.detail as { admitted_under?: unknown; delegated_under?: unknown } | null;
+          const under = detail?.admitted_under;
+          if (e.receipt && typeof under === "string" && HEX64.test(under)) {
+            const delegated = Array.isArray(detail?.delegated_under) ? detail.delegated_under.filter((k): k is string => typeof k === "string" && HEX64.test(k)).slice(0, MAX_DELEGATED_KEYS) : [];
+            this.noteAdmission(row.record_id, under, delegated, e.receipt.expires_at, row.state, e.at);
+          }
         }
       },
       due: (nowMs) =>
@@ -121,32 +144,43 @@ export class ReceiptJournal extends DurableObject<Env> {
     this.hasRevocationSchema = true;
   }
 
-  /** Indexes an admission by its signing key; one admitted under a key already revoked is marked at once. */
-  private noteAdmission(recordId: string, fingerprint: string, expiresAt: unknown, state: string, at: number): void {
+  /**
+   * Indexes an admission by its signing key and, when it was delegated, by the keys its authority
+   * rests on (the latest admission's set replaces an earlier one's); one admitted under a key
+   * already revoked, or delegated from a parent whose key is, is marked at once.
+   */
+  private noteAdmission(recordId: string, fingerprint: string, delegated: readonly string[], expiresAt: unknown, state: string, at: number): void {
     this.revocationSchema();
     const expires = typeof expiresAt === "number" && Number.isFinite(expiresAt) ? expiresAt : null;
     this.exec(
       "INSERT INTO admission_keys (record_id, fingerprint, expires_at) VALUES (?, ?, ?) ON CONFLICT (record_id) DO UPDATE SET fingerprint = excluded.fingerprint, expires_at = excluded.expires_at",
       recordId, fingerprint, expires,
     ).toArray();
-    const revoked = this.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked_keys WHERE fingerprint = ?", fingerprint).toArray()[0];
-    if (revoked && (IN_FLIGHT_STATES as readonly string[]).includes(state)) {
-      this.exec("INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING", recordId, fingerprint, revoked.revoked_at, at).toArray();
+    this.exec("DELETE FROM delegation_keys WHERE record_id = ?", recordId).toArray();
+    for (const key of delegated) {
+      if (key !== fingerprint) this.exec("INSERT INTO delegation_keys (record_id, fingerprint, expires_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING", recordId, key, expires).toArray();
+    }
+    if (!(IN_FLIGHT_STATES as readonly string[]).includes(state)) return;
+    for (const [key, via] of [[fingerprint, "admission"], ...delegated.map((k) => [k, "delegation"])] as const) {
+      const revoked = this.exec<{ revoked_at: number }>("SELECT revoked_at FROM revoked_keys WHERE fingerprint = ?", key).toArray()[0];
+      if (revoked) this.exec("INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at, via) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", recordId, key, revoked.revoked_at, at, via).toArray();
     }
   }
 
   private marks(where: string, value: string): ReconciliationMark[] {
     if (!this.hasRevocationSchema || !this.hasSchema) return [];
     return this.exec<Record<string, SqlStorageValue>>(
-      `SELECT m.record_id, r.trace_id, r.state, m.fingerprint, m.revoked_at, m.marked_at FROM reconciliation_marks m JOIN records r ON r.record_id = m.record_id WHERE m.${where} = ? ORDER BY m.record_id`,
+      `SELECT m.record_id, r.trace_id, r.state, m.fingerprint, m.revoked_at, m.marked_at, COALESCE(m.via, 'admission') AS via FROM reconciliation_marks m JOIN records r ON r.record_id = m.record_id WHERE m.${where} = ? ORDER BY m.record_id`,
       value,
     ).toArray() as unknown as ReconciliationMark[];
   }
 
   /**
-   * CCS §14: `fingerprint` has been revoked. Every record of this shard admitted under it and still
+   * CCS §14: `fingerprint` has been revoked. Every record of this shard admitted under it, or
+   * delegated from a parent it signed (or from one whose own admission rested on it), and still
    * in flight is marked for reconciliation, in one transaction with recording the revocation (so an
-   * admission written later under that key is marked as it is written). A record still `ready`
+   * admission written later under that key is marked as it is written). A record carries one mark:
+   * the first revocation's that reached it. A record still `ready`
    * whose admission is past `expires_at + grace` (the most skew a start grants it) is not in flight:
    * nothing can start on it any more, and it is closed expired when a start is tried, so the marks
    * stay as many as the admissions that could still run, not every admission the key ever signed.
@@ -163,6 +197,13 @@ export class ReceiptJournal extends DurableObject<Env> {
            SELECT a.record_id, a.fingerprint, ?, ? FROM admission_keys a JOIN records r ON r.record_id = a.record_id
            WHERE a.fingerprint = ? AND r.state IN (${IN_FLIGHT})
              AND NOT (r.state = 'ready' AND a.expires_at IS NOT NULL AND a.expires_at + ? < ?) ON CONFLICT DO NOTHING`,
+          first, at, fingerprint, grace, at,
+        ).toArray();
+        this.exec(
+          `INSERT INTO reconciliation_marks (record_id, fingerprint, revoked_at, marked_at, via)
+           SELECT d.record_id, d.fingerprint, ?, ?, 'delegation' FROM delegation_keys d JOIN records r ON r.record_id = d.record_id
+           WHERE d.fingerprint = ? AND r.state IN (${IN_FLIGHT})
+             AND NOT (r.state = 'ready' AND d.expires_at IS NOT NULL AND d.expires_at + ? < ?) ON CONFLICT DO NOTHING`,
           first, at, fingerprint, grace, at,
         ).toArray();
       }

@@ -122,3 +122,7 @@ export async function closeExpiredChallenge(journal: JournalClient["port"], trac
   }
   throw new Error(`the journal record of ${traceId} kept changing while its expired challenge was being closed`);
 }
+
+/** Why a record was marked for reconciliation (CCS §14), for an answer's detail: the admission's own key, or its parent's, was revoked. */
+export const markCause = (mark: Pick<ReconciliationMark, "via" | "revoked_at">): string =>
+  mark.via === "delegation" ? `was delegated from a parent receipt signed under a key revoked at ${mark.revoked_at}` : `was signed under a key revoked at ${mark.revoked_at}`;

@@ -231,6 +231,10 @@ describe("revoking a key long after most of its admissions lapsed", () => {
       await runInDurableObject(shard, (_instance, state) => {
         const columns = state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().map((r) => r.name);
         if (columns.includes("expires_at")) state.storage.sql.exec("ALTER TABLE admission_keys DROP COLUMN expires_at");
+        // … and from before delegated admissions were indexed by their parent's key: no delegation_keys, no marks' via.
+        state.storage.sql.exec("DROP TABLE IF EXISTS delegation_keys");
+        const marks = state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('reconciliation_marks')").toArray().map((r) => r.name);
+        if (marks.includes("via")) state.storage.sql.exec("ALTER TABLE reconciliation_marks DROP COLUMN via");
       });
     }
     await waitOnExecutionContext(ctx);
@@ -240,10 +244,113 @@ describe("revoking a key long after most of its admissions lapsed", () => {
     expect(revoked.status, revoked.text).toBe(200);
     const listed = await later.admin("GET", `/v1/admin/revocations/${own.keys[0].fingerprint}`);
     expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id)).toContain(c.trace_id);
+    expect(listed.body.journal_records.find((m: { trace_id: string }) => m.trace_id === c.trace_id).via).toBe("admission");
     // Fresh stubs: the ones above belong to the instances aborted.
     for (const shard of shards()) {
       const columns = await runInDurableObject(shard, (_instance, state) => state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('admission_keys')").toArray().map((r) => r.name));
       if (columns.length) expect(columns).toContain("expires_at");
+      if (!columns.length) continue;
+      const [delegation, marks] = await runInDurableObject(shard, (_instance, state) => [
+        state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('delegation_keys')").toArray().map((r) => r.name),
+        state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('reconciliation_marks')").toArray().map((r) => r.name),
+      ]);
+      expect(delegation).toContain("fingerprint");
+      expect(marks).toContain("via");
     }
+  });
+});
+
+describe("revoking the key that signed a delegation's parent", () => {
+  const trace = () => crypto.randomUUID().replaceAll("-", "").slice(0, 16);
+  const command = (extra: Record<string, unknown> = {}) => ({ intake_version: "1.3", agent_id: "delegated-agent", tool: "search_web", params: { query: "weather in Oslo" }, timestamp: TEST_NOW - 1, trace_id: trace(), ...extra });
+
+  it("marks the children admitted before it (and their own delegated children) as a revocation of their own key would: listed, start refused, evidence says so; settled children and other parents' children stay unmarked", async () => {
+    // A signing key of this test's own: another test of this file revokes the configured one.
+    const keyed = { ...env, SIGNING_KEY: "0f4b1d2c3a5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8", SIGNING_KID: "test-signing-delegation" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const parentIssuer = await issuerFor("revocation-delegation-parent");
+    const otherIssuer = await issuerFor("revocation-delegation-other");
+    await h.pin(parentIssuer.anchor);
+    await h.pin(otherIssuer.anchor);
+    const parent = (await parentIssuer.receipt({ tool: "search_web", params: { query: "plan" } })).receipt;
+    const otherParent = (await otherIssuer.receipt({ tool: "search_web", params: { query: "plan" } })).receipt;
+    const intake = async (c: Record<string, unknown>) => {
+      const res = await h.intake(c);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.receipt.verdict, res.text).toBe("allow");
+      return res.body.receipt;
+    };
+    const ready = command({ delegation_chain: parent });
+    const readyReceipt = await intake(ready);
+    const started = command({ delegation_chain: parent });
+    await intake(started);
+    const finished = command({ delegation_chain: parent });
+    await intake(finished);
+    const other = command({ delegation_chain: otherParent });
+    await intake(other);
+    // The parent wrapped in an Evidence Envelope: the key is found through the envelope's receipt just the same.
+    const parentHash = (await h.verify({ receipt: parent, audience: AUDIENCE, mode: "audit" })).body.receipt_hash;
+    const enveloped = command({ delegation_chain: { envelope_version: "1.3", original_receipt: parent, parent_trace_id: parent.trace_id, child_trace_id: trace(), delegation_reason: "hand-off", hop_count: 1, previous_receipt_hash: parentHash } });
+    await intake(enveloped);
+    // A grandchild: delegated from a child this deployment signed, its authority still rests on the parent's key.
+    const grandchild = command({ delegation_chain: readyReceipt });
+    await intake(grandchild);
+    const lifecycle = (traceId: string, step: string, body: unknown) => h.call(`/v1/receipts/${traceId}/${step}`, post(body, INTAKE_TOKEN));
+    expect((await lifecycle(started.trace_id, "start", {})).status).toBe(200);
+    const fence = (await lifecycle(finished.trace_id, "start", {})).body.fence;
+    expect((await lifecycle(finished.trace_id, "finalize", { fence, response: { forecast: "rain" } })).status).toBe(200);
+
+    const revoked = await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid);
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 4 });
+    const fingerprint = revoked.body.fingerprint;
+
+    const evidence = async (traceId: string) => (await h.call(`/v1/evidence/${traceId}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body;
+    expect((await evidence(ready.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, trace_id: ready.trace_id, via: "delegation" });
+    expect((await evidence(started.trace_id)).reconciliation).toMatchObject({ state: "started", fingerprint, via: "delegation" });
+    expect((await evidence(grandchild.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
+    expect((await evidence(enveloped.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
+    expect((await evidence(finished.trace_id)).reconciliation).toBeNull();
+    expect((await evidence(other.trace_id)).reconciliation).toBeNull();
+
+    for (const traceId of [ready.trace_id, grandchild.trace_id]) {
+      const refused = await lifecycle(traceId, "start", {});
+      expect([refused.status, refused.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+      // The refusal names the key that was revoked for what it is: the parent's, not the admission's own.
+      expect(refused.body.error.detail).toContain("delegated from a parent receipt signed under a key revoked");
+    }
+    expect((await lifecycle(other.trace_id, "start", {})).status).toBe(200);
+
+    const listed = await h.admin("GET", `/v1/admin/revocations/${fingerprint}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.journal_records.map((m: { trace_id: string }) => m.trace_id).sort()).toEqual([ready.trace_id, started.trace_id, grandchild.trace_id, enveloped.trace_id].sort());
+    expect(listed.body.journal_records.every((m: { via: string }) => m.via === "delegation")).toBe(true);
+
+    // Revoking again is idempotent.
+    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).body.in_flight).toEqual({ chains: 0, journal_records: 4 });
+
+    // A new child of the revoked parent is refused; a new grandchild through a child signed before
+    // the revocation verifies (its own parent's key is trusted) but is marked as it is written.
+    const late = await h.intake(command({ delegation_chain: parent }));
+    expect(late.body.receipt.block_reason).toBe("delegation_invalid: ANCHOR_REVOKED");
+    const lateGrandchild = command({ delegation_chain: readyReceipt });
+    await intake(lateGrandchild);
+    expect((await evidence(lateGrandchild.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
+    const refused = await lifecycle(lateGrandchild.trace_id, "start", {});
+    expect([refused.status, refused.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+  });
+
+  it("an admission revoked under its own key says so (via admission)", async () => {
+    const keyed = { ...env, SIGNING_KEY: "7c2e4a6b8d0f1e3c5a7b9d1f3e5c7a9b1d3f5e7c9a1b3d5f7e9c1a3b5d7f9e1c", SIGNING_KID: "test-signing-via" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const c = command();
+    expect((await h.intake(c)).status).toBe(200);
+    expect((await h.admin("POST", "/v1/admin/anchors/revoke", { issuer: own.issuer, fingerprint: own.keys[0].fingerprint })).status).toBe(200);
+    const evidence = (await h.call(`/v1/evidence/${c.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body;
+    expect(evidence.reconciliation).toMatchObject({ trace_id: c.trace_id, via: "admission" });
   });
 });

@@ -272,12 +272,20 @@ export const Revoked = z
     kid: z.string(),
     fingerprint: hex(64),
     revoked_at: z.number(),
-    in_flight: z.object({ chains: z.number().int(), journal_records: z.number().int() }).meta({ description: "CCS §14: live chains now broken at a hop this key signed, and journal records in flight under it now marked for reconciliation (GET /v1/admin/revocations/{fingerprint} lists them)" }),
+    in_flight: z.object({ chains: z.number().int(), journal_records: z.number().int() }).meta({ description: "CCS §14: live chains now broken at a hop this key signed, and journal records in flight under it (admitted under it, or delegated from a parent it signed) now marked for reconciliation (GET /v1/admin/revocations/{fingerprint} lists them)" }),
   })
   .meta({ id: "Revoked" });
 const ReconciliationMark = z
-  .object({ record_id: z.string(), trace_id: z.string().nullable(), state: z.enum(JOURNAL_STATES), fingerprint: hex(64), revoked_at: z.number(), marked_at: z.number() })
-  .meta({ id: "ReconciliationMark", description: "a journal record admitted under a key revoked while it was in flight: it cannot be started, and its outcome is to be reconciled" });
+  .object({
+    record_id: z.string(),
+    trace_id: z.string().nullable(),
+    state: z.enum(JOURNAL_STATES),
+    fingerprint: hex(64),
+    revoked_at: z.number(),
+    marked_at: z.number(),
+    via: z.enum(["admission", "delegation"]).meta({ description: "what the revoked key signed: the admission itself, or the parent receipt a delegated admission was linked to (or a parent further up, when this deployment admitted that parent delegated)" }),
+  })
+  .meta({ id: "ReconciliationMark", description: "a journal record in flight when a key it rests on was revoked (the key that signed its admission, or one that signed the parent it was delegated from): it cannot be started, and its outcome is to be reconciled. A record carries one mark, the first revocation's that reached it" });
 export const RevocationEffects = z
   .object({
     fingerprint: hex(64),

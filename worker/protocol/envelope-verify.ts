@@ -25,6 +25,8 @@ export interface EnvelopeCall {
   idempotency?: Idempotency;
   /** The caller's own further stateless checks of the receipt (its verifier-class floor), run before any nonce is consumed. */
   receiptChecks?: (r: Receipt) => Failure[];
+  /** Told the fingerprint of the pinned key the original receipt's signature verified under (see verifyReceipt). */
+  onSigned?: (fingerprint: string) => void;
 }
 
 export type EnvelopeDecision = { decision: Decision; envelope: Envelope | null; crossOrg: boolean };
@@ -54,6 +56,7 @@ export async function verifyEnvelope(value: unknown, call: EnvelopeCall, deps: V
       now: call.now,
       policy: call.policy,
       idempotency: call.idempotency,
+      onSigned: call.onSigned,
       contextChecks: (r, receiptHash) => [
         ...checkEnvelope(envelope, crossOrg, r, receiptHash, { orgId: call.orgId, senderOrgId, keyFingerprint, pinnedFingerprints }),
         ...(call.receiptChecks?.(r) ?? []),

@@ -21,7 +21,7 @@ import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/comma
 import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import type { Admission, IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
-import { answeredByEvidence, closeExpiredChallenge, INTAKE_TENANT } from "../journal-store.js";
+import { answeredByEvidence, closeExpiredChallenge, INTAKE_TENANT, markCause } from "../journal-store.js";
 import { verifyDeps } from "./decision-call.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
 import { awaitingEvidence, recordEvidencedAdmission, signedContexts, sizedAdmission, type AwaitingRecord } from "./intake.js";
@@ -178,7 +178,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     // CCS §14: a trace admitted under a key since revoked is marked for reconciliation and can never
     // start, so no evidence can move it on; the challenge is given back as it was.
     const mark = await c.get("services").journal(INTAKE_TENANT).markOf(recordIdOf(traceId));
-    if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this trace was admitted under a key revoked at ${mark.revoked_at}: it is marked for reconciliation, and no evidence can move it on`);
+    if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this trace's admission ${markCause(mark)}: it is marked for reconciliation, and no evidence can move it on`);
     // The fresh receipt is signed under the configuration in force now, which may not be the one the
     // deny was issued under: it is recorded first, as intake records it, so GET /v1/config/{hash}
     // answers it after the next change.

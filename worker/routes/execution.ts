@@ -12,7 +12,7 @@ import type { AppEnv } from "../app.js";
 import { freshnessPolicy, issuing, leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
 import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
-import { INTAKE_TENANT } from "../journal-store.js";
+import { INTAKE_TENANT, markCause } from "../journal-store.js";
 import { snapshotJson } from "../protocol/boundary.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { HEX16 } from "../protocol/encoding.js";
@@ -250,7 +250,7 @@ export const executionRoutes = new Hono<AppEnv>()
   if (record.state === "ready") await refuseExpired(c, record, history, now);
   // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
-  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${mark.revoked_at}: it is marked for reconciliation and cannot be started`);
+  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(mark)}: it is marked for reconciliation and cannot be started`);
   if (record.state === "ready") {
     // Nothing is written: the admission stays as it was issued, and the same Command is admitted again under a new trace_id.
     refuseOtherConfiguration(admissionOf(history), (await issuing(c.env)).context.configHash, "its outcome could never be signed, so it is not started; admit the Command again under a new trace_id");
@@ -266,7 +266,7 @@ export const executionRoutes = new Hono<AppEnv>()
     case "not-eligible": {
       // Marked by a revocation that landed after the look above: the journal refused the claim itself.
       const late = claimed.lease_lapsed ? null : await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
-      if (late) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission was signed under a key revoked at ${late.revoked_at}: it is marked for reconciliation and cannot be started`);
+      if (late) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(late)}: it is marked for reconciliation and cannot be started`);
       throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
     }
     case "not-found":

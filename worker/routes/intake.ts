@@ -33,6 +33,7 @@ import { VerifierUnavailable } from "../protocol/verify.js";
 import { admissionAnswer, admissionDeps, confirmChallenge, openChallenge } from "./challenges.js";
 import { ownKeyRevoked } from "../own-key.js";
 import type { Challenge } from "../protocol/issuing/challenge.js";
+import type { SignedContext } from "../protocol/issuing/delegation.js";
 
 class IntakeTimeout extends Error {}
 /** This deployment's own signing key is revoked: intake answers INTAKE_FAILED, 503, and issues nothing. */
@@ -69,6 +70,12 @@ interface DecisionDetail {
   approval_jcs: string | null;
   /** Fingerprint of the key the admission was signed under: what a revocation of that key finds it by (CCS §14). */
   admitted_under: string;
+  /**
+   * A delegated admission's: the keys its authority rests on, the one that signed its parent first
+   * (then those the parent's own admission rested on), so a revocation of one of them marks it too (CCS §14).
+   * Absent from an admission that was not delegated, and from those written before it was kept.
+   */
+  delegated_under?: string[];
 }
 
 /** The latest admission decision a record's history holds (the one an execution starts from), or null while it is only reserved. */
@@ -103,14 +110,15 @@ export function retriedAdmission(history: readonly JournalEntry[]): (StoredAdmis
  * finalised receipt carries its admission's context over, so these cover it too. A record the
  * journal refuses is an error: the hop must not be guessed.
  */
-export async function signedContexts(c: Context<AppEnv>, traceId: string): Promise<string[]> {
+export async function signedContexts(c: Context<AppEnv>, traceId: string): Promise<SignedContext[]> {
   const loaded = await c.get("services").journal(INTAKE_TENANT).port.loadByIdempotency(traceId);
   if (loaded.kind === "not-found") return [];
   if (loaded.kind !== "found") throw new Error(`journal record of ${traceId} refused: ${loaded.reason}`);
   return loaded.history
     .filter((e) => e.event === "append" && e.receipt && (e.from === "awaiting_policy" || e.from === "awaiting_approval"))
-    .map((e) => (e.detail as unknown as DecisionDetail).runtime_context_jcs)
-    .filter((text): text is string => text !== null)
+    .map((e) => e.detail as unknown as DecisionDetail)
+    .filter((d) => d.runtime_context_jcs !== null)
+    .map((d) => ({ text: d.runtime_context_jcs!, delegatedUnder: Array.isArray(d.delegated_under) ? d.delegated_under : [] }))
     .reverse();
 }
 
@@ -228,7 +236,13 @@ function decisionOf(admission: Admission, approval: string | null, admittedUnder
     effect: "not-started" as const,
     receipt: admission.receipt,
     // The runtime context is kept as the canonical text its hash covers: it is the caller's, not the journal's.
-    detail: { runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null, rules: admission.results, approval_jcs: approval, admitted_under: admittedUnder } satisfies DecisionDetail,
+    detail: {
+      runtime_context_jcs: admission.runtime_context ? jcs(admission.runtime_context) : null,
+      rules: admission.results,
+      approval_jcs: approval,
+      admitted_under: admittedUnder,
+      ...(admission.delegatedUnder && admission.delegatedUnder.length > 0 ? { delegated_under: admission.delegatedUnder } : {}),
+    } satisfies DecisionDetail,
   };
   const size = utf8(jcs({ receipt: decision.receipt, detail: decision.detail, extensions: null })).byteLength;
   if (size > MAX_TRANSITION_BYTES) {

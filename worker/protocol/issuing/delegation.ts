@@ -16,6 +16,11 @@
  * cannot read is refused (its hop is unknown). An envelope's `hop_count` is not signed and is not
  * read for the hop. A parent that is not an allow authorised nothing, so it cannot be delegated
  * from either.
+ *
+ * A linked child also carries the keys its authority rests on (CCS §14): the fingerprint of the
+ * pinned key that signed its parent, then the keys the parent's own admission rested on when this
+ * deployment admitted the parent (read from the same journal entry its hop is read from). A
+ * revocation of any of them marks the child as a revocation of its own signing key would.
  */
 import { grantedSkew, type FreshnessPolicy } from "../checks/freshness.js";
 import type { Receipt } from "../receipt.js";
@@ -31,12 +36,23 @@ export interface DelegationLink {
   hop_count: number;
 }
 
+/** An admission's signed runtime context and the keys its delegation rested on (none when it was not delegated). */
+export interface SignedContext {
+  text: string;
+  delegatedUnder: string[];
+}
+
 export type DelegationCheck =
   | {
       kind: "linked";
       link: DelegationLink;
       /** The last instant the parent verifies (its `expires_at` plus the skew granted it): no evidence can be judged with it after. */
       validUntil: number;
+      /**
+       * The keys (fingerprints) the child's authority rests on, nearest first: the one that signed
+       * its parent, then those its parent's admission rested on (when this deployment admitted it).
+       */
+      delegatedUnder: string[];
     }
   | { kind: "refused"; codes: string[]; detail: string }
   | { kind: "malformed"; detail: string };
@@ -49,21 +65,22 @@ export interface DelegationCall {
   orgId: string | null;
   /**
    * The runtime contexts (canonical JSON text) this deployment signed under a trace_id, newest
-   * first: where a parent's signed delegation is read from. None when it issued nothing there.
+   * first, each with the keys that admission's delegation rested on: where a parent's signed
+   * delegation is read from. None when it issued nothing there.
    */
-  signedContexts(traceId: string): Promise<string[]>;
+  signedContexts(traceId: string): Promise<SignedContext[]>;
 }
 
 /** The hop a child of this parent is issued at, or why it cannot be read. */
-async function childHop(parent: { trace_id: string; runtime_context_hash?: unknown }, call: DelegationCall): Promise<{ hop: number } | { code: string; detail: string }> {
+async function childHop(parent: { trace_id: string; runtime_context_hash?: unknown }, call: DelegationCall): Promise<{ hop: number; upstream: string[] } | { code: string; detail: string }> {
   const bound = typeof parent.runtime_context_hash === "string" ? parent.runtime_context_hash : "";
   // A parent that binds no runtime context carries no delegation: it is hop 0.
-  if (bound === "") return { hop: 1 };
-  for (const text of await call.signedContexts(parent.trace_id)) {
+  if (bound === "") return { hop: 1, upstream: [] };
+  for (const { text, delegatedUnder } of await call.signedContexts(parent.trace_id)) {
     if ((await prefixedDigest(text)) !== bound) continue;
     const delegation = delegationOf(JSON.parse(text));
     if (delegation === null) return { code: "CHAIN_BROKEN", detail: "the parent's signed runtime_context.delegation is not of its form" };
-    return { hop: (delegation?.hop_count ?? 0) + 1 };
+    return { hop: (delegation?.hop_count ?? 0) + 1, upstream: delegatedUnder };
   }
   return { code: "DELEGATION_UNREADABLE", detail: "the parent binds a runtime context this deployment did not sign, so its hop (its signed delegation) cannot be read" };
 }
@@ -82,7 +99,8 @@ export async function verifyDelegation(value: Record<string, unknown>, call: Del
       return { claim: () => Promise.reject(new Error("delegation never claims a nonce")), inspect: async (q) => ({ ...(await ledger.inspect(q)), replay: null }) };
     },
   };
-  const opts = { audience, mode: "audit" as const, now: call.now, policy: call.policy };
+  let signedBy = null as string | null;
+  const opts = { audience, mode: "audit" as const, now: call.now, policy: call.policy, onSigned: (fingerprint: string) => (signedBy = fingerprint) };
   let decision: Decision;
   // An envelope's own hop_count is not signed: it is judged by the envelope's checks (≤ 16), never read as the hop.
   if (envelope) decision = (await verifyEnvelope(value, { ...opts, orgId: call.orgId }, auditDeps)).decision;
@@ -98,5 +116,7 @@ export async function verifyDelegation(value: Record<string, unknown>, call: Del
   // A chain holds hops 0 … MAX_CHAIN_HOPS − 1: a receipt past it could stand in no chain.
   if (read.hop >= MAX_CHAIN_HOPS) return { kind: "refused", codes: ["HOP_LIMIT_EXCEEDED"], detail: `HOP_LIMIT_EXCEEDED: hop ${read.hop} exceeds ${MAX_CHAIN_HOPS - 1}` };
   const validUntil = (receipt as Receipt).expires_at + grantedSkew(receipt as Receipt, call.policy);
-  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: read.hop }, validUntil };
+  // A valid parent's signature verified under a pinned key, so signedBy is set; the list is kept free of repeats.
+  const delegatedUnder = [...new Set([...(signedBy === null ? [] : [signedBy]), ...read.upstream])];
+  return { kind: "linked", link: { previous_receipt_hash: decision.receipt_hash!, parent_trace_id: parent.trace_id, hop_count: read.hop }, validUntil, delegatedUnder };
 }

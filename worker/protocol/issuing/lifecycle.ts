@@ -57,6 +57,8 @@ export interface Admission {
   intake: Intake;
   /** For a delegated Command: when its parent stops verifying, so no evidence can earn it an allow after. */
   parentValidUntil?: number;
+  /** For a linked delegated Command: the keys its authority rests on (DelegationCheck's delegatedUnder), what a revocation of one of them marks it by. */
+  delegatedUnder?: string[];
 }
 
 /** Timestamps are kept to the millisecond, so issued_at + ttl prints as expected. */
@@ -85,11 +87,12 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
 
   let link: DelegationLink | null = null;
   let parentValidUntil: number | undefined;
+  let delegatedUnder: string[] | undefined;
   if (command.delegation_chain) {
     if (!deps.delegation) throw new Error("a delegated Command needs a delegation verifier");
     const check = await deps.delegation(command.delegation_chain);
     if (check.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", check.detail, command.trace_id);
-    if (check.kind === "linked") ({ link, validUntil: parentValidUntil } = check);
+    if (check.kind === "linked") ({ link, validUntil: parentValidUntil, delegatedUnder } = check);
     results.push({ name: "delegation", verdict: check.kind === "linked" ? "allow" : "deny", reason: check.kind === "linked" ? `hop ${check.link.hop_count}` : `delegation_invalid: ${check.codes.join(", ")}` });
   }
   const gaps = evidenceGaps(intake, results, requestHash, ctx.config);
@@ -134,7 +137,7 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
     },
     deps.signer,
   );
-  return { receipt, runtime_context: context, results, gaps, intake, ...(parentValidUntil === undefined ? {} : { parentValidUntil }) };
+  return { receipt, runtime_context: context, results, gaps, intake, ...(parentValidUntil === undefined ? {} : { parentValidUntil }), ...(delegatedUnder === undefined ? {} : { delegatedUnder }) };
 }
 
 export interface FinalisingDeps extends Omit<IssuingDeps, "delegation" | "inputRules"> {

@@ -72,6 +72,8 @@ export interface ReconciliationMark {
   fingerprint: string;
   revoked_at: number;
   marked_at: number;
+  /** What the revoked key signed: the admission itself, or a parent receipt the admission was delegated from (or one further up its delegation). */
+  via: "admission" | "delegation";
 }
 
 export interface LoadedRecord {
