@@ -13,7 +13,7 @@ import { dependencyTimeout, ledgerShardKey } from "../worker/config.js";
 import { durableLedgerStub, kvAnchorStore, kvRelyingPartyWrites, ledgerClient } from "../worker/stores.js";
 import { serialAdminRegistry, type AdminRegistryCalls } from "../worker/admin-registry.js";
 import type { AnchorRecord } from "../worker/protocol/anchors.js";
-import type { PinnedManifest } from "../worker/protocol/manifest/pinning.js";
+import type { ManifestBindingRecord, PinnedManifest } from "../worker/protocol/manifest/pinning.js";
 import type { RelyingParty } from "../worker/protocol/relying-parties.js";
 
 export class AdminRegistry extends DurableObject<Env> {
@@ -46,7 +46,7 @@ export class AdminRegistry extends DurableObject<Env> {
     return this.calls.dropManifestSignedBy(issuer, fingerprint);
   }
 
-  pinManifest(issuer: string, pinned: PinnedManifest) {
-    return this.calls.pinManifest(issuer, pinned);
+  pinManifest(issuer: string, pinned: PinnedManifest, added: ManifestBindingRecord[]) {
+    return this.calls.pinManifest(issuer, pinned, added);
   }
 }

@@ -7,8 +7,8 @@
  * a fresh KV read to its last KV write. The verify path never calls it: it still reads KV (through
  * its isolate cache), and KV still reaches other locations eventually.
  */
-import { carryKeyHistory, keysValidAt, pinnedIssuer, type AnchorRecord } from "./protocol/anchors.js";
-import type { PinnedManifest } from "./protocol/manifest/pinning.js";
+import { carryKeyHistory, keysValidAt, type AnchorRecord } from "./protocol/anchors.js";
+import { joinBindings, type ManifestBindingRecord, type PinnedManifest } from "./protocol/manifest/pinning.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { ApiError, withTimeout } from "./http.js";
 import type { AnchorStore, LedgerClient, RelyingPartyWrites } from "./stores.js";
@@ -33,7 +33,8 @@ export interface AdminRegistryCalls {
   deleteParty(name: string): Promise<RelyingParty | null>;
   pinAnchor(record: AnchorRecord, at: number): Promise<Committed<AnchorRecord>>;
   dropManifestSignedBy(issuer: string, fingerprint: string): Promise<AnchorRecord | null>;
-  pinManifest(issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>>;
+  /** `added`: the bindings of the configurations given with the pin, joined to those held when it is written. */
+  pinManifest(issuer: string, pinned: PinnedManifest, added: ManifestBindingRecord[]): Promise<Committed<AnchorRecord>>;
 }
 
 /** The one AdminRegistry object every isolate's admin writes go through. */
@@ -49,7 +50,7 @@ export function durableAdminRegistry(env: Env, timeoutMs: number): AdminRegistry
     deleteParty: (name) => call(stub().deleteParty(name)),
     pinAnchor: (record, at) => call(stub().pinAnchor(record, at)),
     dropManifestSignedBy: (issuer, fingerprint) => call(stub().dropManifestSignedBy(issuer, fingerprint)),
-    pinManifest: (issuer, pinned) => call(stub().pinManifest(issuer, pinned)),
+    pinManifest: (issuer, pinned, added) => call(stub().pinManifest(issuer, pinned, added)),
   };
 }
 
@@ -88,7 +89,7 @@ export function serialAdminRegistry(stores: () => RegistryStores): AdminRegistry
     deleteParty: (name) => serial(() => stores().parties.delete(name)),
     pinAnchor: (record, at) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitPin(anchors, ledgers, record, at); })),
     dropManifestSignedBy: (issuer, fingerprint) => serial(() => commitManifestDrop(stores().anchors, issuer, fingerprint)),
-    pinManifest: (issuer, pinned) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitManifest(anchors, ledgers, issuer, pinned); })),
+    pinManifest: (issuer, pinned, added) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitManifest(anchors, ledgers, issuer, pinned, added); })),
   };
 }
 
@@ -131,22 +132,25 @@ export async function commitManifestDrop(anchors: AnchorStore, issuer: string, f
 
 /**
  * A manifest pin's write, against the anchor as KV holds it now: refused when the issuer is no
- * longer pinned, when its signing key is no longer pinned (or was revoked) or when a manifest
- * published later is pinned by now; otherwise written beside the current anchor.
+ * longer pinned, when its signing key is no longer pinned (or was revoked), or when a
+ * manifest published later is pinned by now; otherwise written beside the current anchor, with the
+ * configurations given (`added`) joined to the bindings held now, not to those the route read:
+ * pins of one verifier sent at once each keep the others' configurations (review rv-74).
  */
-export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>> {
+export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest, added: readonly ManifestBindingRecord[]): Promise<Committed<AnchorRecord>> {
   const current = await anchors.fresh(issuer);
   if (!current) return refused(404, "NOT_FOUND", `issuer ${issuer} is not pinned; pin its anchor first`);
+  const { published_at } = pinned.document;
   const fingerprint = pinned.document.signing_key_fingerprint;
   const revoked = new Set((await ledgers.revocations(issuer, current.ledger_shards ?? 1)).map((r) => r.fingerprint));
-  if (!pinnedIssuer(current).keys.some((k) => k.fingerprint === fingerprint) || revoked.has(fingerprint)) {
+  if (!current.keys.some((k) => k.fingerprint === fingerprint) || revoked.has(fingerprint)) {
     return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}`);
   }
   const held = current.manifest?.document;
-  if (held && pinned.document.published_at < held.published_at) {
-    return refused(409, "MANIFEST_SUPERSEDED", `the pinned manifest of ${issuer} was published at ${held.published_at}; this one, published at ${pinned.document.published_at}, is older`);
+  if (held && published_at < held.published_at) {
+    return refused(409, "MANIFEST_SUPERSEDED", `the pinned manifest of ${issuer} was published at ${held.published_at}; this one, published at ${published_at}, is older`);
   }
-  const record = { ...current, manifest: pinned };
+  const record = { ...current, manifest: { ...pinned, bindings: joinBindings(current.manifest?.bindings ?? [], added) } };
   await anchors.put(record);
   return { ok: true, value: record };
 }
