@@ -132,7 +132,8 @@ export async function commitManifestDrop(anchors: AnchorStore, issuer: string, f
 
 /**
  * A manifest pin's write, against the anchor as KV holds it now: refused when the issuer is no
- * longer pinned, when its signing key is no longer pinned (or was revoked), or when a
+ * longer pinned, when its signing key is no longer pinned (or was revoked), or no longer valid at
+ * the manifest's published_at or at the pin's time (a re-pin narrowed its window), or when a
  * manifest published later is pinned by now; otherwise written beside the current anchor, with the
  * configurations given (`added`) joined to the bindings held now, not to those the route read:
  * pins of one verifier sent at once each keep the others' configurations (review rv-74).
@@ -143,8 +144,10 @@ export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient
   const { published_at } = pinned.document;
   const fingerprint = pinned.document.signing_key_fingerprint;
   const revoked = new Set((await ledgers.revocations(issuer, current.ledger_shards ?? 1)).map((r) => r.fingerprint));
-  if (!current.keys.some((k) => k.fingerprint === fingerprint) || revoked.has(fingerprint)) {
-    return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}`);
+  const signer = current.keys.filter((k) => k.fingerprint === fingerprint && !revoked.has(k.fingerprint));
+  const valid = keysValidAt(signer, published_at).filter((k) => k.not_after === null || pinned.pinned_at <= k.not_after);
+  if (valid.length === 0) {
+    return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}, or no longer valid at its published_at ${published_at}`);
   }
   const held = current.manifest?.document;
   if (held && published_at < held.published_at) {

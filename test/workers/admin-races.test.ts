@@ -11,6 +11,10 @@ import { AUDIENCE, harness, TEST_NOW } from "../support/app-harness.js";
 import { manifestOf } from "../support/manifests.js";
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
 import { manifestHash } from "../../worker/protocol/manifest/manifest.js";
+import { commitManifest } from "../../worker/admin-registry.js";
+import { durableLedgerStub, kvAnchorStore, ledgerClient } from "../../worker/stores.js";
+import { ledgerShardKey } from "../../worker/config.js";
+import type { Env } from "../../worker/env.js";
 
 const h = () => harness(env, createExecutionContext());
 const ROUNDS = 8;
@@ -120,4 +124,17 @@ describe("manifest pins of one verifier sent at once keep each other's configura
     for (const [i, a] of answers.entries()) expect(a.body.bindings.map((b: { config_hash: string }) => b.config_hash)).toContain(hashes[i]);
   });
 
+  it("a manifest pin written after a re-pin narrowed its key's window to exclude its published_at is refused, as the re-pin drops such a manifest", async () => {
+    const issuer = "https://race-narrowed.example";
+    const signer = await identity("race-narrowed-signer", issuer, "v1");
+    const anchor = anchorFor(signer);
+    const window = { published_at: TEST_NOW - 600, expires_at: TEST_NOW + 86_400 };
+    // The anchor as the re-pin left it: its key valid only from after the manifest's published_at.
+    expect((await h().pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: window.published_at + 1 }] })).status).toBe(200);
+    const m = await manifestOf(signer, [{ id: "race/narrowed", comparison_scope: "receipt" }], window);
+    const e = env as unknown as Env;
+    const pinned = { document: m, manifest_hash: await manifestHash(m), pinned_at: TEST_NOW, bindings: [] };
+    const written = await commitManifest(kvAnchorStore(e, 2000, new Map()), ledgerClient(durableLedgerStub(e), 2000, ledgerShardKey(e)), issuer, pinned, []);
+    expect(written).toMatchObject({ ok: false, status: 400, code: "MANIFEST_KEY_UNKNOWN" });
+  });
 });
