@@ -72,15 +72,55 @@ async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed
 }
 
 /**
+ * The KV calls a registry call made and that have not settled yet. A KV call that timed out
+ * (VerifierUnavailable after DEPENDENCY_TIMEOUT_MS) is abandoned, not cancelled: its write can
+ * still land after the next call's read, and write over it (review rv-74). The queue waits for
+ * them before the next call starts, up to a bound so a call that never settles cannot stop it.
+ */
+export class PendingKv {
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly boundMs: number) {}
+
+  /** `kv` with each of its calls noted here until it settles. */
+  track<K extends object>(kv: K): K {
+    return new Proxy(kv, {
+      get: (target, prop) => {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (result instanceof Promise) {
+            const settled = result.then(() => undefined, () => undefined);
+            this.pending.add(settled);
+            void settled.then(() => this.pending.delete(settled));
+          }
+          return result;
+        };
+      },
+    });
+  }
+
+  /** Resolves once every call noted so far has settled, or after the bound. */
+  settled(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.boundMs)));
+    return Promise.race([Promise.all([...this.pending]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+  }
+}
+
+/**
  * The registry's calls run one at a time, each from a fresh read to its last write: the next starts
- * once the previous one has answered or failed. The Durable Object holds one; the Node-side service
+ * once the previous one has answered or failed and, with `pending`, once the KV calls it abandoned
+ * on a timeout have settled too (PendingKv). The Durable Object holds one; the Node-side service
  * (the CLI's offline verifier, Node tests) holds one per process, which is its whole world.
  */
-export function serialAdminRegistry(stores: () => RegistryStores): AdminRegistryCalls {
+export function serialAdminRegistry(stores: () => RegistryStores, pending?: PendingKv): AdminRegistryCalls {
   let tail: Promise<unknown> = Promise.resolve();
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const run = tail.then(work, work);
-    tail = run.catch(() => undefined);
+    tail = run.catch(() => undefined).then(() => pending?.settled());
     return run;
   };
   return {
