@@ -11,20 +11,24 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../worker/env.js";
 import { dependencyTimeout, ledgerShardKey } from "../worker/config.js";
 import { durableLedgerStub, kvAnchorStore, kvRelyingPartyWrites, ledgerClient } from "../worker/stores.js";
-import { serialAdminRegistry, type AdminRegistryCalls } from "../worker/admin-registry.js";
+import { PendingKv, serialAdminRegistry, type AdminRegistryCalls } from "../worker/admin-registry.js";
 import type { AnchorRecord } from "../worker/protocol/anchors.js";
-import type { PinnedManifest } from "../worker/protocol/manifest/pinning.js";
+import type { ManifestBindingRecord, PinnedManifest } from "../worker/protocol/manifest/pinning.js";
 import type { RelyingParty } from "../worker/protocol/relying-parties.js";
 
 export class AdminRegistry extends DurableObject<Env> {
+  /** KV calls a timeout abandoned: the next call waits for them (up to the time a caller waits for its call), so none lands after it read. */
+  private readonly pending = new PendingKv(dependencyTimeout(this.env) * 4);
+
   private readonly calls: AdminRegistryCalls = serialAdminRegistry(() => {
     const timeout = dependencyTimeout(this.env);
+    const env = { ...this.env, ANCHORS: this.pending.track(this.env.ANCHORS) };
     return {
-      anchors: kvAnchorStore(this.env, timeout, new Map()),
+      anchors: kvAnchorStore(env, timeout, new Map()),
       ledgers: ledgerClient(durableLedgerStub(this.env), timeout, ledgerShardKey(this.env)),
-      parties: kvRelyingPartyWrites(this.env, timeout),
+      parties: kvRelyingPartyWrites(env, timeout),
     };
-  });
+  }, this.pending);
 
   createParty(party: RelyingParty) {
     return this.calls.createParty(party);
@@ -46,7 +50,7 @@ export class AdminRegistry extends DurableObject<Env> {
     return this.calls.dropManifestSignedBy(issuer, fingerprint);
   }
 
-  pinManifest(issuer: string, pinned: PinnedManifest) {
-    return this.calls.pinManifest(issuer, pinned);
+  pinManifest(issuer: string, pinned: PinnedManifest, added: ManifestBindingRecord[]) {
+    return this.calls.pinManifest(issuer, pinned, added);
   }
 }

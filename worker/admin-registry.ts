@@ -7,8 +7,8 @@
  * a fresh KV read to its last KV write. The verify path never calls it: it still reads KV (through
  * its isolate cache), and KV still reaches other locations eventually.
  */
-import { carryKeyHistory, keysValidAt, pinnedIssuer, type AnchorRecord } from "./protocol/anchors.js";
-import type { PinnedManifest } from "./protocol/manifest/pinning.js";
+import { carryKeyHistory, keysValidAt, type AnchorRecord } from "./protocol/anchors.js";
+import { joinBindings, type ManifestBindingRecord, type PinnedManifest } from "./protocol/manifest/pinning.js";
 import type { RelyingParty } from "./protocol/relying-parties.js";
 import { ApiError, withTimeout } from "./http.js";
 import type { AnchorStore, LedgerClient, RelyingPartyWrites } from "./stores.js";
@@ -33,7 +33,8 @@ export interface AdminRegistryCalls {
   deleteParty(name: string): Promise<RelyingParty | null>;
   pinAnchor(record: AnchorRecord, at: number): Promise<Committed<AnchorRecord>>;
   dropManifestSignedBy(issuer: string, fingerprint: string): Promise<AnchorRecord | null>;
-  pinManifest(issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>>;
+  /** `added`: the bindings of the configurations given with the pin, joined to those held when it is written. */
+  pinManifest(issuer: string, pinned: PinnedManifest, added: ManifestBindingRecord[]): Promise<Committed<AnchorRecord>>;
 }
 
 /** The one AdminRegistry object every isolate's admin writes go through. */
@@ -49,7 +50,7 @@ export function durableAdminRegistry(env: Env, timeoutMs: number): AdminRegistry
     deleteParty: (name) => call(stub().deleteParty(name)),
     pinAnchor: (record, at) => call(stub().pinAnchor(record, at)),
     dropManifestSignedBy: (issuer, fingerprint) => call(stub().dropManifestSignedBy(issuer, fingerprint)),
-    pinManifest: (issuer, pinned) => call(stub().pinManifest(issuer, pinned)),
+    pinManifest: (issuer, pinned, added) => call(stub().pinManifest(issuer, pinned, added)),
   };
 }
 
@@ -71,15 +72,55 @@ async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed
 }
 
 /**
+ * The KV calls a registry call made and that have not settled yet. A KV call that timed out
+ * (VerifierUnavailable after DEPENDENCY_TIMEOUT_MS) is abandoned, not cancelled: its write can
+ * still land after the next call's read, and write over it (review rv-74). The queue waits for
+ * them before the next call starts, up to a bound so a call that never settles cannot stop it.
+ */
+export class PendingKv {
+  private readonly pending = new Set<Promise<void>>();
+
+  constructor(private readonly boundMs: number) {}
+
+  /** `kv` with each of its calls noted here until it settles. */
+  track<K extends object>(kv: K): K {
+    return new Proxy(kv, {
+      get: (target, prop) => {
+        const value = Reflect.get(target, prop, target) as unknown;
+        if (typeof value !== "function") return value;
+        return (...args: unknown[]) => {
+          const result = (value as (...a: unknown[]) => unknown).apply(target, args);
+          if (result instanceof Promise) {
+            const settled = result.then(() => undefined, () => undefined);
+            this.pending.add(settled);
+            void settled.then(() => this.pending.delete(settled));
+          }
+          return result;
+        };
+      },
+    });
+  }
+
+  /** Resolves once every call noted so far has settled, or after the bound. */
+  settled(): Promise<void> {
+    if (this.pending.size === 0) return Promise.resolve();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.boundMs)));
+    return Promise.race([Promise.all([...this.pending]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+  }
+}
+
+/**
  * The registry's calls run one at a time, each from a fresh read to its last write: the next starts
- * once the previous one has answered or failed. The Durable Object holds one; the Node-side service
+ * once the previous one has answered or failed and, with `pending`, once the KV calls it abandoned
+ * on a timeout have settled too (PendingKv). The Durable Object holds one; the Node-side service
  * (the CLI's offline verifier, Node tests) holds one per process, which is its whole world.
  */
-export function serialAdminRegistry(stores: () => RegistryStores): AdminRegistryCalls {
+export function serialAdminRegistry(stores: () => RegistryStores, pending?: PendingKv): AdminRegistryCalls {
   let tail: Promise<unknown> = Promise.resolve();
   const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const run = tail.then(work, work);
-    tail = run.catch(() => undefined);
+    tail = run.catch(() => undefined).then(() => pending?.settled());
     return run;
   };
   return {
@@ -88,7 +129,7 @@ export function serialAdminRegistry(stores: () => RegistryStores): AdminRegistry
     deleteParty: (name) => serial(() => stores().parties.delete(name)),
     pinAnchor: (record, at) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitPin(anchors, ledgers, record, at); })),
     dropManifestSignedBy: (issuer, fingerprint) => serial(() => commitManifestDrop(stores().anchors, issuer, fingerprint)),
-    pinManifest: (issuer, pinned) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitManifest(anchors, ledgers, issuer, pinned); })),
+    pinManifest: (issuer, pinned, added) => serial(() => answered(() => { const { anchors, ledgers } = stores(); return commitManifest(anchors, ledgers, issuer, pinned, added); })),
   };
 }
 
@@ -131,22 +172,28 @@ export async function commitManifestDrop(anchors: AnchorStore, issuer: string, f
 
 /**
  * A manifest pin's write, against the anchor as KV holds it now: refused when the issuer is no
- * longer pinned, when its signing key is no longer pinned (or was revoked) or when a manifest
- * published later is pinned by now; otherwise written beside the current anchor.
+ * longer pinned, when its signing key is no longer pinned (or was revoked), or no longer valid at
+ * the manifest's published_at or at the pin's time (a re-pin narrowed its window), or when a
+ * manifest published later is pinned by now; otherwise written beside the current anchor, with the
+ * configurations given (`added`) joined to the bindings held now, not to those the route read:
+ * pins of one verifier sent at once each keep the others' configurations (review rv-74).
  */
-export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest): Promise<Committed<AnchorRecord>> {
+export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest, added: readonly ManifestBindingRecord[]): Promise<Committed<AnchorRecord>> {
   const current = await anchors.fresh(issuer);
   if (!current) return refused(404, "NOT_FOUND", `issuer ${issuer} is not pinned; pin its anchor first`);
+  const { published_at } = pinned.document;
   const fingerprint = pinned.document.signing_key_fingerprint;
   const revoked = new Set((await ledgers.revocations(issuer, current.ledger_shards ?? 1)).map((r) => r.fingerprint));
-  if (!pinnedIssuer(current).keys.some((k) => k.fingerprint === fingerprint) || revoked.has(fingerprint)) {
-    return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}`);
+  const signer = current.keys.filter((k) => k.fingerprint === fingerprint && !revoked.has(k.fingerprint));
+  const valid = keysValidAt(signer, published_at).filter((k) => k.not_after === null || pinned.pinned_at <= k.not_after);
+  if (valid.length === 0) {
+    return refused(400, "MANIFEST_KEY_UNKNOWN", `the key that signed the manifest (${fingerprint.slice(0, 16)}) is no longer pinned for ${issuer}, or no longer valid at its published_at ${published_at}`);
   }
   const held = current.manifest?.document;
-  if (held && pinned.document.published_at < held.published_at) {
-    return refused(409, "MANIFEST_SUPERSEDED", `the pinned manifest of ${issuer} was published at ${held.published_at}; this one, published at ${pinned.document.published_at}, is older`);
+  if (held && published_at < held.published_at) {
+    return refused(409, "MANIFEST_SUPERSEDED", `the pinned manifest of ${issuer} was published at ${held.published_at}; this one, published at ${published_at}, is older`);
   }
-  const record = { ...current, manifest: pinned };
+  const record = { ...current, manifest: { ...pinned, bindings: joinBindings(current.manifest?.bindings ?? [], added) } };
   await anchors.put(record);
   return { ok: true, value: record };
 }

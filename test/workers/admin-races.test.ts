@@ -9,6 +9,12 @@ import { describe, expect, it } from "vitest";
 import { anchorFor, identity } from "../../vectors/ccs/factory.js";
 import { AUDIENCE, harness, TEST_NOW } from "../support/app-harness.js";
 import { manifestOf } from "../support/manifests.js";
+import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
+import { manifestHash } from "../../worker/protocol/manifest/manifest.js";
+import { commitManifest } from "../../worker/admin-registry.js";
+import { durableLedgerStub, kvAnchorStore, ledgerClient } from "../../worker/stores.js";
+import { ledgerShardKey } from "../../worker/config.js";
+import type { Env } from "../../worker/env.js";
 
 const h = () => harness(env, createExecutionContext());
 const ROUNDS = 8;
@@ -94,5 +100,41 @@ describe("a manifest pin and an anchor pin of one issuer at once keep each other
       const served = await fresh.call(`/v1/verifiers/${encodeURIComponent(issuer)}/manifest`);
       expect([served.status, served.body.manifest?.profiles?.[0]?.id], `round ${round}`).toEqual([200, `race/${round}`]);
     }
+  });
+});
+
+describe("manifest pins of one verifier sent at once keep each other's configurations (review rv-74)", () => {
+  it("every configuration given with a pin that answered 200 is bound, and each answer's bindings are those written", async () => {
+    // Shown live: four PUT /v1/admin/manifests of one manifest at once, each with its own
+    // configuration, all 200, and the manifest served with 2 of the 4 bindings: each pin's bindings
+    // were built from the anchor the route read, and written over the others'.
+    const issuer = "https://race-bindings.example";
+    const signer = await identity("race-bindings-signer", issuer, "v1");
+    const app = h();
+    expect((await app.pin(anchorFor(signer))).status).toBe(200);
+    const m = await manifestOf(signer, [{ id: "race/bindings", comparison_scope: "receipt" }], { published_at: TEST_NOW - 600, expires_at: TEST_NOW + 86_400 });
+    const hash = await manifestHash(m);
+    const configs = await Promise.all(Array.from({ length: 6 }, (_, i) => canonicalConfig({ signingKeyId: `race-k${i}`, manifestHash: hash })));
+    const answers = await Promise.all(configs.map((config) => app.admin("PUT", "/v1/admin/manifests", { manifest: m, configurations: [{ config }] })));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    const hashes = await Promise.all(configs.map((config) => configHash(config)));
+    const served = await h().call(`/v1/verifiers/${encodeURIComponent(issuer)}/manifest`);
+    expect(served.body.bindings.map((b: { config_hash: string }) => b.config_hash).sort()).toEqual([...hashes].sort());
+    // Each answer's bindings are those its write left: its own configuration among them.
+    for (const [i, a] of answers.entries()) expect(a.body.bindings.map((b: { config_hash: string }) => b.config_hash)).toContain(hashes[i]);
+  });
+
+  it("a manifest pin written after a re-pin narrowed its key's window to exclude its published_at is refused, as the re-pin drops such a manifest", async () => {
+    const issuer = "https://race-narrowed.example";
+    const signer = await identity("race-narrowed-signer", issuer, "v1");
+    const anchor = anchorFor(signer);
+    const window = { published_at: TEST_NOW - 600, expires_at: TEST_NOW + 86_400 };
+    // The anchor as the re-pin left it: its key valid only from after the manifest's published_at.
+    expect((await h().pin({ ...anchor, keys: [{ ...anchor.keys[0], not_before: window.published_at + 1 }] })).status).toBe(200);
+    const m = await manifestOf(signer, [{ id: "race/narrowed", comparison_scope: "receipt" }], window);
+    const e = env as unknown as Env;
+    const pinned = { document: m, manifest_hash: await manifestHash(m), pinned_at: TEST_NOW, bindings: [] };
+    const written = await commitManifest(kvAnchorStore(e, 2000, new Map()), ledgerClient(durableLedgerStub(e), 2000, ledgerShardKey(e)), issuer, pinned, []);
+    expect(written).toMatchObject({ ok: false, status: 400, code: "MANIFEST_KEY_UNKNOWN" });
   });
 });

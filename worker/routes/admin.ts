@@ -371,7 +371,9 @@ export const adminRoutes = new Hono<AppEnv>()
   const pin = await buildPinnedManifest(body, record, keys, { now: at, skew: freshnessPolicy(c.env).skewCap, verifier });
   if (pin.kind === "refused") throw new ApiError(pin.code === "MANIFEST_SUPERSEDED" ? 409 : 400, pin.code, pin.detail);
   // Written by the admin registry against the anchor as KV holds it then, one pin at a time.
-  anchors.remember(unwrap(await c.get("services").registry.pinManifest(record.issuer, pin.pinned)));
-  const { document, manifest_hash, bindings } = pin.pinned;
+  // The bindings answered are those written: the ones held then, with this pin's configurations.
+  const written = unwrap(await c.get("services").registry.pinManifest(record.issuer, pin.pinned, pin.added));
+  anchors.remember(written);
+  const { document, manifest_hash, bindings } = written.manifest!;
   return c.json({ verifier_id: record.issuer, manifest_hash, profiles_digest: document.profiles_digest, expires_at: document.expires_at, bindings });
 });

@@ -27,7 +27,8 @@ export interface PinnedManifest {
 }
 
 export type ManifestPin =
-  | { kind: "pinned"; pinned: PinnedManifest }
+  /** `added`: the bindings of the configurations given with this pin, which its write joins to the bindings held then. */
+  | { kind: "pinned"; pinned: PinnedManifest; added: ManifestBindingRecord[] }
   | { kind: "refused"; code: ManifestRefusal | "MALFORMED_REQUEST" | "MANIFEST_SUPERSEDED"; detail: string };
 
 interface PinBody {
@@ -88,9 +89,14 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
     if (digest === undefined) return { kind: "refused", code: "MALFORMED_REQUEST", detail: `${where}: config.manifest_hash names a manifest not known here; give its content as manifest` };
     added.push({ config_hash: configHash, manifest_hash: c.config.manifest_hash, profiles_digest: digest });
   }
+  const bindings = joinBindings(anchor.manifest?.bindings ?? [], added);
+  return { kind: "pinned", pinned: { document: manifest, manifest_hash: check.manifestHash, pinned_at: o.now, bindings }, added };
+}
+
+/** The bindings held, less those the configurations given now replace, followed by these (newest last), the oldest dropped past MAX_MANIFEST_BINDINGS. */
+export function joinBindings(held: readonly ManifestBindingRecord[], added: readonly ManifestBindingRecord[]): ManifestBindingRecord[] {
   const fresh = new Set(added.map((b) => b.config_hash));
-  const bindings = [...(anchor.manifest?.bindings ?? []).filter((b) => !fresh.has(b.config_hash)), ...added].slice(-MAX_MANIFEST_BINDINGS);
-  return { kind: "pinned", pinned: { document: manifest, manifest_hash: check.manifestHash, pinned_at: o.now, bindings } };
+  return [...held.filter((b) => !fresh.has(b.config_hash)), ...added].slice(-MAX_MANIFEST_BINDINGS);
 }
 
 /**
