@@ -116,7 +116,8 @@ export class IntakeChallenges extends DurableObject<Env> {
 
   /**
    * The journal recorded this attempt's admission: its challenge is the one, whichever attempt
-   * opened last. A row already confirmed is kept. One an answer has taken meanwhile (an answer can
+   * opened last. A row already confirmed is kept, and so is this attempt's own row (only marked
+   * confirmed). Another attempt's row that an answer has taken meanwhile (an answer can
    * come as soon as the record awaits evidence) keeps its state and evidence and takes this
    * attempt's deadline; an open one is replaced by this attempt's challenge.
    */
@@ -124,6 +125,12 @@ export class IntakeChallenges extends DurableObject<Env> {
     this.table();
     const held = this.sql.exec<{ confirmed: number; attempt: string | null; state: RowState }>("SELECT confirmed, attempt, state FROM challenge WHERE id = 1").toArray()[0];
     if (held?.confirmed) return;
+    // Its own row, opened by this attempt: only confirmed, so the evidence an answer that fell short
+    // brought meanwhile (an answer can come as soon as the journal holds the record) stays in it.
+    if (held?.attempt === attempt) {
+      this.sql.exec("UPDATE challenge SET confirmed = 1 WHERE id = 1");
+      return;
+    }
     if (!held || held.state === "open") {
       this.write(c, attempt, 1);
       return;

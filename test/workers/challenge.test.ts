@@ -122,6 +122,18 @@ describe("a Command lacking evidence", () => {
     expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.getAlarm())).toBe(first.challenge.expires_at * 1000);
   });
 
+  it("an attempt confirming its own challenge keeps the evidence an answer that fell short brought before the confirmation (review rv-74)", async () => {
+    const stub = challengeObject("00000000000c0f17");
+    const opened = { message: "{\"trace_id\":\"00000000000c0f17\"}", audience: AUDIENCE, gaps: "[\"human_approval\",\"server_profile\"]", issued_at: TEST_NOW, expires_at: TEST_NOW + 300 };
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.open(opened, "attempt-1"));
+    // The journal holds the record, an answer brings part of the evidence and is given back, and only then does the attempt confirm.
+    expect((await runInDurableObject(stub, (o: IntakeChallenges) => o.take(TEST_NOW + 1))).kind).toBe("open");
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.release("[\"server_profile\"]", "{\"trace_id\":\"00000000000c0f17\",\"approved\":true}"));
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.confirm(opened, "attempt-1"));
+    const row = await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.sql.exec("SELECT gaps, message, state, attempt, confirmed, expires_at FROM challenge").one());
+    expect(row).toEqual({ gaps: "[\"server_profile\"]", message: "{\"trace_id\":\"00000000000c0f17\",\"approved\":true}", state: "open", attempt: "attempt-1", confirmed: 1, expires_at: TEST_NOW + 300 });
+  });
+
   it("a challenge stored by the version before attempts were confirmed gains the columns and counts as confirmed", async () => {
     const stub = challengeObject("00000000000a7e11");
     const old = { message: "{\"trace_id\":\"00000000000a7e11\"}", audience: AUDIENCE, gaps: "[]", issued_at: TEST_NOW, expires_at: TEST_NOW + 300 };
