@@ -81,7 +81,9 @@ export class IntakeChallenges extends DurableObject<Env> {
    * The table, with the columns that tell whose challenge the row is: `attempt` (the nonce of the
    * receipt whose challenge it is) and `confirmed` (1 once the journal recorded that receipt). A
    * table an earlier version created lacks them: its row was opened with no confirmation step, and
-   * counts as confirmed (a retry's confirm still puts its own challenge in place).
+   * counts as confirmed, so an attempt's `open` never replaces it, but with no attempt (`attempt`
+   * null): the retry whose admission the journal then records (the earlier version's attempt was
+   * not recorded, or no attempt would judge anew) puts its own challenge in place at `confirm`.
    */
   private table(): void {
     this.sql.exec("CREATE TABLE IF NOT EXISTS challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL, attempt TEXT, confirmed INTEGER NOT NULL DEFAULT 0)");
@@ -116,15 +118,18 @@ export class IntakeChallenges extends DurableObject<Env> {
 
   /**
    * The journal recorded this attempt's admission: its challenge is the one, whichever attempt
-   * opened last. A row already confirmed is kept, and so is this attempt's own row (only marked
-   * confirmed). Another attempt's row that an answer has taken meanwhile (an answer can
+   * opened last. A row already confirmed is kept, unless the earlier version opened it (no
+   * `attempt`): the journal recording this attempt means that row's attempt was never recorded, and
+   * its deadline, set when it was judged (minutes earlier, say, before a failed write and the
+   * upgrade), is not the one this admission announced (review rv-75). This attempt's own row is
+   * only marked confirmed. Another attempt's row that an answer has taken meanwhile (an answer can
    * come as soon as the record awaits evidence) keeps its state and evidence and takes this
    * attempt's deadline; an open one is replaced by this attempt's challenge.
    */
   confirm(c: StoredChallenge, attempt: string): void {
     this.table();
     const held = this.sql.exec<{ confirmed: number; attempt: string | null; state: RowState }>("SELECT confirmed, attempt, state FROM challenge WHERE id = 1").toArray()[0];
-    if (held?.confirmed) return;
+    if (held?.confirmed && held.attempt !== null) return;
     // Its own row, opened by this attempt: only confirmed, so the evidence an answer that fell short
     // brought meanwhile (an answer can come as soon as the journal holds the record) stays in it.
     if (held?.attempt === attempt) {

@@ -146,6 +146,27 @@ describe("a Command lacking evidence", () => {
     expect(row).toEqual({ expires_at: TEST_NOW + 300, attempt: null, confirmed: 1 });
   });
 
+  it("a challenge the earlier version opened for an attempt the journal never recorded gives way to the retry the journal records (review rv-75)", async () => {
+    // Before the upgrade: an attempt judged, opened its challenge (the earlier version's table, no
+    // attempt or confirmed column) and failed before its admission was written, so the trace is at
+    // most reserved. Its deadline came with that attempt, 200 s before the retry.
+    const c = command();
+    const missing = [{ evidence: "human_approval", needed_by: "SEC-005", format: "{\"approver\": …, \"request_hash\": \"<this request_hash>\"}", request_hash: await requestHash(c) }];
+    await runInDurableObject(challengeObject(c.trace_id), (_o: IntakeChallenges, state) => {
+      state.storage.sql.exec("CREATE TABLE challenge (id INTEGER PRIMARY KEY CHECK (id = 1), message TEXT NOT NULL, audience TEXT NOT NULL, gaps TEXT NOT NULL, issued_at REAL NOT NULL, expires_at REAL NOT NULL, state TEXT NOT NULL)");
+      state.storage.sql.exec("INSERT INTO challenge VALUES (1, ?, ?, ?, ?, ?, 'open')", JSON.stringify(c), AUDIENCE, JSON.stringify(missing), TEST_NOW - 200, TEST_NOW + 100);
+    });
+    // The same intake again, on the new code: the journal records this attempt, which announces its own deadline.
+    const retry = (await h.intake(c)).body;
+    expect(retry.challenge.expires_at).toBeGreaterThan(TEST_NOW + 200);
+    const held = await runInDurableObject(challengeObject(c.trace_id), (_o: IntakeChallenges, state) => state.storage.sql.exec("SELECT issued_at, expires_at, attempt, confirmed FROM challenge").one());
+    expect(held).toEqual({ issued_at: retry.challenge.issued_at, expires_at: retry.challenge.expires_at, attempt: retry.receipt.nonce, confirmed: 1 });
+    // An answer within the announced deadline, after the abandoned attempt's: judged, not CHALLENGE_EXPIRED.
+    const late = harness(env, ctx(), { now: () => TEST_NOW + 200 });
+    const answered = await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } });
+    expect([answered.status, answered.body.receipt?.verdict ?? answered.body.error?.code]).toEqual([200, "allow"]);
+  });
+
   it("an answer whose admission the journal could not record gives the challenge back: the next answer is judged", async () => {
     const c = command();
     expect((await h.intake(c)).body.challenge.trace_id).toBe(c.trace_id);
