@@ -52,6 +52,9 @@ import {
 } from "../worker/protocol/ledger.js";
 import { admitSequence, decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
 
+/** The most keys one forgetKeys call drops: every key an anchor holds (kv-schemas/anchor.schema.json keys.maxItems). */
+const MAX_FORGET_KEYS = 16;
+
 /** Purges are batched: an alarm never fires sooner than this after the previous one. */
 export const PURGE_INTERVAL_MS = 30_000;
 
@@ -287,6 +290,12 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   /** A key is no longer pinned: its sequence state is dropped (a later re-pin starts afresh). */
   forgetKey(fingerprint: string): void {
     this.forget(fingerprint, () => undefined);
+  }
+
+  /** forgetKey for each of the keys one pin unpinned (at most the 16 an anchor holds), in one call. */
+  forgetKeys(fingerprints: string[]): void {
+    if (!Array.isArray(fingerprints) || fingerprints.length > MAX_FORGET_KEYS) throw new Error(`forgetKeys takes at most ${MAX_FORGET_KEYS} fingerprints`);
+    for (const fingerprint of new Set(fingerprints)) this.forget(fingerprint, () => undefined);
   }
 
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null } {

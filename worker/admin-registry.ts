@@ -155,7 +155,7 @@ export async function commitPin(anchors: AnchorStore, ledgers: LedgerClient, nex
   const signer = manifest ? carried.record.keys.filter((k) => k.fingerprint === manifest.document.signing_key_fingerprint) : [];
   const record = manifest && keysValidAt(signer, manifest.document.published_at).length > 0 ? { ...carried.record, manifest } : carried.record;
   // Sequence state goes before the record changes: a failure here leaves the old anchor in place, and a retry redoes it.
-  await Promise.all(carried.unpinned.map((k) => ledgers.forgetKey(record.issuer, shards, k.fingerprint)));
+  await ledgers.forgetKeys(record.issuer, shards, carried.unpinned.map((k) => k.fingerprint));
   await Promise.all(record.keys.map((k, i) => (holders[i] === null ? anchors.putKeyHolder(k.fingerprint, { issuer: record.issuer, kid: k.kid }) : undefined)));
   await anchors.put(record);
   return { ok: true, value: record };

@@ -59,3 +59,37 @@ describe("a registry call whose KV write timed out", () => {
     expect(held.token_sha256).toBe("a".repeat(64));
   });
 });
+
+describe("a re-pin of a sharded issuer (review rv-80)", () => {
+  it("tells each ledger shard once of every key it unpinned, not once per key and shard", async () => {
+    const { generateKeyPairSync } = await import("node:crypto");
+    const { buildAnchorRecord } = await import("../../worker/protocol/anchors.js");
+    const { commitPin } = await import("../../worker/admin-registry.js");
+    const { ledgerClient } = await import("../../worker/stores.js");
+    const issuer = "https://sharded-repin.example";
+    const pin = async (prefix: string) => {
+      const keys = Array.from({ length: 16 }, (_, i) => ({ kid: `${prefix}${i}`, alg: "Ed25519", public_key: generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" }).x! }));
+      const built = await buildAnchorRecord({ issuer, ledger_shards: 64, keys }, 1_000);
+      if (built.kind !== "built") throw new Error(built.errors.join("; "));
+      return built.record;
+    };
+    const kv = slowKv(0, 0);
+    const anchors = kvAnchorStore({ ANCHORS: kv } as unknown as Env, 1_000, new Map());
+    const calls: { shard: string; fingerprints: string[] }[] = [];
+    const stub = (shard: string) => ({
+      forgetKey: async (fingerprint: string) => void calls.push({ shard, fingerprints: [fingerprint] }),
+      forgetKeys: async (fingerprints: string[]) => void calls.push({ shard, fingerprints }),
+    });
+    const ledgers = ledgerClient(stub as never, 1_000, null);
+    const first = await pin("a");
+    expect((await commitPin(anchors, ledgers, first, 1_000)).ok).toBe(true);
+    expect(calls).toEqual([]);
+    const second = await commitPin(anchors, ledgers, await pin("b"), 2_000);
+    expect(second.ok).toBe(true);
+    // Before: 16 keys x 64 shards = 1,024 ledger calls in one admin write, every other admin write queued behind them.
+    expect(calls.length).toBe(64);
+    expect(new Set(calls.map((c) => c.shard)).size).toBe(64);
+    const unpinned = first.keys.map((k) => k.fingerprint).sort();
+    for (const c of calls) expect([...c.fingerprints].sort()).toEqual(unpinned);
+  });
+});

@@ -176,7 +176,7 @@ describe("revocation and the public anchor", () => {
     await h().pin(issuer.anchor);
     const failing = () => Promise.reject(new Error("storage exploded"));
     const brokenLedger = harness(env, createExecutionContext(), {
-      ledgerStub: (e) => (name) => ({ ...durableLedgerStub(e)(name), revoke: failing, revocations: failing, resetSequence: failing, forgetKey: failing }),
+      ledgerStub: (e) => (name) => ({ ...durableLedgerStub(e)(name), revoke: failing, revocations: failing, resetSequence: failing, forgetKeys: failing }),
     });
     const revoked = await brokenLedger.revoke(issuer.id.issuer, "k1");
     expect([revoked.status, revoked.body.error.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);

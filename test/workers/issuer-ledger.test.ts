@@ -113,6 +113,15 @@ describe("IssuerLedger", () => {
     expect(await l.sequenceResets()).toEqual([{ fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", previous_highest: 12 }]);
   });
 
+  it("forgetKeys drops the sequence state of every key it is given, in one call (a re-pin's unpinned keys, review rv-80)", async () => {
+    const l = ledger("ledger-forget-keys");
+    await l.claim(q("g1", 9000, 2e9));
+    await l.claim(q("g2", 8000, 2e9, K2));
+    await l.forgetKeys([K1, K2, K1]);
+    expect((await l.claim(q("g3", 1, 2e9))).consumed).toBe(true);
+    expect((await l.claim(q("g4", 1, 2e9, K2))).consumed).toBe(true);
+  });
+
   it("purges nonces whose retention passed when its alarm runs, keeping the rest", async () => {
     const l = ledger("ledger-purge");
     const now = Date.now() / 1000;
