@@ -78,7 +78,8 @@ async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed
  * them before the next call starts, up to a bound so a call that never settles cannot stop it.
  */
 export class PendingKv {
-  private readonly pending = new Set<Promise<void>>();
+  /** Each unsettled call and the instant (ms) past which it is no longer waited for. */
+  private readonly pending = new Map<Promise<void>, number>();
 
   constructor(private readonly boundMs: number) {}
 
@@ -92,7 +93,7 @@ export class PendingKv {
           const result = (value as (...a: unknown[]) => unknown).apply(target, args);
           if (result instanceof Promise) {
             const settled = result.then(() => undefined, () => undefined);
-            this.pending.add(settled);
+            this.pending.set(settled, Date.now() + this.boundMs);
             void settled.then(() => this.pending.delete(settled));
           }
           return result;
@@ -101,12 +102,19 @@ export class PendingKv {
     });
   }
 
-  /** Resolves once every call noted so far has settled, or after the bound. */
+  /**
+   * Resolves once every call noted so far has settled, or once the last of their bounds (each
+   * `boundMs` from the call) has passed. A call past its bound is forgotten: one that never
+   * settles holds the queue once, not every call after it (review rv-78).
+   */
   settled(): Promise<void> {
+    const now = Date.now();
+    for (const [p, until] of this.pending) if (until <= now) this.pending.delete(p);
     if (this.pending.size === 0) return Promise.resolve();
+    const waitMs = Math.max(...this.pending.values()) - now;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.boundMs)));
-    return Promise.race([Promise.all([...this.pending]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    return Promise.race([Promise.all([...this.pending.keys()]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
   }
 }
 
