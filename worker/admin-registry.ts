@@ -78,7 +78,8 @@ async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed
  * them before the next call starts, up to a bound so a call that never settles cannot stop it.
  */
 export class PendingKv {
-  private readonly pending = new Set<Promise<void>>();
+  /** Each unsettled call and the instant (ms) past which it is no longer waited for (set by the first wait for it). */
+  private readonly pending = new Map<Promise<void>, number | null>();
 
   constructor(private readonly boundMs: number) {}
 
@@ -92,7 +93,7 @@ export class PendingKv {
           const result = (value as (...a: unknown[]) => unknown).apply(target, args);
           if (result instanceof Promise) {
             const settled = result.then(() => undefined, () => undefined);
-            this.pending.add(settled);
+            this.pending.set(settled, null);
             void settled.then(() => this.pending.delete(settled));
           }
           return result;
@@ -101,12 +102,24 @@ export class PendingKv {
     });
   }
 
-  /** Resolves once every call noted so far has settled, or after the bound. */
+  /**
+   * Resolves once every call noted so far has settled, or after the bound: `boundMs` from the first
+   * wait for each call. A call still unsettled past its bound is forgotten: one that never settles
+   * holds the queue once, not every call after it (review rv-78).
+   */
   settled(): Promise<void> {
+    const now = Date.now();
+    let last = now;
+    for (const [p, until] of this.pending) {
+      if (until !== null && until <= now) this.pending.delete(p);
+      else last = Math.max(last, until ?? now + this.boundMs);
+      if (until === null) this.pending.set(p, now + this.boundMs);
+    }
     if (this.pending.size === 0) return Promise.resolve();
+    const waitMs = last - now;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.boundMs)));
-    return Promise.race([Promise.all([...this.pending]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    return Promise.race([Promise.all([...this.pending.keys()]).then(() => undefined), bound]).finally(() => clearTimeout(timer));
   }
 }
 

@@ -123,6 +123,16 @@ export async function closeExpiredChallenge(journal: JournalClient["port"], trac
   throw new Error(`the journal record of ${traceId} kept changing while its expired challenge was being closed`);
 }
 
-/** Why a record was marked for reconciliation (CCS §14), for an answer's detail: the admission's own key, or its parent's, was revoked. */
-export const markCause = (mark: Pick<ReconciliationMark, "via" | "revoked_at">): string =>
-  mark.via === "delegation" ? `was delegated from a parent receipt signed under a key revoked at ${mark.revoked_at}` : `was signed under a key revoked at ${mark.revoked_at}`;
+/**
+ * Why a record was marked for reconciliation (CCS §14), for an answer's detail: the admission's own
+ * key was revoked, or a key its delegation rests on. `delegatedUnder` (the admission's
+ * `detail.delegated_under`, the parent's signer first) tells the parent's own key from one further
+ * up: a grandchild's parent may be signed under a key that is still trusted (review rv-78).
+ */
+export const markCause = (mark: Pick<ReconciliationMark, "via" | "revoked_at" | "fingerprint">, delegatedUnder?: readonly string[]): string => {
+  if (mark.via !== "delegation") return `was signed under a key revoked at ${mark.revoked_at}`;
+  if (delegatedUnder?.[0] === mark.fingerprint) return `was delegated from a parent receipt signed under a key revoked at ${mark.revoked_at}`;
+  const further = `was delegated from a parent receipt whose own delegation rests on a key revoked at ${mark.revoked_at} (one that signed a receipt further up its delegation)`;
+  if (delegatedUnder && delegatedUnder.length > 0) return further;
+  return `was delegated from a parent receipt signed under a key revoked at ${mark.revoked_at}, or from one whose own delegation rests on that key`;
+};

@@ -3,7 +3,7 @@
  * made it fails 503, but the write is not cancelled and can land later; the next call must not
  * read before it lands, or the two are not one at a time any more.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { PendingKv, serialAdminRegistry } from "../../worker/admin-registry.js";
 import { kvAnchorStore, kvRelyingPartyWrites, type LedgerClient } from "../../worker/stores.js";
 import type { Env } from "../../worker/env.js";
@@ -91,5 +91,53 @@ describe("a re-pin of a sharded issuer (review rv-80)", () => {
     expect(new Set(calls.map((c) => c.shard)).size).toBe(64);
     const unpinned = first.keys.map((k) => k.fingerprint).sort();
     for (const c of calls) expect([...c.fingerprints].sort()).toEqual(unpinned);
+  });
+});
+
+describe("a registry call whose KV call never settles", () => {
+  it("holds the next call up to the bound once, not every call after it: the queue is not wedged", async () => {
+    const kv = slowKv(0, 0);
+    // The first put never settles (as a KV call lost in flight would not).
+    let hung = true;
+    const put = kv.put.bind(kv);
+    kv.put = (key: string, value: string) => {
+      if (hung) {
+        hung = false;
+        return new Promise<void>(() => {});
+      }
+      return put(key, value);
+    };
+    const bound = 300;
+    const pending = new PendingKv(bound);
+    const timeout = 20;
+    const registry = serialAdminRegistry(() => {
+      const env = { ANCHORS: pending.track(kv) } as unknown as Env;
+      return { anchors: kvAnchorStore(env, timeout, new Map()), ledgers: {} as LedgerClient, parties: kvRelyingPartyWrites(env, timeout) };
+    }, pending);
+    // The clock is faked, so what is asserted is which calls a timer holds, not how long anything took.
+    vi.useFakeTimers();
+    try {
+      const first = expect(registry.createParty(party("a".repeat(64)))).rejects.toThrow(/unavailable/);
+      await vi.advanceTimersByTimeAsync(timeout);
+      await first;
+      // The next call waits for the hung write, up to the bound from its first wait …
+      let nextDone = false;
+      const next = registry.deleteParty("queue-party").then(() => (nextDone = true));
+      await vi.advanceTimersByTimeAsync(bound - 1);
+      expect(nextDone).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await next;
+      // … but the calls after it do not wait for it again: each answers with no timer run.
+      for (let i = 0; i < 3; i++) {
+        let done = false;
+        const later = registry.deleteParty("queue-party").then(() => (done = true));
+        await vi.advanceTimersByTimeAsync(0);
+        // Before: every later call waited the bound again for the write that never settled.
+        expect(done).toBe(true);
+        await later;
+      }
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

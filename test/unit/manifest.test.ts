@@ -8,7 +8,7 @@ import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
 import { manifestContent, manifestHash, MAX_MANIFEST_WINDOW, verifyManifest, type Manifest } from "../../worker/protocol/manifest/manifest.js";
-import { buildPinnedManifest, pinnedBinding } from "../../worker/protocol/manifest/pinning.js";
+import { buildPinnedManifest, joinBindings, pinnedBinding } from "../../worker/protocol/manifest/pinning.js";
 import { COUNTERSIGN_PROFILES } from "../../worker/protocol/manifest/profiles.js";
 import { resolveProfile, type Candidate } from "../../worker/protocol/manifest/resolve.js";
 import { manifestStaleness } from "../../worker/protocol/manifest/staleness.js";
@@ -141,6 +141,18 @@ describe("pinning another verifier's manifest", () => {
     expect(pinnedBinding(again.pinned, "sha256:" + "0".repeat(64))).toBeNull();
     const wrong = await buildPinnedManifest({ manifest: first, configurations: [{ config, config_hash: "sha256:" + "0".repeat(64) }] }, record, keys, opts);
     expect(wrong).toMatchObject({ kind: "refused", code: "MALFORMED_REQUEST" });
+  });
+
+  it("a configuration given more than once in one pin is bound once (review rv-78: 16 copies left 16 bindings of one config_hash)", async () => {
+    const { id, record, keys } = await setup("manifest-unit-twice");
+    const first = await manifestOf(id, PROFILES, WINDOW);
+    const config = await canonicalConfig({ signingKeyId: "m1", manifestHash: await manifestHash(first) });
+    const other = await canonicalConfig({ signingKeyId: "m2", manifestHash: await manifestHash(first) });
+    const pinned = await buildPinnedManifest({ manifest: first, configurations: [{ config }, { config: other }, { config }, { config }] }, record, keys, opts);
+    if (pinned.kind !== "pinned") throw new Error(pinned.detail);
+    // Newest last, one per config_hash: the repeated one at its last place.
+    expect(pinned.pinned.bindings.map((b) => b.config_hash)).toEqual([await configHash(other), await configHash(config)]);
+    expect(joinBindings(pinned.pinned.bindings, pinned.added)).toEqual(pinned.pinned.bindings);
   });
 
   it("a configuration may name the manifest pinned before, without its content, when the new pin replaces it", async () => {

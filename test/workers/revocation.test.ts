@@ -318,8 +318,14 @@ describe("revoking the key that signed a delegation's parent", () => {
     for (const traceId of [ready.trace_id, grandchild.trace_id]) {
       const refused = await lifecycle(traceId, "start", {});
       expect([refused.status, refused.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
-      // The refusal names the key that was revoked for what it is: the parent's, not the admission's own.
-      expect(refused.body.error.detail).toContain("delegated from a parent receipt signed under a key revoked");
+      // The refusal names the key that was revoked for what it is: the parent's, not the admission's own …
+      if (traceId === ready.trace_id) expect(refused.body.error.detail).toContain("delegated from a parent receipt signed under a key revoked");
+      // … and, for a grandchild, a key further up: its parent was signed under this deployment's key,
+      // which is still trusted (review rv-78: it was told its parent was signed under the revoked key).
+      else {
+        expect(refused.body.error.detail).toContain("delegated from a parent receipt whose own delegation rests on a key revoked");
+        expect(refused.body.error.detail).not.toContain("parent receipt signed under a key revoked");
+      }
     }
     expect((await lifecycle(other.trace_id, "start", {})).status).toBe(200);
 

@@ -24,7 +24,7 @@ import { grantedSkew, seconds } from "../protocol/checks/freshness.js";
 import { isConsistentEffect, type EffectDisposition, type JournalState } from "../protocol/journal/lifecycle.js";
 import type { AppendResult, Corrupt, JournalEntry, JournalRecord, LoadedRecord } from "../protocol/journal/port.js";
 import type { Receipt } from "../protocol/receipt.js";
-import { STAND_IN_SIGNER, storedAdmission } from "./intake.js";
+import { delegatedUnderOf, STAND_IN_SIGNER, storedAdmission } from "./intake.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
 
 type Outcome = { response: unknown } | { error: unknown } | { outcome: "indeterminate" | "reconciliation_required" };
@@ -250,7 +250,7 @@ export const executionRoutes = new Hono<AppEnv>()
   if (record.state === "ready") await refuseExpired(c, record, history, now);
   // CCS §14: an admission signed under a key since revoked is no longer evidence to start on.
   const mark = await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
-  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(mark)}: it is marked for reconciliation and cannot be started`);
+  if (mark) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(mark, delegatedUnderOf(history))}: it is marked for reconciliation and cannot be started`);
   if (record.state === "ready") {
     // Nothing is written: the admission stays as it was issued, and the same Command is admitted again under a new trace_id.
     refuseOtherConfiguration(admissionOf(history), (await issuing(c.env)).context.configHash, "its outcome could never be signed, so it is not started; admit the Command again under a new trace_id");
@@ -266,7 +266,7 @@ export const executionRoutes = new Hono<AppEnv>()
     case "not-eligible": {
       // Marked by a revocation that landed after the look above: the journal refused the claim itself.
       const late = claimed.lease_lapsed ? null : await c.get("services").journal(INTAKE_TENANT).markOf(record.record_id);
-      if (late) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(late)}: it is marked for reconciliation and cannot be started`);
+      if (late) throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `this admission ${markCause(late, delegatedUnderOf(history))}: it is marked for reconciliation and cannot be started`);
       throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", claimed.lease_lapsed ? "the execution's lease lapsed without a result: reconcile it" : `a record in state ${claimed.state} cannot be started`);
     }
     case "not-found":

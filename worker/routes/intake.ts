@@ -91,6 +91,13 @@ export function storedAdmission(history: readonly JournalEntry[]): (StoredAdmiss
   };
 }
 
+/** The keys the latest admission's delegation rests on (its parent's signer first), or none. */
+export function delegatedUnderOf(history: readonly JournalEntry[]): string[] {
+  const entry = history.findLast((e) => e.event === "append" && (e.from === "awaiting_policy" || e.from === "awaiting_approval") && e.receipt);
+  const keys = (entry?.detail as Partial<DecisionDetail> | null | undefined)?.delegated_under;
+  return Array.isArray(keys) ? keys.filter((k): k is string => typeof k === "string") : [];
+}
+
 /**
  * What a retry of the original intake is answered with. A deny that was challenged (CCS §4.7) is
  * answered again as it was first issued, whatever its challenge has since brought (a fresh deny,

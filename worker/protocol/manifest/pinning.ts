@@ -93,10 +93,16 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
   return { kind: "pinned", pinned: { document: manifest, manifest_hash: check.manifestHash, pinned_at: o.now, bindings }, added };
 }
 
-/** The bindings held, less those the configurations given now replace, followed by these (newest last), the oldest dropped past MAX_MANIFEST_BINDINGS. */
+/**
+ * The bindings held, less those the configurations given now replace, followed by these (newest
+ * last), one per config_hash (a configuration given twice in one pin is bound once, at its last
+ * place: review rv-78, 16 copies of one left 16 bindings of it), the oldest dropped past
+ * MAX_MANIFEST_BINDINGS.
+ */
 export function joinBindings(held: readonly ManifestBindingRecord[], added: readonly ManifestBindingRecord[]): ManifestBindingRecord[] {
   const fresh = new Set(added.map((b) => b.config_hash));
-  return [...held.filter((b) => !fresh.has(b.config_hash)), ...added].slice(-MAX_MANIFEST_BINDINGS);
+  const once = added.filter((b, i) => !added.slice(i + 1).some((later) => later.config_hash === b.config_hash));
+  return [...held.filter((b) => !fresh.has(b.config_hash)), ...once].slice(-MAX_MANIFEST_BINDINGS);
 }
 
 /**
