@@ -434,6 +434,26 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("denied");
   });
 
+  it("a deadline alarm that ran before the journal held the admission (it found no record) runs again once the admission is recorded, and closes it (review rv-78)", async () => {
+    const c = command();
+    // The challenge opens, and its alarm runs at once, before the journal holds the record: nothing to close.
+    const early = harness(env, ctx(), {
+      intake: {
+        openChallenge: async (record, attempt) => {
+          const stub = challengeObject(c.trace_id);
+          await stub.open(record, attempt);
+          expect(await runDurableObjectAlarm(stub)).toBe(true);
+          expect(await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.sql.exec("SELECT state FROM challenge").one().state)).toBe("closed");
+        },
+      },
+    });
+    const denied = (await early.intake(c)).body;
+    expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("awaiting_approval");
+    // Before: the row stayed closed, its alarm only deleted it, and the record awaited evidence for good.
+    expect(await runDurableObjectAlarm(challengeObject(c.trace_id))).toBe(true);
+    await expectClosedDeny(c.trace_id, denied.challenge.expires_at, denied.receipt);
+  });
+
   it("an answer signed under a configuration no intake has issued under yet records it, so GET /v1/config/{hash} answers it after the next change", async () => {
     const c = command();
     const denied = (await h.intake(c)).body;
