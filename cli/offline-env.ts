@@ -31,19 +31,36 @@ export function memoryJournalNamespace() {
 
 export function nodeEnv(vars: Partial<Env> = {}) {
   const kv = new Map<string, string>();
+  /** Keys put with an expirationTtl, and when KV would expire them (ms): read as absent from then, as KV does. */
+  const expiries = new Map<string, number>();
+  const live = (key: string) => {
+    const at = expiries.get(key);
+    if (at !== undefined && Date.now() >= at) {
+      kv.delete(key);
+      expiries.delete(key);
+    }
+    return kv.get(key);
+  };
   const ledgers = new Map<string, ReturnType<typeof memoryLedger>>();
   const ledger = (name: string) => ledgers.get(name) ?? ledgers.set(name, memoryLedger()).get(name)!;
   const env = {
     ANCHORS: {
       get: async (key: string, type?: string) => {
-        const v = kv.get(key);
+        const v = live(key);
         return v === undefined ? null : type === "json" ? JSON.parse(v) : v;
       },
-      put: async (key: string, value: string) => void kv.set(key, value),
-      delete: async (key: string) => void kv.delete(key),
+      put: async (key: string, value: string, options?: { expirationTtl?: number }) => {
+        kv.set(key, value);
+        if (options?.expirationTtl !== undefined) expiries.set(key, Date.now() + options.expirationTtl * 1000);
+        else expiries.delete(key);
+      },
+      delete: async (key: string) => {
+        kv.delete(key);
+        expiries.delete(key);
+      },
       // As KV lists: at most `limit` (1,000) keys in key order a page, `cursor` to go on from, `list_complete` on the last.
       list: async ({ prefix = "", limit = 1000, cursor }: { prefix?: string; limit?: number; cursor?: string } = {}) => {
-        const all = [...kv.keys()].filter((k) => k.startsWith(prefix)).sort();
+        const all = [...kv.keys()].filter((k) => k.startsWith(prefix) && live(k) !== undefined).sort();
         const start = cursor ? Number(cursor) : 0;
         const end = Math.min(all.length, start + limit);
         return { keys: all.slice(start, end).map((name) => ({ name })), list_complete: end >= all.length, ...(end < all.length ? { cursor: String(end) } : {}) };

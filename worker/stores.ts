@@ -284,6 +284,17 @@ export const RELYING_PARTY_PAGE_MAX = 100;
 const partyKey = (name: string) => `rp:${name}`;
 const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
 
+/**
+ * Seconds a token a party gave up (deleted, or rotated out) stays taken: its record is kept, no
+ * longer named by its party's `rp:<name>` (so it authenticates nothing), until KV expires it. Other
+ * isolates cache a found token for RELYING_PARTY_CACHE_TTL_MS and KV takes up to ~60 s to reach
+ * other locations: a token handed to another party (or to a new registration of the name) within
+ * that time authenticated there as the party that gave it up, reading and writing its records
+ * (review rv-79). Past both, it may be supplied again; the registration that gave it up may take
+ * it back by a rotation at any time.
+ */
+export const RETIRED_TOKEN_TTL_SECONDS = 120;
+
 /** The relying-party writes, each a KV read-check-write: run only by the AdminRegistry object, one at a time. */
 export interface RelyingPartyWrites {
   create(party: RelyingParty): Promise<"created" | "name-taken" | "token-taken">;
@@ -295,14 +306,16 @@ export function kvRelyingPartyWrites(env: Env, timeoutMs: number): RelyingPartyW
   const kv = <T>(work: Promise<T>) => withTimeout(work, timeoutMs, "relying-party store");
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   /**
-   * Deletes the party's token record, unless it is another party's. Before the writes were
-   * serialised, two calls supplying one token at once could both pass the token check and leave
-   * the token's record holding the other party (review rv-62): such a record is still left alone.
+   * Retires the party's token record, unless it is another party's: kept, still taken, for
+   * RETIRED_TOKEN_TTL_SECONDS, then expired by KV. It authenticates nothing meanwhile, since the
+   * party's `rp:<name>` no longer names it (deleted, or naming the new token). Before the writes
+   * were serialised, two calls supplying one token at once could both pass the token check and
+   * leave the token's record holding the other party (review rv-62): such a record is still left alone.
    */
   const dropTokenOf = async (party: RelyingParty): Promise<void> => {
     const held = await get(tokenKey(party.token_sha256));
     if (held && (held.name !== party.name || held.registration !== party.registration)) return;
-    await kv(env.ANCHORS.delete(tokenKey(party.token_sha256)));
+    await kv(env.ANCHORS.put(tokenKey(party.token_sha256), JSON.stringify(party), { expirationTtl: RETIRED_TOKEN_TTL_SECONDS }));
   };
   return {
     async create(party) {
@@ -321,7 +334,11 @@ export function kvRelyingPartyWrites(env: Env, timeoutMs: number): RelyingPartyW
     async rotate(name, tokenSha256) {
       const party = await get(partyKey(name));
       if (!party) return "not-found";
-      if (await get(tokenKey(tokenSha256))) return "token-taken";
+      const held = await get(tokenKey(tokenSha256));
+      // A token this very registration gave up may come back to it (npm start frees DEMO_RP_TOKEN
+      // and gives it back): an isolate that still caches it takes it as this party's, which it is.
+      const ownRetired = held !== null && held.name === name && held.registration === party.registration && party.token_sha256 !== tokenSha256;
+      if (held && !ownRetired) return "token-taken";
       const rotated: RelyingParty = { ...party, token_sha256: tokenSha256 };
       const value = JSON.stringify(rotated);
       // The new token's record first: the name's record then hands authority over in one write.

@@ -15,6 +15,7 @@ import { commitManifest } from "../../worker/admin-registry.js";
 import { durableLedgerStub, kvAnchorStore, ledgerClient } from "../../worker/stores.js";
 import { ledgerShardKey } from "../../worker/config.js";
 import type { Env } from "../../worker/env.js";
+import { sha256Hex } from "../../worker/protocol/digest.js";
 
 const h = () => harness(env, createExecutionContext());
 const ROUNDS = 8;
@@ -53,6 +54,47 @@ describe("relying-party tokens are handed to one party, whatever arrives at once
     for (const token of tokens) {
       expect(await authenticates(app, token), token).toBe(token === winner);
     }
+  });
+});
+
+describe("a token a party gave up is not handed to another while other isolates may still take it as the first's (review rv-79)", () => {
+  // Each harness is an isolate of its own (its own token cache). Before, a token rotated out (or
+  // deleted) could be supplied to another party at once: an isolate that had cached it as the first
+  // party's took the new holder's calls as the first party's for up to 30 s, so a usage receipt the
+  // new holder stored there landed in the first party's ledger (it read it, the new holder did not).
+  it("rotated out or deleted, it is 409 RELYING_PARTY_EXISTS when supplied again, and authenticates nobody meanwhile", async () => {
+    const serving = h();
+    const other = h();
+    const rotatedOut = "retired-token-rotated-0123456789abcdef01";
+    expect((await serving.admin("POST", "/v1/admin/relying-parties", { name: "retiring-a", audiences: [AUDIENCE], token: rotatedOut })).status).toBe(201);
+    expect(await authenticates(other, rotatedOut)).toBe(true);
+    expect((await serving.admin("POST", "/v1/admin/relying-parties/retiring-a/token", {})).status).toBe(200);
+    expect(await authenticates(serving, rotatedOut)).toBe(false);
+    const taken = await serving.admin("POST", "/v1/admin/relying-parties", { name: "retiring-b", audiences: [AUDIENCE], token: rotatedOut });
+    expect([taken.status, taken.body.error?.code]).toEqual([409, "RELYING_PARTY_EXISTS"]);
+    // The registration that gave it up may take it back (npm start does so with DEMO_RP_TOKEN): an
+    // isolate that still caches it takes it as that party's, which it is.
+    const back = await serving.admin("POST", "/v1/admin/relying-parties/retiring-a/token", { token: rotatedOut });
+    expect(back.status).toBe(200);
+    expect(await authenticates(serving, rotatedOut)).toBe(true);
+    expect((await serving.admin("POST", "/v1/admin/relying-parties/retiring-a/token", {})).status).toBe(200);
+    const stillTaken = await serving.admin("POST", "/v1/admin/relying-parties", { name: "retiring-b", audiences: [AUDIENCE], token: rotatedOut });
+    expect([stillTaken.status, stillTaken.body.error?.code]).toEqual([409, "RELYING_PARTY_EXISTS"]);
+
+    const deleted = "retired-token-deleted-0123456789abcdef01";
+    expect((await serving.admin("POST", "/v1/admin/relying-parties", { name: "retiring-c", audiences: [AUDIENCE], token: deleted })).status).toBe(201);
+    expect((await serving.admin("DELETE", "/v1/admin/relying-parties/retiring-c")).status).toBe(200);
+    for (const name of ["retiring-c", "retiring-d"]) {
+      const again = await serving.admin("POST", "/v1/admin/relying-parties", { name, audiences: [AUDIENCE], token: deleted });
+      expect([name, again.status, again.body.error?.code]).toEqual([name, 409, "RELYING_PARTY_EXISTS"]);
+    }
+    expect(await authenticates(serving, deleted)).toBe(false);
+    // The record is kept only until KV expires it.
+    const { keys } = await env.ANCHORS.list({ prefix: "rp-token:" });
+    const names = [`rp-token:${await sha256Hex(deleted)}`, `rp-token:${await sha256Hex(rotatedOut)}`];
+    const retired = keys.filter((k) => names.includes(k.name));
+    expect(retired).toHaveLength(2);
+    for (const k of retired) expect(k.expiration, k.name).toBeGreaterThan(0);
   });
 });
 

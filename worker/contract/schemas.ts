@@ -327,7 +327,7 @@ export const Registration = z
     // Judged by parseRegistration (its own details); stated here so the document says what is refused.
     name: z.string().meta({ pattern: RELYING_PARTY_NAME.source, description: RELYING_PARTY_NAME_RULE }),
     audiences: z.array(z.string()).meta({ description: "1-16 audiences, none twice, each one this deployment serves (AUDIENCES)" }),
-    token: z.string().optional().meta({ pattern: RELYING_PARTY_TOKEN.source, description: "32-256 of [A-Za-z0-9._~-], supplied for provisioning (else one is generated); not one of this deployment's own secrets nor a Level 0 key it holds, in any case of a hex key's digits; 64+ hex digits (a Level 0 key's form) only all lowercase or all uppercase" }),
+    token: z.string().optional().meta({ pattern: RELYING_PARTY_TOKEN.source, description: "32-256 of [A-Za-z0-9._~-], supplied for provisioning (else one is generated); not one of this deployment's own secrets nor a Level 0 key it holds, in any case of a hex key's digits; an even number (64 or more) of hex digits (a Level 0 key's form) only all lowercase or all uppercase" }),
     min_verifier_class: z.union([VerifierClass, jsonObject]).optional().meta({ description: "a class for every audience of the party, or {audience: class}" }) })
   .strict()
   .meta({ id: "RelyingPartyRegistration" });

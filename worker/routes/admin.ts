@@ -20,7 +20,7 @@ import { HEX64, toHex } from "../protocol/encoding.js";
 import { isHttpsUri, MAX_URI_BYTES, uriMemoSize } from "../protocol/receipt.js";
 import { newToken, parseRegistration, parseTokenCall, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE } from "../protocol/relying-parties.js";
 import { unwrap } from "../admin-registry.js";
-import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, type AnchorStore } from "../stores.js";
+import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, RETIRED_TOKEN_TTL_SECONDS, type AnchorStore } from "../stores.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
 
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
@@ -172,6 +172,9 @@ async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number
   return { chains: chains.length, journal_records: records.length };
 }
 
+/** A supplied token a party holds, or gave up less than RETIRED_TOKEN_TTL_SECONDS ago (worker/stores.ts). Made when answered: stores.js may not be evaluated yet when this module is. */
+const tokenTaken = () => `that token is a relying party's, or was given up by one less than ${RETIRED_TOKEN_TTL_SECONDS} s ago (other isolates may still take it as that party's); supply a different one`;
+
 export const adminRoutes = new Hono<AppEnv>()
   .use(requireAdmin)
   /** Registers a relying party; the token is answered once and stored only as its SHA-256. */
@@ -184,7 +187,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const floor = Object.keys(min_verifier_class).length > 0 ? { min_verifier_class } : {};
   const created = await relyingParties.create({ name, audiences: allowed, token_sha256: await sha256Hex(token), created_at: Math.floor(now()), registration: toHex(crypto.getRandomValues(new Uint8Array(8))), ...floor });
   if (created === "name-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", `relying party ${name} exists; POST /v1/admin/relying-parties/${name}/token issues it a new token`);
-  if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already another relying party's; supply a different one");
+  if (created === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", tokenTaken());
   return c.json({ name, token, audiences: allowed, ...floor }, 201);
 })
   .get("/relying-parties", async (c) => {
@@ -210,7 +213,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const token = partyToken(c, parsed.token);
   const rotated = await c.get("services").relyingParties.rotate(name, await sha256Hex(token));
   if (rotated === "not-found") throw new ApiError(404, "NOT_FOUND", `no relying party ${name}`);
-  if (rotated === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", "that token is already a relying party's; supply a different one");
+  if (rotated === "token-taken") throw new ApiError(409, "RELYING_PARTY_EXISTS", tokenTaken());
   const floor = rotated.min_verifier_class ? { min_verifier_class: rotated.min_verifier_class } : {};
   return c.json({ name, token, audiences: rotated.audiences, ...floor }, 200);
 })
