@@ -110,8 +110,11 @@ export class IntakeChallenges extends DurableObject<Env> {
    */
   open(c: StoredChallenge, attempt: string): boolean {
     this.table();
-    const held = this.sql.exec<{ confirmed: number }>("SELECT confirmed FROM challenge WHERE id = 1").toArray()[0];
+    const held = this.sql.exec<{ confirmed: number; state: RowState }>("SELECT confirmed, state FROM challenge WHERE id = 1").toArray()[0];
     if (held && held.confirmed) return false;
+    // Unconfirmed but taken or answered: an answer found its record in the journal, so that attempt
+    // was recorded and only its confirmation is missing (it failed, or the answer came first).
+    if (held && (held.state === "taken" || held.state === "taken-at-deadline" || held.state === "answered")) return false;
     this.write(c, attempt, 0);
     return true;
   }

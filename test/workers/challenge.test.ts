@@ -434,6 +434,20 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.record.state).toBe("denied");
   });
 
+  it("an attempt still in flight does not reopen a challenge an answer took or answered before the recorded attempt's confirmation (review rv-79)", async () => {
+    const stub = challengeObject("00000000000c0f18");
+    const opened = { message: "{\"trace_id\":\"00000000000c0f18\"}", audience: AUDIENCE, gaps: "[\"human_approval\"]", issued_at: TEST_NOW, expires_at: TEST_NOW + 300 };
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.open(opened, "recorded-attempt"));
+    // The journal recorded that attempt and an answer took the challenge before its confirmation came (or the confirmation failed).
+    expect((await runInDurableObject(stub, (o: IntakeChallenges) => o.take(TEST_NOW + 1))).kind).toBe("open");
+    expect(await runInDurableObject(stub, (o: IntakeChallenges) => o.open({ ...opened, expires_at: TEST_NOW + 310 }, "attempt-in-flight"))).toBe(false);
+    await runInDurableObject(stub, (o: IntakeChallenges) => o.answered());
+    // Before: the later attempt's open put the row back to 'open', as that attempt's.
+    expect(await runInDurableObject(stub, (o: IntakeChallenges) => o.open({ ...opened, expires_at: TEST_NOW + 320 }, "attempt-in-flight"))).toBe(false);
+    const row = await runInDurableObject(stub, (_o: IntakeChallenges, state) => state.storage.sql.exec("SELECT state, attempt, expires_at FROM challenge").one());
+    expect(row).toEqual({ state: "answered", attempt: "recorded-attempt", expires_at: TEST_NOW + 300 });
+  });
+
   it("a deadline alarm that ran before the journal held the admission (it found no record) runs again once the admission is recorded, and closes it (review rv-78)", async () => {
     const c = command();
     // The challenge opens, and its alarm runs at once, before the journal holds the record: nothing to close.
