@@ -387,6 +387,15 @@ describe("revoking the key that signed a delegation's parent", () => {
     expect(codes((await verify(early, earlyCommand)).body)).toEqual(["REPLAY_DETECTED"]);
     expect((await verify(plain, plainCommand)).body).toMatchObject({ decision: "accept", nonce_consumed: true, failures: [] });
 
+    // A grandchild through the child presented before (its nonce consumed, not withdrawn) is
+    // admitted after the revocation and marked as it is written: its receipt is withdrawn then.
+    const lateCommand = command({ delegation_chain: early.receipt });
+    const late = await admit(lateCommand);
+    expect((await h.call(`/v1/evidence/${lateCommand.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body.reconciliation).toMatchObject({ via: "delegation" });
+    const lateVerified = await verify(late, lateCommand);
+    expect(lateVerified.body).toMatchObject({ decision: "reject", nonce_consumed: false });
+    expect(codes(lateVerified.body)).toEqual(["RECEIPT_WITHDRAWN"]);
+
     // In a chain (replay ignored there), the child's hop is refused too.
     const chain = await buildChain("withdrawn-child", [{ receipt: parent }, { receipt: child.receipt, runtime_context: child.runtime_context }]);
     const chained = await h.call("/v1/chains/verify", post({ chain }));
