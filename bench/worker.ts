@@ -188,6 +188,7 @@ const noLedger: LedgerStub = {
   anchorState: async () => ({ revoked: [], sequence_resets: [] }),
   stats: async () => ({ nonces: 0, database_bytes: 0, rows_written: 0, windows: [], revoked: [] }),
   noteKeyUse: async () => ({ revoked: false }),
+  withdraw: async () => 0,
   keyUses: async () => [],
 };
 const statelessApp = createApp({ ledgerStub: () => () => noLedger });

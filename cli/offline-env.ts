@@ -19,6 +19,7 @@ function memoryJournalObject() {
     // Offline, nothing is admitted by intake, so no admission is in flight under any key.
     revokeKey: () => [],
     marksFor: () => [],
+    delegatedReceipts: () => [],
     markOf: () => null,
   };
 }
@@ -86,6 +87,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       stats: async () => ({ nonces: l.nonces(), database_bytes: 0, rows_written: 0, windows: [], revoked: l.revocations() }),
       noteKeyUse: async (fingerprint, use) => l.noteKeyUse(fingerprint, use),
       keyUses: async (fingerprint, after) => l.keyUses(fingerprint, after),
+      withdraw: async (withdrawals) => l.withdraw(withdrawals),
     };
   };
   // Admin writes run one at a time, as the AdminRegistry object runs them, over this process's KV and ledgers.

@@ -49,6 +49,8 @@ import {
   type Revocation,
   type SequenceReset,
   type SequenceResetAudit,
+  WITHDRAW_PAGE,
+  type Withdrawal,
 } from "../worker/protocol/ledger.js";
 import { admitSequence, decodeBitmap, encodeBitmap, EMPTY_WINDOW, type SequenceWindow } from "../worker/protocol/replay-window.js";
 
@@ -77,7 +79,7 @@ export interface AnchorLedgerState {
   sequence_resets: SequenceReset[];
 }
 
-type ClaimedRow = { retry_tag: string | null; answer: string | null };
+type ClaimedRow = { retry_tag: string | null; answer: string | null; withdrawn: number | null };
 
 export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
   private readonly sql: SqlStorage;
@@ -101,7 +103,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     // runs at most every PURGE_INTERVAL_MS over a table bounded by rate × retention. No index on
     // (key_tag, sequence) either: those sequences are held in memory (see above).
     this.sql.exec(`
-      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT, windowed INTEGER) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS nonces (nonce TEXT PRIMARY KEY, retain_until REAL NOT NULL, key_tag INTEGER, sequence INTEGER, retry_tag TEXT, answer TEXT, windowed INTEGER, withdrawn REAL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS windows (fingerprint TEXT PRIMARY KEY, highest INTEGER NOT NULL, bitmap TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS key_uses (fingerprint TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (fingerprint, kind, ref)) WITHOUT ROWID;
@@ -115,6 +117,8 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     if (!columns.has("answer")) this.sql.exec("ALTER TABLE nonces ADD COLUMN answer TEXT");
     // Rows from before have no `windowed`: their claims rewrote the window row, which is current.
     if (!columns.has("windowed")) this.sql.exec("ALTER TABLE nonces ADD COLUMN windowed INTEGER");
+    // A receipt withdrawn before it was presented (CCS §14, withdraw below): the revocation's time; NULL on a claimed row.
+    if (!columns.has("withdrawn")) this.sql.exec("ALTER TABLE nonces ADD COLUMN withdrawn REAL");
     this.sql.exec("DROP INDEX IF EXISTS nonce_sequences");
     this.revoked = new Set(this.sql.exec<{ fingerprint: string }>("SELECT fingerprint FROM revoked_keys").toArray().map((r) => r.fingerprint));
     ctx.blockConcurrencyWhile(async () => {
@@ -165,7 +169,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   /** The row of a nonce claimed before (its retry tag and kept answer), or undefined. */
   private claimedRow(nonce: string): ClaimedRow | undefined {
-    return this.sql.exec<ClaimedRow>("SELECT retry_tag, answer FROM nonces WHERE nonce = ?", nonce).toArray()[0];
+    return this.sql.exec<ClaimedRow>("SELECT retry_tag, answer, withdrawn FROM nonces WHERE nonce = ?", nonce).toArray()[0];
   }
 
   /** The ledger's decision given the nonce's row (`undefined`: never claimed) and what memory holds. */
@@ -175,6 +179,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       nonceSeen: claimed !== undefined,
       sameRetry: claimed !== undefined && q.retryTag != null && claimed.retry_tag === q.retryTag,
       answer: claimed?.answer ?? null,
+      withdrawnAt: claimed?.withdrawn ?? null,
       keyRevoked: q.fingerprint !== null && this.revoked.has(q.fingerprint),
       sequenceRepeated: keyed && this.sequences().get(keyTag(q.fingerprint!))?.has(q.sequence!) === true,
       window: keyed && q.sequencePolicy === "window" ? this.windowOf(q.fingerprint!) : EMPTY_WINDOW,
@@ -334,6 +339,33 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
 
   keyUses(fingerprint: string, after: string | null): KeyUse[] {
     return this.sql.exec<KeyUse & Record<string, SqlStorageValue>>("SELECT kind, ref, at FROM key_uses WHERE fingerprint = ? AND ref > ? ORDER BY ref LIMIT ?", fingerprint, after ?? "", KEY_USES_PAGE).toArray();
+  }
+
+  /**
+   * CCS §14: receipts of this deployment's own withdrawn before they were presented (children of a
+   * delegation whose parent's key was revoked). Each nonce not held yet is held as withdrawn until
+   * its retention ends (then purged like any nonce); one already held (claimed: the receipt was
+   * presented before the revocation) stays as it is. A later claim of a withdrawn nonce conflicts
+   * on the accepting path's INSERT and is judged in full, which answers `withdrawn`. Answers the
+   * rows written.
+   */
+  withdraw(withdrawals: Withdrawal[]): number {
+    if (!Array.isArray(withdrawals) || withdrawals.length > WITHDRAW_PAGE) throw new Error(`withdraw takes at most ${WITHDRAW_PAGE} nonces`);
+    const now = Date.now() / 1000;
+    const due = withdrawals.filter((w) => typeof w.nonce === "string" && Number.isFinite(w.retainUntil) && Number.isFinite(w.revokedAt) && w.retainUntil > now);
+    if (due.length === 0) return 0;
+    const written = this.ctx.storage.transactionSync(() => {
+      let n = 0;
+      for (const w of due) {
+        const cursor = this.sql.exec("INSERT INTO nonces (nonce, retain_until, withdrawn) VALUES (?, ?, ?) ON CONFLICT (nonce) DO NOTHING", w.nonce, w.retainUntil, w.revokedAt);
+        cursor.toArray();
+        n += cursor.rowsWritten;
+      }
+      return n;
+    });
+    this.rowsWritten += written;
+    this.schedulePurge(Math.min(...due.map((w) => w.retainUntil)) * 1000);
+    return written;
   }
 
   anchorState(): AnchorLedgerState {

@@ -20,7 +20,7 @@ export const shardOf = (recordId: string, shards: number): number => parseInt(re
 export const journalObjectName = (tenant: string, recordId: string, shards: number): string => `${tenant}#${shardOf(recordId, shards)}`;
 
 /** The RPC surface of a ReceiptJournal, so tests and the Node environment can stand in for it. */
-export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "reservation" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf">;
+export type JournalStub = Pick<ReceiptJournal, "reserve" | "append" | "appendMany" | "claim" | "verifyFence" | "load" | "loadByIdempotency" | "reservation" | "query" | "stats" | "revokeKey" | "marksFor" | "markOf" | "delegatedReceipts">;
 
 export interface JournalClient {
   port: { [K in keyof ToolReceiptJournal]: (...args: Parameters<ToolReceiptJournal[K]>) => Promise<Awaited<ReturnType<ToolReceiptJournal[K]>>> };
@@ -30,6 +30,8 @@ export interface JournalClient {
   /** `grace`: the most skew a start grants an admission past its expires_at (the policy's skew cap). */
   revokeKey(fingerprint: string, revokedAt: number, at: number, grace: number): Promise<ReconciliationMark[]>;
   marksFor(fingerprint: string): Promise<ReconciliationMark[]>;
+  /** CCS §14 over every shard: the receipts of the records marked via a delegation resting on `fingerprint`. */
+  delegatedReceipts(fingerprint: string): Promise<{ issuer: string; nonce: string; expires_at: number; max_clock_skew: number | null }[]>;
   /** A record's reconciliation mark, from its own shard. */
   markOf(recordId: string): Promise<ReconciliationMark | null>;
   /** A record's reservation (that it exists, what it reserved), read without replaying its history: one shard, a few entries. */
@@ -61,6 +63,7 @@ export function journalClient(stubFor: (name: string) => JournalStub, tenant: st
     },
     revokeKey: async (fingerprint, revokedAt, at, grace) => (await everyShard((s) => s.revokeKey(fingerprint, revokedAt, at, grace))).flat(),
     marksFor: async (fingerprint) => (await everyShard((s) => s.marksFor(fingerprint))).flat(),
+    delegatedReceipts: async (fingerprint) => (await everyShard((s) => s.delegatedReceipts(fingerprint))).flat(),
     markOf: (recordId) => withTimeout(Promise.resolve(stub(recordId).markOf(recordId)), timeoutMs, "receipt journal"),
     reservation: (recordId) => call(stub(recordId).reservation(recordId)),
     async query(q) {

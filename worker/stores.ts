@@ -17,6 +17,8 @@ import {
   type Revocation,
   type SequenceReset,
   type SequenceResetAudit,
+  WITHDRAW_PAGE,
+  type Withdrawal,
 } from "./protocol/ledger.js";
 import { ApiError, withTimeout } from "./http.js";
 import { sha256Hex } from "./protocol/digest.js";
@@ -171,6 +173,8 @@ export interface LedgerClient {
   /** Notes a key's use on the issuer's first shard (where its revocations are also answered from). */
   noteKeyUse(issuer: string, shards: number, fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
   keyUses(issuer: string, shards: number, fingerprint: string, after: string | null): Promise<KeyUse[]>;
+  /** CCS §14: holds each nonce as withdrawn in the shard it maps to (at most WITHDRAW_PAGE a call); answers the rows written. */
+  withdraw(issuer: string, shards: number, withdrawals: readonly Withdrawal[]): Promise<number>;
 }
 
 /** The minimal surface of an IssuerLedger stub, so tests can inject a failing one. */
@@ -185,6 +189,7 @@ export interface LedgerStub {
   stats(): Promise<LedgerStats>;
   noteKeyUse(fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
   keyUses(fingerprint: string, after: string | null): Promise<KeyUse[]>;
+  withdraw(withdrawals: Withdrawal[]): Promise<number>;
 }
 
 export function durableLedgerStub(env: Env) {
@@ -244,6 +249,20 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
     stats: async (issuer, shards) => mergeStats(await Promise.all(all(issuer, shards).map((stub) => call(stub.stats())))),
     noteKeyUse: (issuer, shards, fingerprint, use) => call(stubFor(ledgerNames(issuer, shards)[0]).noteKeyUse(fingerprint, use)),
     keyUses: (issuer, shards, fingerprint, after) => call(stubFor(ledgerNames(issuer, shards)[0]).keyUses(fingerprint, after)),
+    async withdraw(issuer, shards, withdrawals) {
+      if (withdrawals.length === 0) return 0;
+      requireShardKey(shards, shardKey);
+      const byShard = new Map<string, Withdrawal[]>();
+      for (const w of withdrawals) {
+        const name = ledgerName(issuer, w.nonce, shards, shardKey!);
+        const list = byShard.get(name) ?? [];
+        list.push(w);
+        byShard.set(name, list);
+      }
+      const calls: Promise<number>[] = [];
+      for (const [name, list] of byShard) for (let i = 0; i < list.length; i += WITHDRAW_PAGE) calls.push(call(stubFor(name).withdraw(list.slice(i, i + WITHDRAW_PAGE))));
+      return (await Promise.all(calls)).reduce((a, b) => a + b, 0);
+    },
   };
 }
 

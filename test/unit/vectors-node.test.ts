@@ -13,6 +13,8 @@ import { RP_NAME, RP_TOKEN } from "../support/app-harness.js";
 /** Failure codes no stateless vector can produce, and the test file that produces each. */
 const CODES_PROVEN_BY_TESTS: Record<string, string> = {
   VERIFIER_REVIEW_REQUIRED: "test/workers/conformance.test.ts",
+  // Only a revocation of a key a delegation of this deployment rests on withdraws a receipt.
+  RECEIPT_WITHDRAWN: "test/workers/revocation.test.ts",
 };
 
 describe("CCS vectors", () => {

@@ -12,6 +12,8 @@ import { makeChainHops } from "../../vectors/ccs/factory.js";
 import { journalShards } from "../../worker/config.js";
 import { INTAKE_TENANT, journalObjectName, type JournalStub } from "../../worker/journal-store.js";
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
+import { buildChain } from "../../worker/protocol/chain.js";
+import type { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
 
 let counter = 0;
@@ -337,15 +339,84 @@ describe("revoking the key that signed a delegation's parent", () => {
     // Revoking again is idempotent.
     expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).body.in_flight).toEqual({ chains: 0, journal_records: 4 });
 
-    // A new child of the revoked parent is refused; a new grandchild through a child signed before
-    // the revocation verifies (its own parent's key is trusted) but is marked as it is written.
+    // A new child of the revoked parent is refused; so is a new grandchild through a child the
+    // revocation marked: that child's receipt was withdrawn (RECEIPT_WITHDRAWN), so it delegates nothing.
     const late = await h.intake(command({ delegation_chain: parent }));
     expect(late.body.receipt.block_reason).toBe("delegation_invalid: ANCHOR_REVOKED");
-    const lateGrandchild = command({ delegation_chain: readyReceipt });
-    await intake(lateGrandchild);
-    expect((await evidence(lateGrandchild.trace_id)).reconciliation).toMatchObject({ state: "ready", fingerprint, via: "delegation" });
-    const refused = await lifecycle(lateGrandchild.trace_id, "start", {});
-    expect([refused.status, refused.body.error?.code]).toEqual([409, "EXECUTION_NOT_ELIGIBLE"]);
+    const lateGrandchild = await h.intake(command({ delegation_chain: readyReceipt }));
+    expect(lateGrandchild.body.receipt).toMatchObject({ verdict: "deny", block_reason: "delegation_invalid: RECEIPT_WITHDRAWN" });
+  });
+
+  it("withdraws the nonce of each child it marks: its receipt is refused RECEIPT_WITHDRAWN in every mode and in a chain, never consumed; a child presented before stays a replay; other receipts accept; the row goes with its retention", async () => {
+    const keyed = { ...env, SIGNING_KEY: "3a5c7e9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c5e7b9d1f3a5c", SIGNING_KID: "test-signing-withdraw" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const parentIssuer = await issuerFor("revocation-withdraw-parent");
+    await h.pin(parentIssuer.anchor);
+    const parent = (await parentIssuer.receipt({ tool: "search_web", params: { query: "plan" } })).receipt;
+    const admit = async (c: Record<string, any>) => {
+      const res = await h.intake(c);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.receipt.verdict, res.text).toBe("allow");
+      return res.body;
+    };
+    const request = (c: Record<string, any>) => ({ agent_id: c.agent_id, tool: c.tool, params: c.params, timestamp: c.timestamp, trace_id: c.trace_id });
+    const childCommand = command({ delegation_chain: parent });
+    const child = await admit(childCommand);
+    const earlyCommand = command({ delegation_chain: parent });
+    const early = await admit(earlyCommand);
+    const plainCommand = command();
+    const plain = await admit(plainCommand);
+    const verify = (body: Record<string, any>, c: Record<string, any>, extra: Record<string, unknown> = {}) => h.verify({ receipt: body.receipt, audience: AUDIENCE, request: request(c), runtime_context: body.runtime_context, ...extra });
+    // Presented before the revocation: its nonce is consumed, and stays so.
+    expect((await verify(early, earlyCommand)).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+
+    const revoked = await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid);
+    expect(revoked.status, revoked.text).toBe(200);
+    expect(revoked.body.in_flight).toEqual({ chains: 0, journal_records: 2 });
+
+    const codes = (b: any) => b.failures.map((f: { code: string }) => f.code);
+    for (const mode of ["audit", "enforce", "enforce"]) {
+      const refused = await verify(child, childCommand, { mode });
+      expect(refused.status, refused.text).toBe(200);
+      expect(refused.body).toMatchObject({ valid: false, decision: mode === "audit" ? "audit" : "reject", nonce_consumed: false });
+      expect(codes(refused.body), mode).toEqual(["RECEIPT_WITHDRAWN"]);
+      expect(refused.body.failures[0]).toMatchObject({ severity: "CRITICAL", detail: `the receipt was withdrawn: a key its delegation rests on was revoked at ${revoked.body.revoked_at}` });
+    }
+    expect(codes((await verify(early, earlyCommand)).body)).toEqual(["REPLAY_DETECTED"]);
+    expect((await verify(plain, plainCommand)).body).toMatchObject({ decision: "accept", nonce_consumed: true, failures: [] });
+
+    // A grandchild through the child presented before (its nonce consumed, not withdrawn) is
+    // admitted after the revocation and marked as it is written: its receipt is withdrawn then.
+    const lateCommand = command({ delegation_chain: early.receipt });
+    const late = await admit(lateCommand);
+    expect((await h.call(`/v1/evidence/${lateCommand.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).body.reconciliation).toMatchObject({ via: "delegation" });
+    const lateVerified = await verify(late, lateCommand);
+    expect(lateVerified.body).toMatchObject({ decision: "reject", nonce_consumed: false });
+    expect(codes(lateVerified.body)).toEqual(["RECEIPT_WITHDRAWN"]);
+
+    // In a chain (replay ignored there), the child's hop is refused too.
+    const chain = await buildChain("withdrawn-child", [{ receipt: parent }, { receipt: child.receipt, runtime_context: child.runtime_context }]);
+    const chained = await h.call("/v1/chains/verify", post({ chain }));
+    expect(chained.status, chained.text).toBe(200);
+    expect(chained.body.chain_valid).toBe(false);
+    expect(JSON.stringify(chained.body)).toContain("RECEIPT_WITHDRAWN");
+
+    // Revoking again writes nothing new and keeps the consumed nonce a replay.
+    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).status).toBe(200);
+    expect(codes((await verify(early, earlyCommand)).body)).toEqual(["REPLAY_DETECTED"]);
+
+    // The withdrawn row is held until the child's expires_at + its granted skew, then purged.
+    const ledger = keyed.ISSUER_LEDGER.get(keyed.ISSUER_LEDGER.idFromName(own.issuer));
+    const nonce = child.receipt.nonce;
+    const rowOf = () => runInDurableObject(ledger, (_i: IssuerLedger, state) => state.storage.sql.exec<{ retain_until: number; withdrawn: number | null }>("SELECT retain_until, withdrawn FROM nonces WHERE nonce = ?", nonce).toArray()[0]);
+    const row = await rowOf();
+    expect(row).toEqual({ retain_until: child.receipt.expires_at + Math.min(child.receipt.max_clock_skew, 30), withdrawn: revoked.body.revoked_at });
+    await runInDurableObject(ledger, (instance: IssuerLedger) => instance.purge((row!.retain_until - 1) * 1000));
+    expect(await rowOf()).toBeDefined();
+    await runInDurableObject(ledger, (instance: IssuerLedger) => instance.purge(row!.retain_until * 1000));
+    expect(await rowOf()).toBeUndefined();
   });
 
   it("an admission revoked under its own key says so (via admission)", async () => {

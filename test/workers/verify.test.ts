@@ -162,7 +162,7 @@ describe("fail closed", () => {
       if (behaviour === "throw synchronously") throw new Error("storage exploded at /srv/secret/path.ts:12");
       return behaviour === "throw" ? Promise.reject(new Error("storage exploded at /srv/secret/path.ts:12")) : new Promise<never>(() => {});
     };
-    return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKeys: fail, resetSequence: fail, anchorState: fail, noteKeyUse: fail, keyUses: fail };
+    return { claim: fail, inspect: fail, revoke: fail, stats: fail, revocations: fail, forgetKeys: fail, resetSequence: fail, anchorState: fail, noteKeyUse: fail, keyUses: fail, withdraw: fail };
   };
 
   for (const behaviour of ["throw", "hang", "throw synchronously"] as const) {

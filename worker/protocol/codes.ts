@@ -29,6 +29,7 @@ export const FAILURE_CODES = [
   "VERIFIER_REVIEW_REQUIRED",
   "LEVEL0_NOT_ACCEPTED",
   "REPLAY_UNGUARDED",
+  "RECEIPT_WITHDRAWN",
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
 
@@ -147,6 +148,7 @@ export const STEP_OF: Record<FailureCode, number> = {
   VERIFIER_REVIEW_REQUIRED: 3,
   LEVEL0_NOT_ACCEPTED: 0,
   REPLAY_UNGUARDED: 4,
+  RECEIPT_WITHDRAWN: 3,
 };
 
 export interface Failure {

@@ -56,6 +56,11 @@ export interface LedgerAnswer {
    * (its row could be purged at once, so a replay could not be told), or absent.
    */
   expired?: string;
+  /**
+   * Why the receipt carrying this nonce was withdrawn before it was presented (CCS §14: a key its
+   * delegation rests on was revoked), or absent. Judged whatever the replay mode: never consumed.
+   */
+  withdrawn?: string;
   /** True only when this call claimed the nonce (and noted its sequence), or is a retry of the call that did. */
   consumed: boolean;
   /** True when `consumed` is owed to an earlier call with the same retry tag. */
@@ -70,6 +75,25 @@ export interface ReplayLedger {
   /** The same checks, read-only. */
   inspect(q: LedgerQuery): Promise<LedgerAnswer>;
 }
+
+/**
+ * A receipt of this deployment's own withdrawn before it was presented (CCS §14): a child admitted
+ * under a delegation whose parent's key (or a key further up) was revoked at `revokedAt`. Its nonce
+ * is held as withdrawn until `retainUntil` (its expires_at + the skew it is granted), when a claim
+ * of it would be refused as expired anyway.
+ */
+export interface Withdrawal {
+  nonce: string;
+  retainUntil: number;
+  revokedAt: number;
+}
+
+/** The most withdrawals one ledger call takes; more go in further calls. */
+export const WITHDRAW_PAGE = 500;
+
+/** What a withdrawn nonce's claim answers. */
+export const withdrawnDetail = (revokedAt: number): string =>
+  `the receipt was withdrawn: a key its delegation rests on was revoked at ${revokedAt}`;
 
 /** A revoked key of an issuer: by fingerprint, with the kid it was revoked under for people. */
 export type Revocation = {
@@ -119,6 +143,8 @@ export interface LedgerAdmin {
   noteKeyUse(fingerprint: string, use: KeyUse): { revoked: boolean };
   /** The uses noted for a key, in ref order, after `after`, at most KEY_USES_PAGE. */
   keyUses(fingerprint: string, after: string | null): KeyUse[];
+  /** Holds each nonce as withdrawn, unless it is held already (claimed: then it stays as it is); answers how many it wrote. */
+  withdraw(withdrawals: Withdrawal[]): number;
 }
 
 /** The highest of some sequences, null and -1 meaning "none held". */
@@ -133,6 +159,8 @@ export interface HeldState {
   /** The nonce was claimed by a call with the query's (non-null) retry tag; `answer` is what that call answered. */
   sameRetry?: boolean;
   answer?: string | null;
+  /** The nonce is held withdrawn (never claimed): the revocation time its withdrawal names. */
+  withdrawnAt?: number | null;
   keyRevoked: boolean;
   /** A retained nonce of the same key carries the query's sequence. */
   sequenceRepeated: boolean;
@@ -150,6 +178,9 @@ export function judgeReplay(q: LedgerQuery, held: HeldState): { answer: LedgerAn
   if (held.nonceSeen && held.sameRetry) {
     const retried = !held.keyRevoked;
     return { answer: { revoked: held.keyRevoked, replay: null, consumed: retried, retried, ...(retried && held.answer ? { answer: held.answer } : {}) }, admitted: false, next: null };
+  }
+  if (held.nonceSeen && held.withdrawnAt != null) {
+    return { answer: { revoked: held.keyRevoked, replay: null, withdrawn: withdrawnDetail(held.withdrawnAt), consumed: false }, admitted: false, next: null };
   }
   if (held.nonceSeen) replay = `nonce ${q.nonce} was already presented`;
   else if (q.sequence !== null && q.fingerprint !== null) {

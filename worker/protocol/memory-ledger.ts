@@ -2,11 +2,11 @@
  * An in-memory ReplayLedger with the IssuerLedger's semantics, for offline use (CLI, tests
  * under plain Node). Not durable: a process restart forgets every nonce.
  */
-import { judgeReplay, KEY_USES_PAGE, maxHighest, type KeyUse, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
+import { judgeReplay, KEY_USES_PAGE, maxHighest, WITHDRAW_PAGE, type KeyUse, type Withdrawal, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
 export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
-  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null; answer: string | null }>();
+  const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null; answer: string | null; withdrawn?: number }>();
   const revoked = new Map<string, Revocation>();
   const windows = new Map<string, SequenceWindow>();
   const resets: SequenceReset[] = [];
@@ -20,6 +20,7 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
       nonceSeen: nonces.has(q.nonce),
       sameRetry: q.retryTag != null && nonces.get(q.nonce)?.retryTag === q.retryTag,
       answer: nonces.get(q.nonce)?.answer ?? null,
+      withdrawnAt: nonces.get(q.nonce)?.withdrawn ?? null,
       keyRevoked: q.fingerprint !== null && revoked.has(q.fingerprint),
       sequenceRepeated: q.fingerprint !== null && q.sequence !== null && sequenceHeld(q.fingerprint, q.sequence),
       window: (q.fingerprint !== null && windows.get(q.fingerprint)) || EMPTY_WINDOW,
@@ -72,6 +73,16 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
     },
     keyUses: (fingerprint, after) =>
       [...(uses.get(fingerprint)?.values() ?? [])].sort((a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0)).filter((u) => after === null || u.ref > after).slice(0, KEY_USES_PAGE),
+    withdraw(withdrawals: Withdrawal[]) {
+      if (withdrawals.length > WITHDRAW_PAGE) throw new Error(`withdraw takes at most ${WITHDRAW_PAGE} nonces`);
+      let written = 0;
+      for (const w of withdrawals) {
+        if (nonces.has(w.nonce)) continue;
+        nonces.set(w.nonce, { retainUntil: w.retainUntil, fingerprint: null, sequence: null, retryTag: null, answer: null, withdrawn: w.revokedAt });
+        written++;
+      }
+      return written;
+    },
     nonces: () => nonces.size,
   };
 }

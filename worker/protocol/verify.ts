@@ -141,6 +141,8 @@ function ledgerFailures(answer: LedgerAnswer, kid: string | null, replay: "judge
   const out: Failure[] = [];
   if (answer.expired) out.push(failure("FRESHNESS_EXPIRED", answer.expired));
   if (answer.revoked) out.push(failure("ANCHOR_REVOKED", `key ${kid} of this issuer has been revoked`));
+  // A withdrawn receipt (CCS §14) is refused whatever the replay mode: it is no replay, nothing consumed it.
+  if (answer.withdrawn) out.push(failure("RECEIPT_WITHDRAWN", answer.withdrawn));
   if (answer.replay && replay === "judge") out.push(failure("REPLAY_DETECTED", answer.replay));
   return out;
 }

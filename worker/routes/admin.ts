@@ -11,7 +11,8 @@ import { ApiError, jsonBody, readOptionalStrictJson, readStrictJson, strictQuery
 /** GET /v1/admin/stats and the relying-party list take these parameters, each once. */
 const STATS_QUERY: ReadonlySet<string> = new Set(["minutes"]);
 const LIST_QUERY: ReadonlySet<string> = new Set(["limit", "cursor"]);
-import { KEY_USES_PAGE } from "../protocol/ledger.js";
+import { KEY_USES_PAGE, type Withdrawal } from "../protocol/ledger.js";
+import { DEFAULT_CLOCK_SKEW } from "../protocol/receipt.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { buildAnchorRecord, issuerProblem, keysEverPinned, pinnedIssuer, withdrawnReceiptKvKey, type AnchorRecord } from "../protocol/anchors.js";
 import type { WithdrawnHop } from "../../durable-objects/evidence-chain.js";
@@ -167,8 +168,25 @@ async function revokeInFlight(c: Context<AppEnv>, issuer: string, shards: number
     // Each hop the key signed, by receipt hash, for seals over documents of another chain_id.
     await Promise.all(hops.map((h) => withTimeout(c.env.ANCHORS.put(withdrawnReceiptKvKey(h.receipt_hash), JSON.stringify({ chain_id: id, hop: h.hop, fingerprint, revoked_at: h.revoked_at })), timeout, "anchor store")));
   }));
-  const { journal, now } = c.get("services");
-  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()), freshnessPolicy(c.env).skewCap);
+  const { journal, now, anchors, ledgers } = c.get("services");
+  const policy = freshnessPolicy(c.env);
+  const records = await journal(INTAKE_TENANT).revokeKey(fingerprint, revokedAt, Math.floor(now()), policy.skewCap);
+  // The children marked via a delegation are this deployment's own receipts: each one's nonce is
+  // withdrawn in its issuer's ledger (the shard it maps to), so that one not yet presented is
+  // refused RECEIPT_WITHDRAWN there, with no read added to the verification's accepting path.
+  if (records.some((r) => r.via === "delegation")) {
+    const byIssuer = new Map<string, Withdrawal[]>();
+    for (const r of await journal(INTAKE_TENANT).delegatedReceipts(fingerprint)) {
+      const list = byIssuer.get(r.issuer) ?? [];
+      list.push({ nonce: r.nonce, retainUntil: r.expires_at + Math.min(r.max_clock_skew ?? DEFAULT_CLOCK_SKEW, policy.skewCap), revokedAt });
+      byIssuer.set(r.issuer, list);
+    }
+    for (const [issuer, withdrawals] of byIssuer) {
+      // An issuer not pinned here has no ledger, and its receipts are refused UNTRUSTED_ISSUER anyway.
+      const anchor = await anchors.fresh(issuer);
+      if (anchor) await ledgers.withdraw(issuer, anchor.ledger_shards ?? 1, withdrawals);
+    }
+  }
   return { chains: chains.length, journal_records: records.length };
 }
 

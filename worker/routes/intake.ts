@@ -15,7 +15,7 @@
  */
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { audiences, intakeTimeout, issuing, MAX_INTAKE_BODY, type Issuing } from "../config.js";
+import { audiences, freshnessPolicy, intakeTimeout, issuing, MAX_INTAKE_BODY, type Issuing } from "../config.js";
 import { ApiError, clipText, loggedPath, MAX_DETAIL_CHARS, readStrictJson } from "../http.js";
 import { INTAKE_RETRY, INTAKE_STATUS, type IntakeErrorCode } from "../protocol/codes.js";
 import { IntakeError, parseIntake, type Intake } from "../protocol/issuing/command.js";
@@ -24,7 +24,7 @@ import type { ReceiptSigner } from "../protocol/issuing/signer.js";
 import type { RuleResult } from "../protocol/issuing/rules/index.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { utf8 } from "../protocol/encoding.js";
-import type { Receipt } from "../protocol/receipt.js";
+import { DEFAULT_CLOCK_SKEW, type Receipt } from "../protocol/receipt.js";
 import type { JournalEntry } from "../protocol/journal/port.js";
 import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
@@ -210,6 +210,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
   });
   if (appended.kind === "appended") {
+    await withdrawIfMarked(c, reserved.record.record_id, admission);
     // Identical intakes sent at once each opened a challenge: the recorded one is put in place, so
     // the deadline this answer announces is the one that holds (review rv-71). The record is written
     // either way, so a store that fails here is logged, not answered: the challenge it holds is
@@ -226,6 +227,25 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   // Another attempt of the same intake got there first: its admission is the one.
   if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
+}
+
+/**
+ * CCS §14: a delegated admission written after a key its delegation rests on was revoked (through a
+ * parent this deployment admitted, whose own receipt was presented before the revocation, or racing
+ * it) is marked as it is written; its receipt is withdrawn in this deployment's issuer ledger before
+ * it is answered, as the revocation withdraws those of the children it marks, so it is refused
+ * RECEIPT_WITHDRAWN wherever it is presented. A delegated admission only: one read of its mark.
+ */
+async function withdrawIfMarked(c: Context<AppEnv>, recordId: string, admission: Admission): Promise<void> {
+  if (!admission.delegatedUnder || admission.delegatedUnder.length === 0) return;
+  const { journal, anchors, ledgers } = c.get("services");
+  const mark = await journal(INTAKE_TENANT).markOf(recordId);
+  if (mark?.via !== "delegation") return;
+  const r = admission.receipt;
+  const anchor = await anchors.fresh(r.issuer);
+  if (!anchor) return;
+  const retainUntil = r.expires_at + Math.min(r.max_clock_skew ?? DEFAULT_CLOCK_SKEW, freshnessPolicy(c.env).skewCap);
+  await ledgers.withdraw(r.issuer, anchor.ledger_shards ?? 1, [{ nonce: r.nonce, retainUntil, revokedAt: mark.revoked_at }]);
 }
 
 /**
