@@ -232,6 +232,6 @@ describe("IssuerLedger: a ledger created with the unique index", () => {
       indexes: state.storage.sql.exec("SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL").toArray(),
       columns: state.storage.sql.exec<{ name: string }>("SELECT name FROM pragma_table_info('nonces')").toArray().map((c) => c.name),
     }));
-    expect(schema).toEqual({ indexes: [], columns: ["nonce", "retain_until", "key_tag", "sequence", "retry_tag", "answer", "windowed"] });
+    expect(schema).toEqual({ indexes: [], columns: ["nonce", "retain_until", "key_tag", "sequence", "retry_tag", "answer", "windowed", "withdrawn"] });
   });
 });
