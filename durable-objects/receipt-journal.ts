@@ -215,7 +215,11 @@ export class ReceiptJournal extends DurableObject<Env> {
    * CCS §14: the receipts issued for the records marked here via a delegation resting on
    * `fingerprint` (this deployment's own, by issuer and nonce, with their expires_at and the skew
    * they carry): what the revocation withdraws in the issuer's ledger, so that a child not yet
-   * presented is refused there. Read from the journal's own entries, inside SQLite.
+   * presented is refused there. Read from the journal's own entries, inside SQLite: only the
+   * receipts issued before the record started (effect `not-started`: the admission, a challenge's
+   * answer, an approval), which authorise an execution; a final receipt (finalize, reconcile) is the
+   * outcome evidence of an execution started before the revocation and is not withdrawn. Before
+   * (review rv-82) it was, by a second revocation of the key only: the first runs before it exists.
    */
   delegatedReceipts(fingerprint: string): { issuer: string; nonce: string; expires_at: number; max_clock_skew: number | null }[] {
     if (!this.hasRevocationSchema || !this.hasSchema) return [];
@@ -223,7 +227,8 @@ export class ReceiptJournal extends DurableObject<Env> {
       `SELECT json_extract(e.entry, '$.receipt.issuer') AS issuer, json_extract(e.entry, '$.receipt.nonce') AS nonce,
               json_extract(e.entry, '$.receipt.expires_at') AS expires_at, json_extract(e.entry, '$.receipt.max_clock_skew') AS max_clock_skew
        FROM reconciliation_marks m JOIN entries e ON e.record_id = m.record_id
-       WHERE m.fingerprint = ? AND m.via = 'delegation' AND json_type(e.entry, '$.receipt.nonce') = 'text'`,
+       WHERE m.fingerprint = ? AND m.via = 'delegation' AND json_type(e.entry, '$.receipt.nonce') = 'text'
+         AND json_extract(e.entry, '$.effect') = 'not-started'`,
       fingerprint,
     ).toArray().filter((r) => typeof r.issuer === "string" && typeof r.expires_at === "number") as unknown as { issuer: string; nonce: string; expires_at: number; max_clock_skew: number | null }[];
   }

@@ -419,6 +419,38 @@ describe("revoking the key that signed a delegation's parent", () => {
     expect(await rowOf()).toBeUndefined();
   });
 
+  it("withdraws a marked child's admission receipt, not the final receipt of an execution started before the revocation: revoking again leaves that final receipt accepted", async () => {
+    // Before (review rv-82), the revocation withdrew every receipt in a marked record's entries: a
+    // child started before the revocation and finalised after it had its final receipt accepted until
+    // the key was revoked again (an idempotent call, the retry of a 503), which then withdrew it.
+    const keyed = { ...env, SIGNING_KEY: "5b7d9f1a3c5e7b9d1f3a5c7e9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d", SIGNING_KID: "test-signing-final" } as typeof env;
+    const h = harness(keyed, createExecutionContext());
+    const own = (await h.call("/.well-known/ccs-issuer")).body;
+    expect((await h.pin(own)).status).toBe(200);
+    const parentIssuer = await issuerFor("revocation-final-parent");
+    await h.pin(parentIssuer.anchor);
+    const parent = (await parentIssuer.receipt({ tool: "search_web", params: { query: "plan" } })).receipt;
+    const c = command({ delegation_chain: parent });
+    const admitted = await h.intake(c);
+    expect(admitted.body.receipt.verdict, admitted.text).toBe("allow");
+    const lifecycle = (step: string, body: unknown) => h.call(`/v1/receipts/${c.trace_id}/${step}`, post(body, INTAKE_TOKEN));
+    const started = await lifecycle("start", {});
+    expect(started.status, started.text).toBe(200);
+    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).body.in_flight).toEqual({ chains: 0, journal_records: 1 });
+    const response = { forecast: "sunny" };
+    const finalised = await lifecycle("finalize", { fence: started.body.fence, response });
+    expect(finalised.status, finalised.text).toBe(200);
+    const request = { agent_id: c.agent_id, tool: c.tool, params: c.params, timestamp: c.timestamp, trace_id: c.trace_id };
+    const verify = (receipt: unknown, mode: string, extra: Record<string, unknown> = {}) => h.verify({ receipt, audience: AUDIENCE, request, runtime_context: admitted.body.runtime_context, mode, ...extra });
+    const codes = (b: any) => b.failures.map((f: { code: string }) => f.code);
+    expect(codes((await verify(finalised.body.receipt, "audit", { response })).body)).toEqual([]);
+    expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).status).toBe(200);
+    // The admission's receipt is withdrawn; the final receipt, outcome evidence of an execution that started before the revocation, is not.
+    expect(codes((await verify(admitted.body.receipt, "audit")).body)).toEqual(["RECEIPT_WITHDRAWN"]);
+    const final = await verify(finalised.body.receipt, "enforce", { response });
+    expect(final.body, final.text).toMatchObject({ decision: "accept", nonce_consumed: true, failures: [] });
+  });
+
   it("an admission revoked under its own key says so (via admission)", async () => {
     const keyed = { ...env, SIGNING_KEY: "7c2e4a6b8d0f1e3c5a7b9d1f3e5c7a9b1d3f5e7c9a1b3d5f7e9c1a3b5d7f9e1c", SIGNING_KID: "test-signing-via" } as typeof env;
     const h = harness(keyed, createExecutionContext());
