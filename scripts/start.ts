@@ -10,6 +10,7 @@ import { resolve } from "node:path";
 import { demoAnchor, DEMO_AUDIENCE, DEMO_ISSUER, DEMO_RELYING_PARTY } from "../cli/demo-identity.js";
 import { ensureDevVars, readDevVars } from "./dev-vars.js";
 import { ensurePortFree, PROJECT_ROOT, startLocalServer, type LocalServer } from "./local-server.js";
+import { RETIRED_TOKEN_TTL_SECONDS } from "../worker/stores.js";
 
 const added = ensureDevVars(PROJECT_ROOT);
 if (added.length > 0) console.log(`.dev.vars: added ${added.join(", ")} from .dev.vars.example (demo values)`);
@@ -128,8 +129,23 @@ try {
       );
   } else {
     await step("clearing the demo relying party", () => admin("DELETE", `/v1/admin/relying-parties/${DEMO_RELYING_PARTY}`), [200, 404]);
-    await step("registering the demo relying party", () =>
-      admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201]);
+    const register = () => step("registering the demo relying party", () =>
+      admin("POST", "/v1/admin/relying-parties", { name: DEMO_RELYING_PARTY, audiences: [DEMO_AUDIENCE], token: vars.DEMO_RP_TOKEN }), [201, 409]);
+    let registered = await register();
+    // A token a party gave up stays taken for RETIRED_TOKEN_TTL_SECONDS (worker/stores.ts): the demo
+    // party deleted just now (above) or shortly before this start held DEMO_RP_TOKEN, and the new
+    // registration may take it only once KV expired that record. Before, the start failed 409 here
+    // (review rv-82); it now waits that long, then says DEMO_RP_TOKEN is another party's.
+    if (registered.status === 409) {
+      console.log(`  DEMO_RP_TOKEN was given up by a relying party less than ${RETIRED_TOKEN_TTL_SECONDS} s ago (the demo party, deleted and registered again): waiting until it is free`);
+      for (const deadline = Date.now() + (RETIRED_TOKEN_TTL_SECONDS + 30) * 1000; registered.status === 409 && Date.now() < deadline; ) {
+        await new Promise((r) => setTimeout(r, 2_000));
+        if (stopping.signal.aborted) throw new Error("stopped");
+        registered = await register();
+      }
+      if (registered.status === 409)
+        throw new Error(`registering the demo relying party failed: 409 ${await registered.text()} (DEMO_RP_TOKEN in .dev.vars is another relying party's token on this state: set another DEMO_RP_TOKEN in .dev.vars, or start on a new COUNTERSIGN_STATE_DIR)`);
+    }
     writeFileSync(noted, tokenDigest + "\n");
   }
   await setup.stop();

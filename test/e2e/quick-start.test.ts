@@ -201,6 +201,40 @@ describe("the quick start", () => {
     }
   });
 
+  it("a restart right after the demo party was deleted registers it again with DEMO_RP_TOKEN, once the token it gave up is free", { timeout: 360_000 }, async () => {
+    // Before (review rv-82), a start less than RETIRED_TOKEN_TTL_SECONDS after the demo party was
+    // deleted (by an admin, or by a start re-registering it) failed: its registration with
+    // DEMO_RP_TOKEN was refused 409, the token still held by the deleted party's retired record.
+    const dir = join(scratch, "state-deleted");
+    const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
+    const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
+    const first = launch(await freePort(), dir);
+    try {
+      await first.ready();
+      const base = /countersign is listening on (\S+)/.exec(first.output())?.[1];
+      expect(base, first.output()).toBeTruthy();
+      expect((await fetch(`${base}/v1/admin/relying-parties/demo-relying-party`, { method: "DELETE", headers: admin })).status).toBe(200);
+    } finally {
+      first.running.kill("SIGTERM");
+      await first.exited;
+      first.reap();
+    }
+    const again = launch(await freePort(), dir);
+    try {
+      const deadline = Date.now() + (RETIRED_TOKEN_TTL_SECONDS + 90) * 1000;
+      while (!again.output().includes("countersign is listening") && Date.now() < deadline && again.running.exitCode === null) await new Promise((r) => setTimeout(r, 500));
+      expect(again.output()).not.toContain("could not be set up");
+      expect(again.output()).toContain("countersign is listening");
+      const base = /countersign is listening on (\S+)/.exec(again.output())![1];
+      const verified = await fetch(`${base}/v1/receipts/verify`, { method: "POST", headers: { authorization: `Bearer ${demoToken}`, "content-type": "application/json" }, body: "{}" });
+      expect(verified.status).not.toBe(401);
+    } finally {
+      if (again.running.exitCode === null) again.running.kill("SIGTERM");
+      await again.exited;
+      again.reap();
+    }
+  });
+
   it("on a fresh state, the first /healthz 200 on PORT comes with the demo issuer pinned and DEMO_RP_TOKEN accepted", async () => {
     // Before, /healthz answered while the start was still pinning and registering: a call made on
     // its first 200 found the demo issuer 404 and DEMO_RP_TOKEN refused 401 (review rv-58).
