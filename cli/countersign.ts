@@ -89,7 +89,8 @@ Every command takes --json (one compact JSON document on stdout; a usage error, 
 on stderr and nothing on stdout) and --help.
 Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 A reader that closes stdout early (| head -1) changes no exit code, except for relying-parties add
-and rotate, whose token is shown once: exit 1, and the run must be repeated.
+and rotate, whose token is shown once: exit 1, and the token is lost; relying-parties rotate NAME
+gives the party a new one (add again is 409 RELYING_PARTY_EXISTS: the party was registered).
 `;
 
 const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;

@@ -658,6 +658,9 @@ describe("countersign sign and verify", () => {
     const help = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^usage: countersign/);
+    // A token lost to a closed stdout is recovered by rotate: add again is 409, the party exists (rv-83).
+    expect(help.stdout).toMatch(/relying-parties rotate NAME\s+gives the party a new one/);
+    expect(help.stdout).not.toMatch(/the run must be repeated/);
     const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
     expect(usage.status).toBe(2);
     expect(usage.stdout).toBe("");
