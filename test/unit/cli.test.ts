@@ -133,6 +133,20 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({ status: 2, stdout: "", stderr: `cannot write ${missing}: ENOENT\n` });
   });
 
+  it("npm run demo's curl line reaches the instance the tour names (COUNTERSIGN_URL, else PORT, else 8787) and says a refused connection", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/demo.ts", at("demo-line.json")], { cwd: ROOT, encoding: "utf8" });
+    expect(res.status, res.stderr).toBe(0);
+    const line = res.stdout.split("\n")[1].trim();
+    expect(line).toMatch(/^curl -sS /); // -s alone printed nothing at all for a refused connection (rv-83)
+    // The shell's own expansion of the printed line, with echo in curl's place.
+    const url = (env: Record<string, string>) =>
+      spawnSync("bash", ["-c", line.replace(/^curl/, "echo")], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", DEMO_RP_TOKEN: "t", ...env } }).stdout.split(" ").find((w) => w.includes("/v1/receipts/verify"));
+    expect(url({ COUNTERSIGN_URL: "http://127.0.0.1:8983" })).toBe("http://127.0.0.1:8983/v1/receipts/verify");
+    expect(url({ PORT: "9000" })).toBe("http://127.0.0.1:9000/v1/receipts/verify");
+    expect(url({})).toBe("http://127.0.0.1:8787/v1/receipts/verify");
+  });
+
   it("replay --out naming the bundle itself is refused (exit 2, the bundle left as it was), for countersign replay and npm run replay", async () => {
     writeFileSync(at("own-bundle.json"), readFileSync(bundle));
     const res = await run("replay", at("own-bundle.json"), "--out", join(dir, ".", "own-bundle.json"), "--json");
