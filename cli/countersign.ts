@@ -70,7 +70,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       (decision audit), where the service's default is enforce (accept or reject)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world;
-                                                      stdout has one compact answer a line ({status, ...}), with or without
+                                                      a line that names no mode is judged as the service would, in enforce
+                                                      mode (a nonce seen on an earlier line is REPLAY_DETECTED), unlike
+                                                      verify FILE; stdout has one compact answer a line ({status, ...}), with or without
                                                       --json; exit 0 only when every call is valid (a file with none: exit 2)
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
   manifest verify FILE --anchors FILE [--now T] [--skew S]

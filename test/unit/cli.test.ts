@@ -675,6 +675,8 @@ describe("countersign sign and verify", () => {
     // A token lost to a closed stdout is recovered by rotate: add again is 409, the party exists (rv-83).
     expect(help.stdout).toMatch(/relying-parties rotate NAME\s+gives the party a new one/);
     expect(help.stdout).not.toMatch(/the run must be repeated/);
+    // verify --lines judges a call without a mode in enforce mode, verify FILE in audit mode: the help says which (rv-83).
+    expect(help.stdout).toMatch(/a line that names no mode is judged as the service would, in enforce\s+mode/);
     const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
     expect(usage.status).toBe(2);
     expect(usage.stdout).toBe("");
