@@ -177,6 +177,9 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, issuer: { type: "string" }, force: { type: "boolean" } });
   const prefix = values.out ?? "countersign-key";
   if (prefix === "") throw new UsageError("--out must name a file prefix");
+  // A path that ends in a directory (`.`, `..`, `keys/`) is no prefix: its files would be hidden
+  // ones named .key and .pub.json inside it (`--out .` wrote ..key and ..pub.json; review rv-83).
+  if (/(^|[\\/])\.{0,2}$/.test(prefix)) throw new UsageError(`--out must name a file prefix, not the directory ${prefix} (e.g. --out ${prefix.replace(/[\\/]+$/, "")}/my-issuer)`);
   if (values.issuer !== undefined) httpsUri(values.issuer, "--issuer");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");

@@ -66,6 +66,21 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
   });
 
+  it("keygen --out naming a directory (., .., keys/) is a usage error, not hidden files .key and .pub.json inside it", async () => {
+    const sub = join(dir, "keygen-dir");
+    mkdirSync(sub, { recursive: true });
+    for (const out of [`${sub}/`, `${sub}/.`, `${sub}/..`, join(sub, "x") + "/.."]) {
+      const res = await run("keygen", "--out", out, "--force");
+      expect({ out, code: res.code }).toEqual({ out, code: 2 });
+      expect(res.err).toMatch(/--out must name a file prefix, not the directory/);
+    }
+    expect(readdirSync(sub)).toEqual([]);
+    expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
+    // A prefix beside a directory of the same name stays a prefix.
+    expect((await run("keygen", "--out", sub, "--json")).code).toBe(0);
+    expect(existsSync(`${sub}.key`)).toBe(true);
+  });
+
   it("keygen --force without --issuer never leaves the old key's anchor beside the new key", async () => {
     expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER)).code).toBe(0);
     const [oldKey, oldAnchor] = [readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")];
