@@ -261,7 +261,10 @@ async function sign(io: Io, args: string[]): Promise<number> {
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
-  if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}`);
+  // intake_version is what a Command sent to POST /v1/intake carries beside the request; the
+  // receipt binds the request alone, so that Command is refused here by name (review rv-83).
+  const intakeHint = problem?.includes('"intake_version"') ? " (intake_version is sent to POST /v1/intake, never signed; sign takes the request, {agent_id, tool, params, timestamp, trace_id}: drop it)" : "";
+  if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}${intakeHint}`);
   const request = command as PresentedRequest;
   const response = values.response === undefined ? undefined : readJson(io, values.response, "response");
   const runtimeContext = values["runtime-context"] === undefined ? undefined : readJson(io, values["runtime-context"], "runtime context");

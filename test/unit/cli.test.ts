@@ -81,6 +81,14 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(existsSync(`${sub}.key`)).toBe(true);
   });
 
+  it("sign --command with an intake Command (intake_version beside the request) is refused by name, saying what sign takes", async () => {
+    const { key } = await issuerFiles("iv");
+    writeFileSync(at("iv-command.json"), JSON.stringify({ ...COMMAND, intake_version: "1.3" }));
+    const res = await run("sign", "--key", key, "--command", at("iv-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/unknown field "intake_version" \(intake_version is sent to POST \/v1\/intake, never signed; sign takes the request/);
+  });
+
   it("keygen --force without --issuer never leaves the old key's anchor beside the new key", async () => {
     expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER)).code).toBe(0);
     const [oldKey, oldAnchor] = [readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")];
