@@ -70,7 +70,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       (decision audit), where the service's default is enforce (accept or reject)
   verify --lines CALLS.jsonl --anchors FILE [--now T] [--org-id URI]
                                                       one verification call per line, in order, in one offline world;
-                                                      stdout has one compact answer a line ({status, ...}), with or without
+                                                      a line that names no mode is judged as the service would, in enforce
+                                                      mode (a nonce seen on an earlier line is REPLAY_DETECTED), unlike
+                                                      verify FILE; stdout has one compact answer a line ({status, ...}), with or without
                                                       --json; exit 0 only when every call is valid (a file with none: exit 2)
   replay BUNDLE [--out FILE] [--expect DIGEST]        an EC-Agent bundle replay report (--expect pins the outer digest)
   manifest verify FILE --anchors FILE [--now T] [--skew S]
@@ -89,7 +91,8 @@ Every command takes --json (one compact JSON document on stdout; a usage error, 
 on stderr and nothing on stdout) and --help.
 Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 A reader that closes stdout early (| head -1) changes no exit code, except for relying-parties add
-and rotate, whose token is shown once: exit 1, and the run must be repeated.
+and rotate, whose token is shown once: exit 1, and the token is lost; relying-parties rotate NAME
+gives the party a new one (add again is 409 RELYING_PARTY_EXISTS: the party was registered).
 `;
 
 const common = { json: { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
@@ -174,6 +177,9 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const { values } = parse(args, { out: { type: "string" }, kid: { type: "string" }, issuer: { type: "string" }, force: { type: "boolean" } });
   const prefix = values.out ?? "countersign-key";
   if (prefix === "") throw new UsageError("--out must name a file prefix");
+  // A path that ends in a directory (`.`, `..`, `keys/`) is no prefix: its files would be hidden
+  // ones named .key and .pub.json inside it (`--out .` wrote ..key and ..pub.json; review rv-83).
+  if (/(^|[\\/])\.{0,2}$/.test(prefix)) throw new UsageError(`--out must name a file prefix, not the directory ${prefix} (e.g. --out ${prefix.replace(/[\\/]+$/, "")}/my-issuer)`);
   if (values.issuer !== undefined) httpsUri(values.issuer, "--issuer");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
   if (!/^[A-Za-z0-9._:-]{1,128}$/.test(kid)) throw new UsageError("--kid must be 1-128 of [A-Za-z0-9._:-]");
@@ -255,7 +261,10 @@ async function sign(io: Io, args: string[]): Promise<number> {
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
-  if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}`);
+  // intake_version is what a Command sent to POST /v1/intake carries beside the request; the
+  // receipt binds the request alone, so that Command is refused here by name (review rv-83).
+  const intakeHint = problem?.includes('"intake_version"') ? " (intake_version is sent to POST /v1/intake, never signed; sign takes the request, {agent_id, tool, params, timestamp, trace_id}: drop it)" : "";
+  if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}${intakeHint}`);
   const request = command as PresentedRequest;
   const response = values.response === undefined ? undefined : readJson(io, values.response, "response");
   const runtimeContext = values["runtime-context"] === undefined ? undefined : readJson(io, values["runtime-context"], "runtime context");

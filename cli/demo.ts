@@ -43,5 +43,7 @@ try {
   process.exit(2);
 }
 console.log(`wrote ${out}: a receipt valid for 120 s. Verify it (a second call is a replay):`);
-console.log(`  curl -s localhost:\${PORT:-8787}/v1/receipts/verify -H "authorization: Bearer $DEMO_RP_TOKEN" -H 'content-type: application/json' --data @${out}`);
+// The instance as the README's tour names it (COUNTERSIGN_URL, which the CLI reads too), else PORT,
+// else the default port; -S says a refused connection, which -s alone left as no output at all.
+console.log(`  curl -sS -w '\\n' "\${COUNTERSIGN_URL:-http://127.0.0.1:\${PORT:-8787}}/v1/receipts/verify" -H "authorization: Bearer $DEMO_RP_TOKEN" -H 'content-type: application/json' --data @${out}`);
 console.log("  (DEMO_RP_TOKEN is in .dev.vars; read it with: export $(grep DEMO_RP_TOKEN .dev.vars))");

@@ -22,12 +22,27 @@ export function ensureDevVars(root: string): string[] {
   return missing.map(([name]) => name);
 }
 
-/** The `NAME=value` lines of a dotenv file (comments and blank lines skipped). */
+/**
+ * The variables of a dotenv file, read as wrangler reads .dev.vars (dotenv's parse, which wrangler
+ * bundles): `export ` allowed before a name, a value in '…', "…" or `…` taken without its quotes
+ * ("…" with \n and \r expanded), and an unquoted value ending at a `#` comment. Read otherwise
+ * (quotes kept), a `ADMIN_TOKEN="…"` that wrangler serves unquoted made npm start present the
+ * token with its quotes and stop, 401, "pinning the demo issuer failed" (review rv-83).
+ */
 export function readDevVars(path: string): Record<string, string> {
+  return parseDotenv(readFileSync(path, "utf8"));
+}
+
+export function parseDotenv(src: string): Record<string, string> {
+  const LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
   const vars: Record<string, string> = {};
-  for (const line of readFileSync(path, "utf8").split("\n")) {
-    const m = /^\s*([A-Z0-9_]+)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) vars[m[1]] = m[2];
+  const lines = src.replace(/\r\n?/gm, "\n");
+  for (let m = LINE.exec(lines); m !== null; m = LINE.exec(lines)) {
+    let value = (m[2] ?? "").trim();
+    const quote = value[0];
+    value = value.replace(/^(['"`])([\s\S]*)\1$/gm, "$2");
+    if (quote === '"') value = value.replace(/\\n/g, "\n").replace(/\\r/g, "\r");
+    vars[m[1]] = value;
   }
   return vars;
 }

@@ -66,6 +66,29 @@ describe("an output path that cannot be written is a usage error: one line namin
     expect(existsSync(join(dir, "no-such-dir"))).toBe(false);
   });
 
+  it("keygen --out naming a directory (., .., keys/) is a usage error, not hidden files .key and .pub.json inside it", async () => {
+    const sub = join(dir, "keygen-dir");
+    mkdirSync(sub, { recursive: true });
+    for (const out of [`${sub}/`, `${sub}/.`, `${sub}/..`, join(sub, "x") + "/.."]) {
+      const res = await run("keygen", "--out", out, "--force");
+      expect({ out, code: res.code }).toEqual({ out, code: 2 });
+      expect(res.err).toMatch(/--out must name a file prefix, not the directory/);
+    }
+    expect(readdirSync(sub)).toEqual([]);
+    expect(readdirSync(dir).filter((f) => f.startsWith("."))).toEqual([]);
+    // A prefix beside a directory of the same name stays a prefix.
+    expect((await run("keygen", "--out", sub, "--json")).code).toBe(0);
+    expect(existsSync(`${sub}.key`)).toBe(true);
+  });
+
+  it("sign --command with an intake Command (intake_version beside the request) is refused by name, saying what sign takes", async () => {
+    const { key } = await issuerFiles("iv");
+    writeFileSync(at("iv-command.json"), JSON.stringify({ ...COMMAND, intake_version: "1.3" }));
+    const res = await run("sign", "--key", key, "--command", at("iv-command.json"), "--issuer", ISSUER, "--audience", AUDIENCE, "--call");
+    expect({ code: res.code, out: res.out }).toEqual({ code: 2, out: "" });
+    expect(res.err).toMatch(/unknown field "intake_version" \(intake_version is sent to POST \/v1\/intake, never signed; sign takes the request/);
+  });
+
   it("keygen --force without --issuer never leaves the old key's anchor beside the new key", async () => {
     expect((await run("keygen", "--out", at("stale"), "--kid", "k1", "--issuer", ISSUER)).code).toBe(0);
     const [oldKey, oldAnchor] = [readFileSync(at("stale.key"), "utf8"), readFileSync(at("stale.anchor.json"), "utf8")];
@@ -131,6 +154,20 @@ describe("an output path that cannot be written is a usage error: one line namin
     const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
     const res = spawnSync(process.execPath, [tsx, "cli/demo.ts", missing], { cwd: ROOT, encoding: "utf8" });
     expect({ status: res.status, stdout: res.stdout, stderr: res.stderr }).toEqual({ status: 2, stdout: "", stderr: `cannot write ${missing}: ENOENT\n` });
+  });
+
+  it("npm run demo's curl line reaches the instance the tour names (COUNTERSIGN_URL, else PORT, else 8787) and says a refused connection", () => {
+    const tsx = resolve(ROOT, "node_modules/tsx/dist/cli.mjs");
+    const res = spawnSync(process.execPath, [tsx, "cli/demo.ts", at("demo-line.json")], { cwd: ROOT, encoding: "utf8" });
+    expect(res.status, res.stderr).toBe(0);
+    const line = res.stdout.split("\n")[1].trim();
+    expect(line).toMatch(/^curl -sS /); // -s alone printed nothing at all for a refused connection (rv-83)
+    // The shell's own expansion of the printed line, with echo in curl's place.
+    const url = (env: Record<string, string>) =>
+      spawnSync("bash", ["-c", line.replace(/^curl/, "echo")], { encoding: "utf8", env: { PATH: process.env.PATH ?? "", DEMO_RP_TOKEN: "t", ...env } }).stdout.split(" ").find((w) => w.includes("/v1/receipts/verify"));
+    expect(url({ COUNTERSIGN_URL: "http://127.0.0.1:8983" })).toBe("http://127.0.0.1:8983/v1/receipts/verify");
+    expect(url({ PORT: "9000" })).toBe("http://127.0.0.1:9000/v1/receipts/verify");
+    expect(url({})).toBe("http://127.0.0.1:8787/v1/receipts/verify");
   });
 
   it("replay --out naming the bundle itself is refused (exit 2, the bundle left as it was), for countersign replay and npm run replay", async () => {
@@ -658,6 +695,11 @@ describe("countersign sign and verify", () => {
     const help = spawnSync(process.execPath, [bin, "--help"], { encoding: "utf8" });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^usage: countersign/);
+    // A token lost to a closed stdout is recovered by rotate: add again is 409, the party exists (rv-83).
+    expect(help.stdout).toMatch(/relying-parties rotate NAME\s+gives the party a new one/);
+    expect(help.stdout).not.toMatch(/the run must be repeated/);
+    // verify --lines judges a call without a mode in enforce mode, verify FILE in audit mode: the help says which (rv-83).
+    expect(help.stdout).toMatch(/a line that names no mode is judged as the service would, in enforce\s+mode/);
     const usage = spawnSync(process.execPath, [bin, "verify"], { encoding: "utf8" });
     expect(usage.status).toBe(2);
     expect(usage.stdout).toBe("");

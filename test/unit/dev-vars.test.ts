@@ -22,4 +22,26 @@ describe("npm start's .dev.vars", () => {
     expect(ensureDevVars(root)).toEqual(["SIGNING_KID"]);
     expect(readDevVars(join(root, ".dev.vars"))).toEqual({ ADMIN_TOKEN: "mine", SIGNING_KID: "demo-1" });
   });
+
+  it("reads values as wrangler does (dotenv): quotes removed, export allowed, an unquoted value ends at #", () => {
+    const root = mkdtempSync(join(tmpdir(), "cs-devvars-"));
+    // Quoted, wrangler serves ADMIN_TOKEN without its quotes; npm start presented it with them
+    // and stopped with 401 "pinning the demo issuer failed" (rv-83).
+    writeFileSync(join(root, ".dev.vars"), [
+      'ADMIN_TOKEN="demo-admin-token"',
+      "DEMO_RP_TOKEN='demo-relying-party-token-0123456789abcdef'",
+      "export INTAKE_TOKEN=demo-intake-token",
+      "SIGNING_KID=countersign-demo-1   # the kid",
+      "  LEDGER_SHARD_KEY = spaced  ",
+      "# COMMENTED=1",
+      "",
+    ].join("\r\n"));
+    expect(readDevVars(join(root, ".dev.vars"))).toEqual({
+      ADMIN_TOKEN: "demo-admin-token",
+      DEMO_RP_TOKEN: "demo-relying-party-token-0123456789abcdef",
+      INTAKE_TOKEN: "demo-intake-token",
+      SIGNING_KID: "countersign-demo-1",
+      LEDGER_SHARD_KEY: "spaced",
+    });
+  });
 });
