@@ -345,6 +345,9 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, at: AwaitingR
   const journal = c.get("services").journal(INTAKE_TENANT).port;
   const appended = await journal.appendMany({ record_id: at.record_id, expected_revision: at.revision, at: admission.receipt.issued_at, transitions: [decision] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
+  // A revocation that landed between the answer's mark check and this append marked the record and
+  // withdrew only the receipts it held then: this answer's receipt is withdrawn here (review rv-82).
+  await withdrawIfMarked(c, at.record_id, admission);
 }
 
 async function held(journal: JournalPort, recordId: string): Promise<Admitted> {
