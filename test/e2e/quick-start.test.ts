@@ -54,6 +54,21 @@ function launch(port: number, dir: string, argv: string[] = [resolve(PROJECT_ROO
   return { running, exited, output: () => out, until, ready: () => until(() => out.includes("demo relying party")), left, reap };
 }
 
+/** A start on `dir` set up and serving; `work` runs against its URL, then the start is stopped (SIGTERM) and what it left reaped. */
+async function servedOnce(dir: string, work: (base: string) => Promise<void>): Promise<void> {
+  const first = launch(await freePort(), dir);
+  try {
+    await first.ready();
+    const base = /countersign is listening on (\S+)/.exec(first.output())?.[1];
+    expect(base, first.output()).toBeTruthy();
+    await work(base!);
+  } finally {
+    first.running.kill("SIGTERM");
+    await first.exited;
+    first.reap();
+  }
+}
+
 describe("the quick start", () => {
   const start = async (port: number) => {
     output = "";
@@ -167,11 +182,7 @@ describe("the quick start", () => {
     const dir = join(scratch, "state-squatted");
     const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
     const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
-    const first = launch(await freePort(), dir);
-    try {
-      await first.ready();
-      const base = /countersign is listening on (\S+)/.exec(first.output())?.[1];
-      expect(base, first.output()).toBeTruthy();
+    await servedOnce(dir, async (base) => {
       expect((await fetch(`${base}/v1/admin/relying-parties/demo-relying-party/token`, { method: "POST", headers: admin, body: "{}" })).status).toBe(200);
       const squatter = { name: "zz-squatter", audiences: ["https://relying-party.example"], token: demoToken };
       const squat = () => fetch(`${base}/v1/admin/relying-parties`, { method: "POST", headers: admin, body: JSON.stringify(squatter) });
@@ -183,11 +194,7 @@ describe("the quick start", () => {
         status = (await squat()).status;
       }
       expect(status).toBe(201);
-    } finally {
-      first.running.kill("SIGTERM");
-      await first.exited;
-      first.reap();
-    }
+    });
     const again = launch(await freePort(), dir);
     try {
       await again.until(() => again.output().includes("countersign is listening"));
@@ -208,17 +215,9 @@ describe("the quick start", () => {
     const dir = join(scratch, "state-deleted");
     const admin = { authorization: "Bearer demo-admin-token", "content-type": "application/json" };
     const demoToken = readDevVars(resolve(PROJECT_ROOT, ".dev.vars")).DEMO_RP_TOKEN;
-    const first = launch(await freePort(), dir);
-    try {
-      await first.ready();
-      const base = /countersign is listening on (\S+)/.exec(first.output())?.[1];
-      expect(base, first.output()).toBeTruthy();
+    await servedOnce(dir, async (base) => {
       expect((await fetch(`${base}/v1/admin/relying-parties/demo-relying-party`, { method: "DELETE", headers: admin })).status).toBe(200);
-    } finally {
-      first.running.kill("SIGTERM");
-      await first.exited;
-      first.reap();
-    }
+    });
     const again = launch(await freePort(), dir);
     try {
       const deadline = Date.now() + (RETIRED_TOKEN_TTL_SECONDS + 90) * 1000;
