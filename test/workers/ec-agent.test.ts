@@ -3,8 +3,9 @@ import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import bundle from "../../vectors/ec-agent/bundle.json" with { type: "json" };
 import pin from "../../vectors/ec-agent/fixture-manifest.json" with { type: "json" };
-import { resealBundle, type Bundle } from "../../worker/protocol/ec/bundle.js";
+import { buildBundle, resealBundle, type Bundle } from "../../worker/protocol/ec/bundle.js";
 import { EC_LIMITS } from "../../worker/protocol/ec/limits.js";
+import { issueEcReceipt } from "../../worker/protocol/ec/receipt.js";
 import { harness } from "../support/app-harness.js";
 
 const h = () => harness(env, createExecutionContext());
@@ -48,6 +49,36 @@ describe("EC-Agent routes in workerd", () => {
     const bad = await h().call("/v1/bundles/replay", post({ bundle: tampered }));
     expect(bad.body).toMatchObject({ decision: "manifest_invalid", receipt_count: 0, manifest_problems: [{ code: "ROW_DIGEST_MISMATCH" }] });
     expect((await h().call("/v1/bundles/replay", post({ bundle, expected_bundle_digest: "sha256:nope" }))).status).toBe(400);
+  });
+
+  it("a receipt anchored on the answer cannot claim other text under the id of a claim the run emitted at its own event, nor cover that claim", async () => {
+    // Review rv-93: run-001 emits c2 ("Margarethe Vogel chaired …") at its own claim_emission event. A
+    // receipt named c2 but claiming c1's sentence, anchored on the answer (claim_id null), citing
+    // c1's evidence, verified valid, and replay reported c2 covered (coverage 1) though no receipt proves c2.
+    const row = structuredClone(rows["run-001"]);
+    const answer = row.events.findIndex((e: { action_type: string }) => e.action_type === "answer");
+    const c1 = row.receipts[0].receipt;
+    const emittedC2 = row.events.findIndex((e: { claim_id: string | null }) => e.claim_id === "c2");
+    expect(emittedC2).toBeGreaterThanOrEqual(0);
+    expect(emittedC2).toBeLessThan(answer);
+    const borrowed = await issueEcReceipt({ policy_id: row.policy, run_id: row.run_id, claim_id: "c2", claim: c1.claim, emission_anchor: answer, evidence: c1.evidence, corpus: rows.corpus, events: row.events });
+    const verified = await h().call("/v1/ec/receipts/verify", post({ receipt: borrowed, corpus: rows.corpus, events: row.events }));
+    expect(verified.status).toBe(200);
+    expect(verified.body.valid).toBe(false);
+    expect(verified.body.reasons).toContain("ANCHOR_MISMATCH");
+    const receipts = [...row.receipts.map((r: { receipt: unknown }) => r.receipt).filter((r: { claim_id: string }) => r.claim_id !== "c2"), borrowed];
+    const built = await buildBundle(rows.corpus, [{ run_id: row.run_id, record_id: row.record_id, policy: row.policy, seed: row.seed, required_claims: row.required_claims, events: row.events, receipts, budget_ledger: row.budget_ledger }]);
+    const replayed = await h().call("/v1/bundles/replay", post({ bundle: built }));
+    expect(replayed.status).toBe(200);
+    expect(replayed.body.coverage).toMatchObject({ covered: 3, required: 4, uncovered: [{ run_id: "run-001", claim_id: "c2", reason: "integrity_invalid" }] });
+    // Under c2's id the answer may still anchor c2's own emitted text; a final-only receipt (run-005) still verifies.
+    const c2 = row.receipts[1].receipt;
+    const sameText = await issueEcReceipt({ policy_id: row.policy, run_id: row.run_id, claim_id: "c2", claim: c2.claim, emission_anchor: answer, evidence: c2.evidence, corpus: rows.corpus, events: row.events });
+    expect((await h().call("/v1/ec/receipts/verify", post({ receipt: sameText, corpus: rows.corpus, events: row.events }))).body.valid).toBe(true);
+    const own = await h().call("/v1/ec/receipts/verify", post({ receipt: row.receipts[1].receipt, corpus: rows.corpus, events: row.events }));
+    expect(own.body.valid).toBe(true);
+    const finalOnly = await h().call("/v1/ec/receipts/verify", post({ receipt: rows["run-005"].receipts[0].receipt, corpus: rows.corpus, events: rows["run-005"].events }));
+    expect(finalOnly.body.valid).toBe(true);
   });
 
   it("a malformed manifest (runs: 5) or row (required_claims: \"c1c2\") is a named problem with a code, never a 5xx", async () => {

@@ -127,6 +127,8 @@ export interface PreparedTrace {
   answer: number;
   execution(): Promise<string | null>;
   observations: Map<string, number[]>;
+  /** The `claim_emission` events of each claim id, by index, in trace order: the events that emitted that claim. */
+  emissions: Map<string, number[]>;
 }
 
 export function prepareTrace(events: unknown): PreparedTrace {
@@ -141,6 +143,13 @@ export function prepareTrace(events: unknown): PreparedTrace {
     if (at) at.push(i);
     else observations.set(e.doc_id, [i]);
   });
+  const emissions = new Map<string, number[]>();
+  list.forEach((e, i) => {
+    if (!isEvent(e) || e.action_type !== "claim_emission" || typeof e.claim_id !== "string") return;
+    const at = emissions.get(e.claim_id);
+    if (at) at.push(i);
+    else emissions.set(e.claim_id, [i]);
+  });
   let execution: Promise<string | null> | null = null;
   return {
     findings,
@@ -148,6 +157,7 @@ export function prepareTrace(events: unknown): PreparedTrace {
     answer: list.findIndex((e) => isEvent(e) && e.action_type === "answer"),
     execution: () => (execution ??= executionDigestOrNull(list)),
     observations,
+    emissions,
   };
 }
 
@@ -256,7 +266,8 @@ export async function jointDigest(input: JointInput): Promise<string | null> {
 }
 
 /** Why `event` is not the committed emission of this claim, or null. */
-function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt, memo: VerifyMemo): string | null {
+function anchorProblem(trace: TraceEvent[], prepared: PreparedTrace, r: EcReceipt, memo: VerifyMemo): string | null {
+  const { answer } = prepared;
   const at = trace[r.emission_anchor];
   if (!at) return `there is no event ${r.emission_anchor}`;
   if (answer < 0 || r.emission_anchor > answer) return `event ${r.emission_anchor} is after the answer, outside the committed prefix`;
@@ -266,6 +277,11 @@ function anchorProblem(trace: TraceEvent[], answer: number, r: EcReceipt, memo: 
   }
   if (at.action_type === "answer") {
     if (at.claim_id !== null && at.claim_id !== r.claim_id) return `the answer event names claim ${at.claim_id}`;
+    // A claim id the run emitted at its own claim_emission event (before the answer) names the text
+    // emitted there: a receipt anchored on the answer under that id must claim that text, else it
+    // would stand for another sentence of the answer under the id, and cover that claim in a replay.
+    const emitted = (prepared.emissions.get(r.claim_id) ?? []).filter((i) => i < answer);
+    if (emitted.length > 0 && !emitted.some((i) => trace[i].output === r.claim)) return `claim ${r.claim_id} was emitted at event ${emitted[0]} as other text; the answer does not emit it as this claim`;
     if (r.claim === "" || !memo.answerContains(at.output ?? "", r.claim)) return "the claim is not part of the answer it is anchored to";
     return null;
   }
@@ -347,7 +363,7 @@ export async function verifyEcReceipt(receipt: unknown, corpus: Corpus, events: 
     execution = await prepared.execution();
     if (execution === null) findings.push({ reason: "EVENT_NO_ANSWER", detail: "the trace has no answer event" });
     else if (on("execution_digest") && execution !== r.execution_digest) findings.push({ reason: "EXECUTION_DIGEST_MISMATCH", detail: "the trace through the answer is not the one the receipt was issued for" });
-    const anchor = on("anchor") ? anchorProblem(trace, prepared.answer, r, memo) : null;
+    const anchor = on("anchor") ? anchorProblem(trace, prepared, r, memo) : null;
     if (anchor) findings.push({ reason: "ANCHOR_MISMATCH", detail: anchor, event: r.emission_anchor });
     if (on("observation")) {
       for (const [i, ref] of r.evidence.entries()) {
