@@ -269,6 +269,18 @@ describe("POST /v1/profiles/resolve", () => {
     expect((await resolve({ profile: "a", exclude: Array.from({ length: 65 }, (_, i) => `https://v${i}.example`) })).status).toBe(400);
     expect((await resolve({ profile: "a", extra: 1 })).status).toBe(400);
   });
+
+  it("refuses an exclude entry that no verifier id can be (a control character, no host), as GET /v1/verifiers/{id}/manifest does", async () => {
+    // Review rv-93: exclude took any "https://" + non-space text, a NUL or a missing host
+    // included, and echoed it into queried_verifiers, the trace a relying party passes on.
+    for (const id of ["https://a.example/\u0000", "https://a.example/\u007f", "https:///x", "https://\\x", "https://a.example/\u0085"]) {
+      const res = await resolve({ profile: "a", exclude: [id] });
+      expect(res.status, JSON.stringify(id)).toBe(400);
+      expect(res.body.error.code).toBe("MALFORMED_REQUEST");
+      expect((await h.call(`/v1/verifiers/${encodeURIComponent(id)}/manifest`)).status, JSON.stringify(id)).toBe(400);
+    }
+    expect((await resolve({ profile: "a", exclude: ["https://a.example/x?y=1"] })).status).toBe(200);
+  });
 });
 
 describe("MANIFEST_STALE", () => {

@@ -9,7 +9,7 @@ import { z } from "zod";
 import anchorPinSchema from "../../kv-schemas/anchor-pin.schema.json" with { type: "json" };
 import anchorKeySchema from "../../kv-schemas/anchor-key.schema.json" with { type: "json" };
 import { CALL_ERROR_CODES, FAILURE_CODES, INTAKE_ERROR_CODES } from "../protocol/codes.js";
-import { MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
+import { isHttpsUri, MAX_NONCE_HEX, MAX_TOOL_BYTES, MAX_URI_BYTES, MIN_NONCE_HEX, RECEIPT_FIELDS, RULE_SUMMARY } from "../protocol/receipt.js";
 import { EFFECT_DISPOSITIONS, JOURNAL_STATES } from "../protocol/journal/lifecycle.js";
 import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core.js";
 import { isJsonObject } from "../protocol/strict-json.js";
@@ -428,8 +428,14 @@ export const VerifierManifest = z
     bindings: z.array(Binding).optional(),
   })
   .meta({ id: "VerifierManifest" });
+/**
+ * A verifier id as one is pinned (and as GET /v1/verifiers/{id}/manifest takes it): an https:// URI
+ * with a host, without whitespace or control characters. Uri alone admits any non-space text after
+ * the scheme (a NUL, no host), which no verifier can be named by.
+ */
+const VerifierId = Uri.refine((s) => isHttpsUri(s), "must be an https:// URI with a host, without whitespace or control characters");
 export const ResolveCall = z
-  .object({ profile: profileId, exclude: z.array(Uri).max(64).optional().meta({ description: "verifiers already asked: a SET_EXHAUSTED trace from elsewhere" }) })
+  .object({ profile: profileId, exclude: z.array(VerifierId).max(64).optional().meta({ description: "verifiers already asked: a SET_EXHAUSTED trace from elsewhere" }) })
   .strict()
   .meta({ id: "ResolveCall" });
 export const Resolution = z
