@@ -205,6 +205,28 @@ describe("claim anchors", () => {
     const retrieval = await world.issue([ref], 0);
     expect(retrieval.integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
   });
+
+  it("on the answer, a claim id the run emitted before it stands for a text one of its emissions gave (review rv-93)", async () => {
+    const world = await tinyWorld({ s: { start: 0, end: 16 } }, "Alpha beta gamma");
+    const ref = await referenceTo(world.corpus, "d", "s");
+    // c1 emitted twice before the answer, as two texts; the answer holds both.
+    const events = [
+      world.events[0],
+      ev({ action_id: "t1", action_type: "claim_emission", claim_id: "c1", output: "Alpha beta" }),
+      ev({ action_id: "t2", action_type: "claim_emission", claim_id: "c1", output: "beta gamma" }),
+      ev({ action_id: "t3", action_type: "answer", output: "Alpha beta gamma" }),
+    ];
+    const issue = (claim_id: string, claim: string) => issueEcReceipt({ policy_id: "p", run_id: "r", claim_id, claim, emission_anchor: 3, evidence: [ref], corpus: world.corpus, events });
+    expect((await issue("c1", "beta gamma")).integrity).toEqual({ valid: true, reasons: ["OK"] });
+    expect((await issue("c1", "Alpha beta")).integrity).toEqual({ valid: true, reasons: ["OK"] });
+    expect((await issue("c1", "Alpha beta gamma")).integrity.reasons).toEqual(["ANCHOR_MISMATCH"]);
+    // An id the run never emitted at its own event is taken from the answer alone.
+    expect((await issue("c9", "Alpha beta gamma")).integrity).toEqual({ valid: true, reasons: ["OK"] });
+    // An emission after the answer is outside the committed prefix and names nothing here.
+    const later = [...events, ev({ action_id: "t4", action_type: "claim_emission", claim_id: "c9", output: "other" })];
+    const late = await issueEcReceipt({ policy_id: "p", run_id: "r", claim_id: "c9", claim: "Alpha beta gamma", emission_anchor: 3, evidence: [ref], corpus: world.corpus, events: later });
+    expect(late.integrity).toEqual({ valid: true, reasons: ["OK"] });
+  });
 });
 
 describe("dynamic documents: version hash and access decision", () => {

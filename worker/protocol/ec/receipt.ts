@@ -127,8 +127,11 @@ export interface PreparedTrace {
   answer: number;
   execution(): Promise<string | null>;
   observations: Map<string, number[]>;
-  /** The `claim_emission` events of each claim id, by index, in trace order: the events that emitted that claim. */
-  emissions: Map<string, number[]>;
+  /**
+   * The `claim_emission` events before the answer, by claim id: the first one's index and the texts
+   * they emitted, so a receipt's look-up costs one set query however many emissions a trace holds.
+   */
+  emissions: Map<string, { first: number; texts: Set<string | null> }>;
 }
 
 export function prepareTrace(events: unknown): PreparedTrace {
@@ -143,18 +146,19 @@ export function prepareTrace(events: unknown): PreparedTrace {
     if (at) at.push(i);
     else observations.set(e.doc_id, [i]);
   });
-  const emissions = new Map<string, number[]>();
+  const answer = list.findIndex((e) => isEvent(e) && e.action_type === "answer");
+  const emissions = new Map<string, { first: number; texts: Set<string | null> }>();
   list.forEach((e, i) => {
-    if (!isEvent(e) || e.action_type !== "claim_emission" || typeof e.claim_id !== "string") return;
+    if (i >= answer || !isEvent(e) || e.action_type !== "claim_emission" || typeof e.claim_id !== "string") return;
     const at = emissions.get(e.claim_id);
-    if (at) at.push(i);
-    else emissions.set(e.claim_id, [i]);
+    if (at) at.texts.add(e.output);
+    else emissions.set(e.claim_id, { first: i, texts: new Set([e.output]) });
   });
   let execution: Promise<string | null> | null = null;
   return {
     findings,
     reasons: new Set(findings.map((f) => f.reason)),
-    answer: list.findIndex((e) => isEvent(e) && e.action_type === "answer"),
+    answer,
     execution: () => (execution ??= executionDigestOrNull(list)),
     observations,
     emissions,
@@ -280,8 +284,8 @@ function anchorProblem(trace: TraceEvent[], prepared: PreparedTrace, r: EcReceip
     // A claim id the run emitted at its own claim_emission event (before the answer) names the text
     // emitted there: a receipt anchored on the answer under that id must claim that text, else it
     // would stand for another sentence of the answer under the id, and cover that claim in a replay.
-    const emitted = (prepared.emissions.get(r.claim_id) ?? []).filter((i) => i < answer);
-    if (emitted.length > 0 && !emitted.some((i) => trace[i].output === r.claim)) return `claim ${r.claim_id} was emitted at event ${emitted[0]} as other text; the answer does not emit it as this claim`;
+    const emitted = prepared.emissions.get(r.claim_id);
+    if (emitted && !emitted.texts.has(r.claim)) return `claim ${r.claim_id} was emitted at event ${emitted.first} as other text; the answer does not emit it as this claim`;
     if (r.claim === "" || !memo.answerContains(at.output ?? "", r.claim)) return "the claim is not part of the answer it is anchored to";
     return null;
   }
