@@ -14,7 +14,7 @@ import { INTAKE_TENANT, journalObjectName, type JournalStub } from "../../worker
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
 import { buildChain } from "../../worker/protocol/chain.js";
 import type { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
-import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, TEST_NOW, type Harness } from "../support/app-harness.js";
+import { AUDIENCE, harness, INTAKE_TOKEN, issuerFor, SECOND_AUDIENCE, TEST_NOW, type Harness } from "../support/app-harness.js";
 
 let counter = 0;
 const post = (body: unknown, token?: string) => ({ method: "POST", headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
@@ -386,6 +386,20 @@ describe("revoking the key that signed a delegation's parent", () => {
     }
     expect(codes((await verify(early, earlyCommand)).body)).toEqual(["REPLAY_DETECTED"]);
     expect((await verify(plain, plainCommand)).body).toMatchObject({ decision: "accept", nonce_consumed: true, failures: [] });
+
+    // The withdrawal is the nonce's state, told in audit only to a party the receipt is addressed to
+    // and only for a receipt its issuer signed (as REPLAY_DETECTED is): a party holding only another
+    // audience learns nothing of it, nor does anyone through a forged receipt carrying its nonce.
+    const OTHER = "withdraw-other-party-token-0123456789abcdef";
+    expect([201, 409]).toContain((await h.admin("POST", "/v1/admin/relying-parties", { name: "withdraw-other-party", audiences: [SECOND_AUDIENCE], token: OTHER })).status);
+    const asOther = (body: unknown) => h.call("/v1/receipts/verify", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${OTHER}` }, body: JSON.stringify(body) });
+    const notAddressed = await asOther({ receipt: child.receipt, audience: SECOND_AUDIENCE, mode: "audit" });
+    expect(notAddressed.status, notAddressed.text).toBe(200);
+    expect(codes(notAddressed.body)).toEqual(["AUDIENCE_MISMATCH"]);
+    const forged = await asOther({ receipt: { ...child.receipt, audience: SECOND_AUDIENCE }, audience: SECOND_AUDIENCE, mode: "audit" });
+    expect(forged.status, forged.text).toBe(200);
+    expect(codes(forged.body)).toEqual(["SIGNATURE_INVALID"]);
+    expect(forged.body).toMatchObject({ valid: false, decision: "audit", nonce_consumed: false });
 
     // A grandchild through the child presented before (its nonce consumed, not withdrawn) is
     // admitted after the revocation and marked as it is written: its receipt is withdrawn then.

@@ -108,17 +108,19 @@ export function verifyDeps({ anchors, verifier, ledgers, manifests }: Services):
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 
 /**
- * An audit answers a receipt's replay state (its nonce consumed, its sequence seen) only to a
- * party the receipt is addressed to, and only for a receipt its issuer signed: the audience is
- * the boundary. Otherwise any relying party could ask, in audit mode, whether another party's
- * receipt was presented (its own audience, AUDIENCE_MISMATCH), or whether any nonce was consumed
- * (a forged receipt carrying that nonce, SIGNATURE_INVALID). Such a decision is already invalid
- * by a critical failure of its own, so dropping REPLAY_DETECTED changes nothing else of it.
+ * An audit answers a receipt's nonce state (consumed: REPLAY_DETECTED; withdrawn by a revocation:
+ * RECEIPT_WITHDRAWN) only to a party the receipt is addressed to, and only for a receipt its
+ * issuer signed: the audience is the boundary. Otherwise any relying party could ask, in audit
+ * mode, whether another party's receipt was presented or withdrawn (its own audience,
+ * AUDIENCE_MISMATCH), or whether any nonce was consumed or withdrawn (a forged receipt carrying
+ * that nonce, SIGNATURE_INVALID). Such a decision is already invalid by a critical failure of its
+ * own, so dropping the nonce's state changes nothing else of it.
  */
+const NONCE_STATE_CODES = new Set(["REPLAY_DETECTED", "RECEIPT_WITHDRAWN"]);
 export function withoutForeignReplay<D extends Decision>(d: D): D {
-  if (d.mode !== "audit" || !d.failures.some((f) => f.code === "REPLAY_DETECTED")) return d;
+  if (d.mode !== "audit" || !d.failures.some((f) => NONCE_STATE_CODES.has(f.code))) return d;
   const foreign = d.kid === null || d.failures.some((f) => f.code === "AUDIENCE_MISMATCH");
-  return foreign ? { ...d, failures: d.failures.filter((f) => f.code !== "REPLAY_DETECTED") } : d;
+  return foreign ? { ...d, failures: d.failures.filter((f) => !NONCE_STATE_CODES.has(f.code)) } : d;
 }
 
 /**
