@@ -172,6 +172,27 @@ describe("admission, durable before the answer", () => {
 });
 
 describe("execution: start, finalise, reconcile", () => {
+  it("two different finalisations racing on one execution: one is recorded, the other is told the record changed under it (JOURNAL_REVISION_CONFLICT) and loads it again, never a second outcome", async () => {
+    const seen = new Set<string>();
+    // Both calls load the record at one revision, judge and sign, then append with that revision:
+    // the second append finds the first's and is refused. Bounded: a few traces until the race is seen.
+    for (let round = 0; round < 6 && !seen.has("JOURNAL_REVISION_CONFLICT"); round++) {
+      const c = command();
+      await h.intake(c);
+      expect((await start(c.trace_id)).status).toBe(200);
+      const answers = await Promise.all([finalize(c.trace_id, { fence: 1, response: { results: ["sunny"] } }), finalize(c.trace_id, { fence: 1, response: { results: ["rain"] } })]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      const refused = answers.find((a) => a.status === 409)!;
+      expect(["JOURNAL_REVISION_CONFLICT", "ALREADY_FINALISED"]).toContain(refused.body.error.code);
+      seen.add(refused.body.error.code);
+      const e = await evidence(c.trace_id);
+      expect(e.body.history.filter((x: any) => x.to === "succeeded")).toHaveLength(1);
+      const won = answers.find((a) => a.status === 200)!;
+      expect(e.body.receipts.at(-1)).toEqual(won.body.receipt);
+    }
+    expect([...seen]).toContain("JOURNAL_REVISION_CONFLICT");
+  });
+
   it("start claims with a fence; finalise signs the final receipt once, which the verifier accepts; a second finalise answers the same receipt", async () => {
     const c = command();
     await h.intake(c);
