@@ -594,11 +594,9 @@ describe("bundle replay", () => {
       expect(r.decision).toBe("manifest_invalid");
       expect(codes(r)).toEqual(["BUDGET_LEDGER_INCONSISTENT", "BUDGET_LEDGER_INCONSISTENT"]);
       expect(r.manifest_problems[1].detail).toBe("row run-001: budget_ledger.verifier_calls 0 is fewer than the row's 4 receipts, each verified online");
-    });
-
-    it("a ledger not of its form is ROW_MALFORMED only: consistency is judged on a well-formed row", async () => {
-      const r = await edit((b) => Object.assign(ledgerOf(b, "run-001"), { calls: 1.5, verifier_calls: 0 }));
-      expect(codes(r)).toEqual(["ROW_MALFORMED"]);
+      // A ledger not of its form is ROW_MALFORMED only: consistency is judged on a well-formed row.
+      const malformed = await edit((b) => Object.assign(ledgerOf(b, "run-001"), { calls: 1.5, verifier_calls: 0 }));
+      expect(codes(malformed)).toEqual(["ROW_MALFORMED"]);
     });
   });
 
