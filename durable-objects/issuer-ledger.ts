@@ -48,6 +48,9 @@ import {
   type LedgerQuery,
   type Revocation,
   type SequenceReset,
+  SEQUENCE_RESETS_PAGE,
+  type SequenceResetCursor,
+  type SequenceResetPage,
   type SequenceResetAudit,
   WITHDRAW_PAGE,
   type Withdrawal,
@@ -73,10 +76,10 @@ export interface LedgerStats {
   revoked: Revocation[];
 }
 
-/** What the public anchor view shows of the ledger: revoked keys and audited sequence resets. */
+/** What the public anchor view shows of the ledger: revoked keys and one page of the audited sequence resets. */
 export interface AnchorLedgerState {
   revoked: Revocation[];
-  sequence_resets: SequenceReset[];
+  sequence_resets: SequenceResetPage;
 }
 
 type ClaimedRow = { retry_tag: string | null; answer: string | null; withdrawn: number | null };
@@ -108,6 +111,7 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
       CREATE TABLE IF NOT EXISTS revoked_keys (fingerprint TEXT PRIMARY KEY, kid TEXT NOT NULL, revoked_at REAL NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS key_uses (fingerprint TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL, at REAL NOT NULL, PRIMARY KEY (fingerprint, kind, ref)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS sequence_resets (at REAL NOT NULL, fingerprint TEXT NOT NULL, kid TEXT NOT NULL, reason TEXT NOT NULL, by TEXT NOT NULL, previous_highest INTEGER);
+      CREATE INDEX IF NOT EXISTS sequence_resets_at ON sequence_resets (at);
       DROP TABLE IF EXISTS state;
     `);
     // Ledgers created before sequences were kept per key gain the two columns of the nonce row.
@@ -320,8 +324,18 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     });
   }
 
-  sequenceResets(): SequenceReset[] {
-    return this.sql.exec<SequenceReset>("SELECT fingerprint, kid, at, reason, by, previous_highest FROM sequence_resets ORDER BY at, rowid").toArray();
+  /** A page of the audited resets, newest first from the (at) index (whose entries carry the rowid), answered oldest first. */
+  sequenceResets(before: SequenceResetCursor | null): SequenceResetPage {
+    const columns = "SELECT rowid, fingerprint, kid, at, reason, by, previous_highest FROM sequence_resets";
+    const newest = (
+      before === null
+        ? this.sql.exec<SequenceReset & { rowid: number }>(`${columns} ORDER BY at DESC, rowid DESC LIMIT ?`, SEQUENCE_RESETS_PAGE + 1)
+        : this.sql.exec<SequenceReset & { rowid: number }>(`${columns} WHERE (at, rowid) < (?, ?) ORDER BY at DESC, rowid DESC LIMIT ?`, before.at, before.rowid, SEQUENCE_RESETS_PAGE + 1)
+    ).toArray();
+    const page = newest.slice(0, SEQUENCE_RESETS_PAGE).reverse();
+    const total = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM sequence_resets").one().n;
+    const next = newest.length > SEQUENCE_RESETS_PAGE ? { at: page[0].at, rowid: page[0].rowid } : null;
+    return { resets: page.map(({ rowid: _, ...reset }) => reset), total, next };
   }
 
   /**
@@ -368,8 +382,8 @@ export class IssuerLedger extends DurableObject<Env> implements LedgerAdmin {
     return written;
   }
 
-  anchorState(): AnchorLedgerState {
-    return { revoked: this.revocations(), sequence_resets: this.sequenceResets() };
+  anchorState(before: SequenceResetCursor | null = null): AnchorLedgerState {
+    return { revoked: this.revocations(), sequence_resets: this.sequenceResets(before) };
   }
 
   stats(): LedgerStats {

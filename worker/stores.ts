@@ -17,6 +17,7 @@ import {
   type Revocation,
   type SequenceReset,
   type SequenceResetAudit,
+  type SequenceResetCursor,
   WITHDRAW_PAGE,
   type Withdrawal,
 } from "./protocol/ledger.js";
@@ -166,8 +167,8 @@ export interface LedgerClient {
   resetSequence(issuer: string, shards: number, audit: Omit<SequenceResetAudit, "highest_elsewhere">): Promise<SequenceReset>;
   /** The issuer's revocations: every shard holds every one, so the first shard answers. */
   revocations(issuer: string, shards: number): Promise<Revocation[]>;
-  /** Revocations and sequence resets, from the first shard. */
-  anchorState(issuer: string, shards: number): Promise<AnchorLedgerState>;
+  /** Revocations and one page of sequence resets (the newest, or those before `before`), from the first shard. */
+  anchorState(issuer: string, shards: number, before: SequenceResetCursor | null): Promise<AnchorLedgerState>;
   /** The issuer's state summed over its shards. */
   stats(issuer: string, shards: number): Promise<LedgerStats & { shards: number }>;
   /** Notes a key's use on the issuer's first shard (where its revocations are also answered from). */
@@ -185,7 +186,7 @@ export interface LedgerStub {
   revocations(): Promise<Revocation[]>;
   forgetKeys(fingerprints: string[]): Promise<void>;
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): Promise<{ previous_highest: number | null }>;
-  anchorState(): Promise<AnchorLedgerState>;
+  anchorState(before: SequenceResetCursor | null): Promise<AnchorLedgerState>;
   stats(): Promise<LedgerStats>;
   noteKeyUse(fingerprint: string, use: KeyUse): Promise<{ revoked: boolean }>;
   keyUses(fingerprint: string, after: string | null): Promise<KeyUse[]>;
@@ -245,7 +246,7 @@ export function ledgerClient(stubFor: (name: string) => LedgerStub, timeoutMs: n
       return { ...audit, previous_highest };
     },
     revocations: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).revocations()),
-    anchorState: (issuer, shards) => call(stubFor(ledgerNames(issuer, shards)[0]).anchorState()),
+    anchorState: (issuer, shards, before) => call(stubFor(ledgerNames(issuer, shards)[0]).anchorState(before)),
     stats: async (issuer, shards) => mergeStats(await Promise.all(all(issuer, shards).map((stub) => call(stub.stats())))),
     noteKeyUse: (issuer, shards, fingerprint, use) => call(stubFor(ledgerNames(issuer, shards)[0]).noteKeyUse(fingerprint, use)),
     keyUses: (issuer, shards, fingerprint, after) => call(stubFor(ledgerNames(issuer, shards)[0]).keyUses(fingerprint, after)),

@@ -555,6 +555,51 @@ describe("bundle replay", () => {
     }
   });
 
+  describe("a budget ledger that contradicts itself or its row is BUDGET_LEDGER_INCONSISTENT, and no row is trusted", () => {
+    const ledgerOf = (b: Bundle, id: string) => (b.rows[id] as ExecutionRow).budget_ledger;
+    const codes = (r: { manifest_problems: { code: string }[] }) => r.manifest_problems.map((p) => p.code);
+
+    it("a count over its maximum with any termination but budget_exhausted", async () => {
+      const calls = await edit((b) => Object.assign(ledgerOf(b, "run-001"), { calls: 13, max_calls: 12 }));
+      expect(calls).toMatchObject({ decision: "manifest_invalid", receipt_count: 0, rows: [], coverage: null });
+      expect(calls.manifest_problems).toEqual([
+        { code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-001: budget_ledger is over its budget (calls 13 of max_calls 12, declared_tokens 35 of max_declared_tokens 256) yet its termination is answered, not budget_exhausted" },
+      ]);
+      const tokens = await edit((b) => Object.assign(ledgerOf(b, "run-002"), { declared_tokens: 257, termination: "timeout" }));
+      expect(tokens.manifest_problems).toEqual([
+        { code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-002: budget_ledger is over its budget (calls 4 of max_calls 12, declared_tokens 257 of max_declared_tokens 256) yet its termination is timeout, not budget_exhausted" },
+      ]);
+      // Over its budget and saying so is consistent: the call that spent the budget is counted.
+      expect((await edit((b) => Object.assign(ledgerOf(b, "run-006"), { calls: 3 }))).decision).toBe("match");
+    });
+
+    it("budget_exhausted when neither count reached its maximum", async () => {
+      const r = await edit((b) => Object.assign(ledgerOf(b, "run-006"), { max_calls: 3 }));
+      expect(r.manifest_problems).toEqual([
+        { code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-006: budget_ledger says budget_exhausted though neither count reached its maximum (calls 2 of max_calls 3, declared_tokens 0 of max_declared_tokens 256)" },
+      ]);
+      // Either count at its maximum is enough: the token budget is spent exactly.
+      expect((await edit((b) => Object.assign(ledgerOf(b, "run-006"), { max_calls: 3, declared_tokens: 256 }))).decision).toBe("match");
+    });
+
+    it("fewer verifier calls than the row's receipts; more is consistent", async () => {
+      const r = await edit((b) => Object.assign(ledgerOf(b, "run-003"), { verifier_calls: 3 }));
+      expect(r.manifest_problems).toEqual([{ code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-003: budget_ledger.verifier_calls 3 is fewer than the row's 4 receipts, each verified online" }]);
+      expect((await edit((b) => Object.assign(ledgerOf(b, "run-003"), { verifier_calls: 9 }))).decision).toBe("match");
+      expect((await edit((b) => Object.assign(ledgerOf(b, "run-006"), { verifier_calls: 0 }))).decision).toBe("match");
+    });
+
+    it("the review's ledger {calls: 99, max_calls: 1, verifier_calls: 0, termination: timeout} on a row with receipts breaks two rules and no longer replays as match", async () => {
+      const r = await edit((b) => Object.assign(ledgerOf(b, "run-001"), { calls: 99, max_calls: 1, verifier_calls: 0, termination: "timeout" }));
+      expect(r.decision).toBe("manifest_invalid");
+      expect(codes(r)).toEqual(["BUDGET_LEDGER_INCONSISTENT", "BUDGET_LEDGER_INCONSISTENT"]);
+      expect(r.manifest_problems[1].detail).toBe("row run-001: budget_ledger.verifier_calls 0 is fewer than the row's 4 receipts, each verified online");
+      // A ledger not of its form is ROW_MALFORMED only: consistency is judged on a well-formed row.
+      const malformed = await edit((b) => Object.assign(ledgerOf(b, "run-001"), { calls: 1.5, verifier_calls: 0 }));
+      expect(codes(malformed)).toEqual(["ROW_MALFORMED"]);
+    });
+  });
+
   it("a stored integrity result that differs from the recomputed one is a mismatch, even when the recomputed one is valid: verifier drift", async () => {
     const report = await edit((b) => {
       const rec = (b.rows["run-001"] as ExecutionRow).receipts[0];

@@ -36,6 +36,8 @@ async function world(size: number, extra = 0) {
 }
 
 const ledger = { max_calls: 9, calls: 9, max_declared_tokens: 9, declared_tokens: 9, verifier_calls: 1, termination: "answered" as const };
+/** A ledger for a row of `receipts` receipts: each was verified online once. */
+const ledgerFor = (receipts: number) => ({ ...ledger, verifier_calls: receipts });
 
 /** Bytes handed to SHA-256 while `work` runs. */
 async function hashedBytes(work: () => Promise<unknown>): Promise<number> {
@@ -69,7 +71,7 @@ describe("EC-Agent work is done once per call", () => {
   it("a bundle repeating one receipt over a long trace digests the trace once per run, not once per receipt", async () => {
     const w = await world(100, 2_000);
     const receipt = await w.issue(1, "head");
-    const bundle = await buildBundle(w.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: w.events, receipts: Array.from({ length: 100 }, () => receipt), budget_ledger: ledger }]);
+    const bundle = await buildBundle(w.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: w.events, receipts: Array.from({ length: 100 }, () => receipt), budget_ledger: ledgerFor(100) }]);
     let decision = "";
     const bytes = await hashedBytes(async () => (decision = (await replayBundle(bundle)).decision));
     expect(decision).toBe("match");
@@ -142,7 +144,7 @@ describe("EC_LIMITS: what is still superlinear is capped", () => {
     expect((await replayBundle(bundle)).decision).toBe("match");
     const small = await world(100);
     const one = await small.issue(1, "head");
-    const many = await buildBundle(small.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: small.events, receipts: Array.from({ length: EC_LIMITS.receipts_per_run + 1 }, () => one), budget_ledger: ledger }]);
+    const many = await buildBundle(small.corpus, [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events: small.events, receipts: Array.from({ length: EC_LIMITS.receipts_per_run + 1 }, () => one), budget_ledger: ledgerFor(EC_LIMITS.receipts_per_run + 1) }]);
     await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ limit: "receipts_per_run" });
     (many.rows["run-1"] as ExecutionRow).receipts.length = EC_LIMITS.receipts_per_run;
     expect((await replayBundle(many, { limits: EC_LIMITS })).decision).toBe("manifest_invalid"); // the cap is judged on rows that hold; this one no longer matches its digest
@@ -285,7 +287,7 @@ describe("an answer's size is capped like its work", () => {
     const claims = Array.from({ length: EC_LIMITS.receipts_per_run }, (_, i) => "a" + String.fromCodePoint(0x4e00 + i));
     const distinct = await Promise.all(claims.map(issue));
     expect(distinct[0].integrity.reasons).toEqual(["ANCHOR_MISMATCH"]); // not in the answer: its anchor is refused, after a full scan
-    const row = (receipts: unknown[]) => [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events, receipts: receipts as never[], budget_ledger: ledger }];
+    const row = (receipts: unknown[]) => [{ run_id: "run-1", record_id: "r", policy: "p", seed: 1, required_claims: ["c1"], events, receipts: receipts as never[], budget_ledger: ledgerFor(receipts.length) }];
     const many = await buildBundle(corpus, row(distinct));
     await expect(replayBundle(many, { limits: EC_LIMITS })).rejects.toMatchObject({ name: "EcLimitError", limit: "answer_scan_code_units" });
     expect((await replayBundle(many)).decision).toBe("match"); // uncapped (the CLI) it replays

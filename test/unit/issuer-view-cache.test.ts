@@ -9,6 +9,7 @@ import { nodeEnv } from "../../cli/offline-env.js";
 import { nobleVerifier } from "../../worker/protocol/ed25519.js";
 import { anchorFor, identity } from "../../vectors/ccs/factory.js";
 import type { LedgerStub } from "../../worker/stores.js";
+import { SEQUENCE_RESETS_PAGE } from "../../worker/protocol/ledger.js";
 
 const ADMIN = { authorization: "Bearer test-admin-token", "content-type": "application/json" };
 
@@ -35,5 +36,36 @@ describe("the public issuer view", () => {
     expect(revoked.status).toBe(200);
     expect((await view()).keys[0].revoked).toBe(true);
     expect(reads).toBe(2);
+  });
+
+  it("keeps a page of older sequence resets like the newest one: a cursor does not reach the ledger again, and a reset here drops every page", async () => {
+    const { env, ledgerStub, ctx } = nodeEnv({});
+    const reads: unknown[] = [];
+    const counting = () => (name: string): LedgerStub => {
+      const stub = ledgerStub()(name);
+      return new Proxy(stub, { get: (target, key) => (key === "anchorState" ? (before: Parameters<LedgerStub["anchorState"]>[0]) => (reads.push(before), target.anchorState(before)) : Reflect.get(target, key)) }) as LedgerStub;
+    };
+    const app = createApp({ verifier: nobleVerifier, ledgerStub: counting });
+    const id = await identity("issuer-view-pages", "https://issuer-view-pages.example", "k1");
+    expect((await app.request("/v1/admin/anchors", { method: "PUT", headers: ADMIN, body: JSON.stringify(anchorFor(id)) }, env, ctx)).status).toBe(200);
+    const reset = async () => expect((await app.request("/v1/admin/anchors/reset-sequence", { method: "POST", headers: ADMIN, body: JSON.stringify({ issuer: id.issuer, kid: "k1", reason: "restored" }) }, env, ctx)).status).toBe(200);
+    for (let i = 0; i <= SEQUENCE_RESETS_PAGE; i++) await reset();
+    const view = async (cursor?: string) => {
+      const res = await app.request(`/v1/issuers/${encodeURIComponent(id.issuer)}${cursor ? `?resets_cursor=${cursor}` : ""}`, {}, env, ctx);
+      expect(res.status).toBe(200);
+      return (await res.json()) as { sequence_resets: unknown[]; sequence_resets_total: number; sequence_resets_next_cursor: string | null };
+    };
+    const newest = await view();
+    const cursor = newest.sequence_resets_next_cursor!;
+    expect(cursor).toMatch(/_2$/);
+    for (let i = 0; i < 10; i++) {
+      expect((await view(cursor)).sequence_resets).toHaveLength(1);
+      expect((await view()).sequence_resets).toHaveLength(SEQUENCE_RESETS_PAGE);
+    }
+    expect(reads).toEqual([null, { at: expect.any(Number), rowid: 2 }]);
+    await reset();
+    expect((await view(cursor)).sequence_resets_total).toBe(SEQUENCE_RESETS_PAGE + 2);
+    expect((await view()).sequence_resets_next_cursor).toMatch(/_3$/);
+    expect(reads).toHaveLength(4);
   });
 });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { memoryLedger } from "../../worker/protocol/memory-ledger.js";
 import { withdrawnDetail, type ClaimQuery } from "../../worker/protocol/ledger.js";
+import { pagesResets } from "../support/sequence-resets.js";
 
 const query = (nonce: string): ClaimQuery => ({ issuer: "https://countersign.example", nonce, sequence: null, fingerprint: "ab".repeat(32), sequencePolicy: "repeat", retainUntil: 4_000_000_000, retryTag: null });
 
@@ -22,5 +23,11 @@ describe("memoryLedger.withdraw", () => {
     expect(await l.claim(query("claimed-before"))).toMatchObject({ replay: "nonce claimed-before was already presented", consumed: false });
     expect((await l.claim(query("claimed-before"))).withdrawn).toBeUndefined();
     expect(await l.claim(query("another"))).toMatchObject({ consumed: true, replay: null });
+  });
+});
+
+describe("memoryLedger.sequenceResets", () => {
+  it("pages the audited resets as the IssuerLedger does: the newest SEQUENCE_RESETS_PAGE, oldest first, the total and a cursor (at, rowid) to the older ones", async () => {
+    await pagesResets(memoryLedger());
   });
 });

@@ -94,6 +94,24 @@ describe("EC-Agent routes in workerd", () => {
     expect(b.body.manifest_problems).toContainEqual({ code: "ROW_MALFORMED", detail: "row run-001: required_claims must be an array of claim ids (got a string)" });
   });
 
+  it("a resealed bundle whose budget ledger contradicts itself is manifest_invalid with BUDGET_LEDGER_INCONSISTENT, not a match", async () => {
+    // run-001 without its c2 receipt, its ledger saying 99 calls of 1, no verifier call and a timeout though it answered.
+    const edited = structuredClone(bundle) as unknown as Bundle;
+    const row = edited.rows["run-001"] as any;
+    row.receipts = row.receipts.filter((r: { receipt: { claim_id: string } }) => r.receipt.claim_id !== "c2");
+    row.budget_ledger = { ...row.budget_ledger, calls: 99, max_calls: 1, verifier_calls: 0, termination: "timeout" };
+    const res = await h().call("/v1/bundles/replay", post({ bundle: await resealBundle(edited) }));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ decision: "manifest_invalid", receipt_count: 0, rows: [], coverage: null });
+    expect(res.body.manifest_problems).toEqual([
+      { code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-001: budget_ledger is over its budget (calls 99 of max_calls 1, declared_tokens 35 of max_declared_tokens 256) yet its termination is timeout, not budget_exhausted" },
+      { code: "BUDGET_LEDGER_INCONSISTENT", detail: "row run-001: budget_ledger.verifier_calls 0 is fewer than the row's 3 receipts, each verified online" },
+    ]);
+    // The same edit with a consistent ledger (timed out within budget, each receipt verified) replays.
+    row.budget_ledger = { ...row.budget_ledger, calls: 1, verifier_calls: 3 };
+    expect((await h().call("/v1/bundles/replay", post({ bundle: await resealBundle(edited) }))).body.decision).toBe("match");
+  });
+
   it("a call over an EC_LIMITS cap is refused with 400 EC_LIMIT_EXCEEDED, never worked through", async () => {
     const receipt = structuredClone(rows["run-003"].receipts[2].receipt);
     receipt.evidence = Array.from({ length: EC_LIMITS.evidence_per_receipt + 1 }, () => receipt.evidence[0]);
@@ -101,8 +119,9 @@ describe("EC-Agent routes in workerd", () => {
     expect(refs.status).toBe(400);
     expect(refs.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^evidence_per_receipt: /) });
     const many = structuredClone(bundle) as unknown as Bundle;
-    const row = many.rows["run-001"] as { receipts: unknown[] };
+    const row = many.rows["run-001"] as { receipts: unknown[]; budget_ledger: { verifier_calls: number } };
     row.receipts = Array.from({ length: EC_LIMITS.receipts_per_run + 1 }, () => row.receipts[0]);
+    row.budget_ledger.verifier_calls = row.receipts.length;
     const replay = await h().call("/v1/bundles/replay", post({ bundle: await resealBundle(many) }));
     expect(replay.status).toBe(400);
     expect(replay.body.error).toMatchObject({ code: "EC_LIMIT_EXCEEDED", detail: expect.stringMatching(/^receipts_per_run: /) });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { IssuerLedger } from "../../durable-objects/issuer-ledger.js";
 import type { SequencePolicy } from "../../worker/protocol/ledger.js";
 import { databaseRows, pastRetention } from "../support/ledger-rows.js";
+import { pagesResets } from "../support/sequence-resets.js";
 
 const ledger = (name: string) => env.ISSUER_LEDGER.get(env.ISSUER_LEDGER.idFromName(name));
 const K1 = "1".repeat(64);
@@ -110,7 +111,11 @@ describe("IssuerLedger", () => {
     expect(await l.resetSequence(K2, { fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", highest_elsewhere: 12 })).toEqual({ previous_highest: 12 });
     expect(await l.resetSequence(K1, null)).toEqual({ previous_highest: 1 });
     expect((await l.claim(q("f4", 7, 2e9, K2, "repeat"))).consumed).toBe(true);
-    expect(await l.sequenceResets()).toEqual([{ fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", previous_highest: 12 }]);
+    expect(await l.sequenceResets(null)).toEqual({ resets: [{ fingerprint: K2, kid: "k2", at: 50, reason: "issuer restarted its counter", by: "admin", previous_highest: 12 }], total: 1, next: null });
+  });
+
+  it("answers the newest SEQUENCE_RESETS_PAGE sequence resets, oldest first, with their total and a cursor (at, rowid) to the older ones", async () => {
+    await pagesResets(ledger("ledger-resets-paged"));
   });
 
   it("forgetKeys drops the sequence state of every key it is given, in one call (a re-pin's unpinned keys, review rv-80)", async () => {

@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { createExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ledgerName } from "../../worker/protocol/ledger.js";
+import { ledgerName, SEQUENCE_RESETS_PAGE } from "../../worker/protocol/ledger.js";
 import { anchorFor, identity, makeReceipt, type Identity, type ReceiptSpec } from "../../vectors/ccs/factory.js";
 import { AUDIENCE, harness, TEST_NOW } from "../support/app-harness.js";
 
@@ -129,9 +129,34 @@ describe("audited sequence reset", () => {
       expect(reset.body).toEqual({ issuer: k1.issuer, ...entry });
       const after = await Promise.all(Array.from({ length: 6 }, async (_, i) => app.verify(await bodyFor(k1, { sequence: 7 + i }))));
       expect(after.every((r) => r.body.valid)).toBe(true);
-      expect((await app.call(issuerPath(k1.issuer))).body.sequence_resets).toEqual([entry]);
+      expect((await app.call(issuerPath(k1.issuer))).body).toMatchObject({ sequence_resets: [entry], sequence_resets_total: 1, sequence_resets_next_cursor: null });
     });
   }
+
+  it("the issuer view lists the newest SEQUENCE_RESETS_PAGE resets with their total and a cursor; the cursor answers the older rest; a bad cursor is 400", async () => {
+    const app = h();
+    const k1 = await keyOf("reset-paged");
+    await app.pin(anchorFor(k1));
+    const n = SEQUENCE_RESETS_PAGE + 1;
+    for (let i = 0; i < n; i++) expect((await app.admin("POST", "/v1/admin/anchors/reset-sequence", { issuer: k1.issuer, kid: "k1", reason: `restore ${i}` })).status).toBe(200);
+    // Every reset has the same time (the harness's clock): the order they were recorded in tells them apart.
+    const first = await app.call(issuerPath(k1.issuer));
+    expect(first.status).toBe(200);
+    expect(first.body.sequence_resets.map((r: { reason: string }) => r.reason)).toEqual(Array.from({ length: SEQUENCE_RESETS_PAGE }, (_, i) => `restore ${i + 1}`));
+    expect(first.body.sequence_resets_total).toBe(n);
+    expect(first.body.sequence_resets_next_cursor).toBe(`${TEST_NOW}_2`);
+    const older = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${encodeURIComponent(first.body.sequence_resets_next_cursor)}`);
+    expect(older.status).toBe(200);
+    expect(older.body).toMatchObject({ sequence_resets_total: n, sequence_resets_next_cursor: null, keys: first.body.keys, revoked: [] });
+    expect(older.body.sequence_resets).toEqual([{ fingerprint: first.body.keys[0].fingerprint, kid: "k1", at: TEST_NOW, reason: "restore 0", by: "admin", previous_highest: null }]);
+    for (const bad of ["", "abc", `${TEST_NOW}`, `${TEST_NOW}_0`, `${TEST_NOW}_01`, `0${TEST_NOW}_2`, `${TEST_NOW}.0_2`, "Infinity_2", `${TEST_NOW}_2_3`, `-1_2`, `${TEST_NOW}_99999999999999999`]) {
+      const res = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${encodeURIComponent(bad)}`);
+      expect([bad, res.status, res.body.error.code]).toEqual([bad, 400, "MALFORMED_REQUEST"]);
+    }
+    const twice = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${TEST_NOW}_2&resets_cursor=${TEST_NOW}_3`);
+    expect([twice.status, twice.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+    expect((await app.call(`${issuerPath(k1.issuer)}?cursor=${TEST_NOW}_2`)).status).toBe(400);
+  });
 
   it("refuses a reset without a reason (400 MALFORMED_REQUEST) or of a key not pinned now (404 NOT_FOUND)", async () => {
     const app = h();

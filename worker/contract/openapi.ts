@@ -204,7 +204,10 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "get", path: "/v1/issuers/{issuer}", summary: "a pinned issuer's public anchor", tag: "anchors", auth: "none",
-    parameters: [pathParam("issuer", "the issuer URI, percent-encoded")],
+    parameters: [
+      pathParam("issuer", "the issuer URI, percent-encoded"),
+      { name: "resets_cursor", in: "query", description: "sequence_resets_next_cursor of a previous answer: the page of sequence resets older than it (any other form is 400; any other parameter too)" },
+    ],
     responses: { 200: { description: "the anchor", schema: S.IssuerView }, ...errors(400, 404, 500, 503) },
   },
   {

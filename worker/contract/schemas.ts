@@ -15,6 +15,7 @@ import { MAX_IDEMPOTENCY_KEY, MAX_LEASE_SECONDS } from "../protocol/journal/core
 import { isJsonObject } from "../protocol/strict-json.js";
 import { utf8Length } from "../protocol/encoding.js";
 import { CHAIN_ID, SEAL_TYPE } from "../protocol/chain-seal.js";
+import { SEQUENCE_RESETS_PAGE } from "../protocol/ledger.js";
 import { MAX_CHAIN_ENTRIES, MAX_CHAIN_HOPS } from "../protocol/chain.js";
 import { RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../protocol/relying-parties.js";
 
@@ -309,7 +310,15 @@ export const IssuerView = z
     keys: z.array(z.object({ kid, alg: z.literal("Ed25519"), public_key: z.string(), fingerprint: hex(64), short_fingerprint: hex(16), not_before: z.number().nullable(), not_after: z.number().nullable(), revoked: z.boolean() })),
     previous_keys: z.array(z.object({ kid, fingerprint: hex(64), revoked: z.boolean() }).passthrough()).meta({ description: "keys pinned before and replaced (newest last, at most 256), each marked revoked or not" }),
     revoked: z.array(z.object({ fingerprint: hex(64), kid: z.string(), revoked_at: z.number() })).meta({ description: "the issuer's revoked keys, by fingerprint (read from its ledger)" }),
-    sequence_resets: z.array(z.object({ fingerprint: hex(64), kid: z.string(), at: z.number(), reason: z.string(), by: z.literal("admin"), previous_highest: z.number().nullable() })).meta({ description: "the audited sequence resets" }),
+    sequence_resets: z
+      .array(z.object({ fingerprint: hex(64), kid: z.string(), at: z.number(), reason: z.string(), by: z.literal("admin"), previous_highest: z.number().nullable() }))
+      .max(SEQUENCE_RESETS_PAGE)
+      .meta({ description: `the audited sequence resets: the newest ${SEQUENCE_RESETS_PAGE} (or the ${SEQUENCE_RESETS_PAGE} before resets_cursor), oldest first` }),
+    sequence_resets_total: z.number().int().meta({ description: "how many sequence resets the issuer's ledger holds, on every page" }),
+    sequence_resets_next_cursor: z
+      .string()
+      .nullable()
+      .meta({ description: "the resets_cursor of the page of older resets (<at>_<rowid> of the oldest listed), or null when none is older" }),
     verifier_class: VerifierClass,
     audit: z.object({ report: z.string(), date: z.string() }).nullable().meta({ description: "the independent audit a Class B anchor names" }),
     level0: z.boolean().meta({ description: "pinned with a shared secret (by reference; the secret is never answered): its Level 0 receipts are verifiable" }),

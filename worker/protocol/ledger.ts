@@ -113,6 +113,22 @@ export type SequenceReset = {
   previous_highest: number | null;
 };
 
+/** The most sequence resets one issuer view answers; older ones are reached through its cursor. */
+export const SEQUENCE_RESETS_PAGE = 100;
+
+/**
+ * A position among an issuer's sequence resets, which are ordered by (at, rowid): rowid is the
+ * order the ledger recorded them in, so resets recorded in the same second keep their order.
+ */
+export type SequenceResetCursor = { at: number; rowid: number };
+
+/**
+ * One page of an issuer's sequence resets: the newest SEQUENCE_RESETS_PAGE before `before` (all
+ * of them when null), listed oldest first; `total` counts every reset the ledger holds; `next` is
+ * the position of the oldest listed when older ones remain, else null.
+ */
+export type SequenceResetPage = { resets: SequenceReset[]; total: number; next: SequenceResetCursor | null };
+
 /** The audit fields of a reset, before the ledger adds what it held. */
 export type SequenceResetAudit = Omit<SequenceReset, "previous_highest"> & { highest_elsewhere: number | null };
 
@@ -138,7 +154,8 @@ export interface LedgerAdmin {
   forgetKey(fingerprint: string): void;
   /** forgetKey, answering the highest sequence held before; with `audit`, also records the reset. */
   resetSequence(fingerprint: string, audit: SequenceResetAudit | null): { previous_highest: number | null };
-  sequenceResets(): SequenceReset[];
+  /** The newest SEQUENCE_RESETS_PAGE resets before `before` (or the newest of all), oldest first, with the total and the cursor to older ones. */
+  sequenceResets(before: SequenceResetCursor | null): SequenceResetPage;
   /** Notes that `fingerprint` signed evidence held at `ref`, unless the key is revoked (then nothing is written). */
   noteKeyUse(fingerprint: string, use: KeyUse): { revoked: boolean };
   /** The uses noted for a key, in ref order, after `after`, at most KEY_USES_PAGE. */

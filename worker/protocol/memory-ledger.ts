@@ -2,14 +2,15 @@
  * An in-memory ReplayLedger with the IssuerLedger's semantics, for offline use (CLI, tests
  * under plain Node). Not durable: a process restart forgets every nonce.
  */
-import { judgeReplay, KEY_USES_PAGE, maxHighest, WITHDRAW_PAGE, type KeyUse, type Withdrawal, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
+import { judgeReplay, KEY_USES_PAGE, maxHighest, SEQUENCE_RESETS_PAGE, WITHDRAW_PAGE, type KeyUse, type Withdrawal, type ClaimQuery, type LedgerAdmin, type LedgerAnswer, type LedgerQuery, type ReplayLedger, type Revocation, type SequenceReset } from "./ledger.js";
 import { EMPTY_WINDOW, type SequenceWindow } from "./replay-window.js";
 
 export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number } {
   const nonces = new Map<string, { retainUntil: number; fingerprint: string | null; sequence: number | null; retryTag: string | null; answer: string | null; withdrawn?: number }>();
   const revoked = new Map<string, Revocation>();
   const windows = new Map<string, SequenceWindow>();
-  const resets: SequenceReset[] = [];
+  /** Each reset with its rowid (its place in recording order, from 1), as the IssuerLedger's table numbers them. */
+  const resets: { rowid: number; reset: SequenceReset }[] = [];
   const uses = new Map<string, Map<string, KeyUse>>();
   const sequenceHeld = (fingerprint: string, sequence: number) => {
     for (const n of nonces.values()) if (n.fingerprint === fingerprint && n.sequence === sequence) return true;
@@ -60,10 +61,17 @@ export function memoryLedger(): ReplayLedger & LedgerAdmin & { nonces(): number 
       if (!audit) return { previous_highest: previous };
       const { highest_elsewhere, ...entry } = audit;
       const previous_highest = maxHighest(previous, highest_elsewhere);
-      resets.push({ ...entry, previous_highest });
+      resets.push({ rowid: resets.length + 1, reset: { ...entry, previous_highest } });
       return { previous_highest };
     },
-    sequenceResets: () => [...resets],
+    sequenceResets(before) {
+      const older = resets
+        .filter((r) => before === null || r.reset.at < before.at || (r.reset.at === before.at && r.rowid < before.rowid))
+        .sort((a, b) => a.reset.at - b.reset.at || a.rowid - b.rowid);
+      const page = older.slice(-SEQUENCE_RESETS_PAGE);
+      const next = older.length > page.length ? { at: page[0].reset.at, rowid: page[0].rowid } : null;
+      return { resets: page.map((r) => r.reset), total: resets.length, next };
+    },
     noteKeyUse(fingerprint, use) {
       if (revoked.has(fingerprint)) return { revoked: true };
       let held = uses.get(fingerprint);

@@ -1,7 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
-import { ApiError, percentDecodes } from "../http.js";
-import { DEFAULT_SEQUENCE_POLICY } from "../protocol/ledger.js";
+import { ApiError, percentDecodes, strictQuery } from "../http.js";
+import { DEFAULT_SEQUENCE_POLICY, type SequenceResetCursor } from "../protocol/ledger.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { dependencyTimeout } from "../config.js";
@@ -11,14 +11,34 @@ import type { AnchorLedgerState } from "../../durable-objects/issuer-ledger.js";
 /** How long an isolate answers an issuer's ledger state and review flag from memory, and for how many issuers. */
 export const ISSUER_VIEW_TTL_MS = 5_000;
 const ISSUER_VIEW_ENTRIES = 256;
+/** How many pages of one issuer's sequence resets an entry keeps (the newest page and older ones by cursor). */
+const ISSUER_VIEW_PAGES = 8;
 
 /**
  * The issuer view's Durable Object reads, by issuer, kept a few seconds: the route is public, and
  * each uncached call read the issuer's first ledger shard (which its verifications claim on) and
- * the one DecisionStats object, so unauthenticated traffic could load both. The verify path never
- * reads this; a revocation or a sequence reset made through this isolate evicts the issuer's entry.
+ * the one DecisionStats object, so unauthenticated traffic could load both. The ledger's part is
+ * kept per page of sequence resets (`""` for the newest, else the cursor), so a cursor does not
+ * bypass the cache; every page of an entry expires with it. The verify path never reads this; a
+ * revocation or a sequence reset made through this isolate evicts the issuer's entry.
  */
-export type IssuerViewCache = Map<string, { at: number; state: AnchorLedgerState; review: unknown }>;
+export type IssuerViewCache = Map<string, { at: number; review: unknown; pages: Map<string, AnchorLedgerState> }>;
+
+/** A `sequence_resets_next_cursor`: the position (at, rowid) of the oldest reset a page listed. */
+const cursorText = (cursor: SequenceResetCursor | null): string | null => (cursor === null ? null : `${cursor.at}_${cursor.rowid}`);
+
+/** The position a `resets_cursor` names; 400 when it is not of the form the view answers. */
+function cursorOf(text: string): SequenceResetCursor {
+  const match = /^([0-9][0-9.e+-]{0,31})_([1-9][0-9]{0,15})$/.exec(text);
+  const at = match ? Number(match[1]) : NaN;
+  const rowid = match ? Number(match[2]) : NaN;
+  if (!match || !Number.isFinite(at) || String(at) !== match[1] || !Number.isSafeInteger(rowid)) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "resets_cursor must be the sequence_resets_next_cursor of a previous answer (<at>_<rowid>)");
+  }
+  return { at, rowid };
+}
+
+const VIEW_QUERY: ReadonlySet<string> = new Set(["resets_cursor"]);
 
 /**
  * The issuer a path names: 400 when it does not decode or cannot be an issuer, before any read.
@@ -37,29 +57,41 @@ function issuerOf(c: Context<AppEnv>): string {
 export const issuerRoutes = new Hono<AppEnv>()
   /**
    * The pinned public anchor of one issuer: current and previous keys, each marked revoked or
-   * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets;
-   * its verifier class and, from the decision counters, whether it is flagged for review (13.7).
+   * not (by fingerprint, from the issuer's ledger), the revocations and the audited sequence resets
+   * (the newest SEQUENCE_RESETS_PAGE, or those before `?resets_cursor=`, with their total and the
+   * cursor to older ones); its verifier class and, from the decision counters, whether it is
+   * flagged for review (13.7).
    */
   .get("/:issuer{.+}", async (c) => {
   const issuer = issuerOf(c);
+  const query = strictQuery(c, VIEW_QUERY);
+  const before = query.resets_cursor === undefined ? null : cursorOf(query.resets_cursor);
+  const page = query.resets_cursor ?? "";
   const { anchors, ledgers, reviewThreshold, issuerViews } = c.get("services");
   const record = await anchors.get(issuer);
   if (!record) throw new ApiError(404, "NOT_FOUND", `issuer ${issuer} is not pinned`);
   const shards = record.ledger_shards ?? 1;
   let held = issuerViews.get(issuer);
+  let state: AnchorLedgerState | undefined;
   if (!held || Date.now() - held.at >= ISSUER_VIEW_TTL_MS) {
-    const [state, review] = await Promise.all([
-      ledgers.anchorState(issuer, shards),
+    const [read, review] = await Promise.all([
+      ledgers.anchorState(issuer, shards, before),
       // Operational counters, not evidence: when they do not answer, the flag is unknown (null).
       readReview(c.env, issuer, reviewThreshold, dependencyTimeout(c.env)).catch(() => null),
     ]);
-    held = { at: Date.now(), state, review };
+    state = read;
+    held = { at: Date.now(), review, pages: new Map([[page, read]]) };
     issuerViews.delete(issuer);
     // The oldest entry (Map order is insertion order) makes room.
     if (issuerViews.size >= ISSUER_VIEW_ENTRIES) issuerViews.delete(issuerViews.keys().next().value!);
     issuerViews.set(issuer, held);
+  } else if (!(state = held.pages.get(page))) {
+    state = await ledgers.anchorState(issuer, shards, before);
+    if (held.pages.size >= ISSUER_VIEW_PAGES) held.pages.delete(held.pages.keys().next().value!);
+    held.pages.set(page, state);
   }
-  const { state: { revoked, sequence_resets }, review } = held;
+  const { revoked, sequence_resets } = state;
+  const { review } = held;
   const revokedKeys = new Set(revoked.map((r) => r.fingerprint));
   return c.json({
     issuer: record.issuer,
@@ -71,7 +103,9 @@ export const issuerRoutes = new Hono<AppEnv>()
     keys: record.keys.map((k) => ({ ...k, short_fingerprint: k.fingerprint.slice(0, 16), revoked: revokedKeys.has(k.fingerprint) })),
     previous_keys: (record.previous_keys ?? []).map((k) => ({ ...k, revoked: revokedKeys.has(k.fingerprint) })),
     revoked,
-    sequence_resets,
+    sequence_resets: sequence_resets.resets,
+    sequence_resets_total: sequence_resets.total,
+    sequence_resets_next_cursor: cursorText(sequence_resets.next),
     verifier_class: record.verifier_class ?? DEFAULT_VERIFIER_CLASS,
     audit: record.audit ?? null,
     // The secret's name is configuration; the secret never leaves the Worker.

@@ -91,6 +91,7 @@ export const MANIFEST_CODES = [
   "ROW_UNLISTED",
   "ROW_DIGEST_MISMATCH",
   "ROW_MALFORMED",
+  "BUDGET_LEDGER_INCONSISTENT",
   "CORPUS_MALFORMED",
   "CORPUS_IDENTITY_MISMATCH",
 ] as const;
@@ -194,6 +195,26 @@ function executionProblem(id: string, v: unknown): string | null {
   return null;
 }
 
+/**
+ * How a row's budget ledger contradicts itself or its row, one sentence per broken rule (the row
+ * already of its form). Replay cannot recount calls or declared tokens (the paper's protocol-level
+ * accounting units, not derivable from the events), but the fields must agree with one another:
+ * a count over its budget means the budget was exhausted, an exhausted budget means a count
+ * reached its maximum, and every persisted receipt had its online verifier call.
+ */
+function ledgerProblems(id: string, row: ExecutionRow): string[] {
+  const b = row.budget_ledger;
+  const at = `row ${id}: budget_ledger`;
+  const counts = `calls ${b.calls} of max_calls ${b.max_calls}, declared_tokens ${b.declared_tokens} of max_declared_tokens ${b.max_declared_tokens}`;
+  const problems: string[] = [];
+  const over = b.calls > b.max_calls || b.declared_tokens > b.max_declared_tokens;
+  const reached = b.calls >= b.max_calls || b.declared_tokens >= b.max_declared_tokens;
+  if (over && b.termination !== "budget_exhausted") problems.push(`${at} is over its budget (${counts}) yet its termination is ${b.termination}, not budget_exhausted`);
+  if (b.termination === "budget_exhausted" && !reached) problems.push(`${at} says budget_exhausted though neither count reached its maximum (${counts})`);
+  if (b.verifier_calls < row.receipts.length) problems.push(`${at}.verifier_calls ${b.verifier_calls} is fewer than the row's ${row.receipts.length} receipts, each verified online`);
+  return problems;
+}
+
 /** Validates the whole bundle before any row is trusted. */
 async function manifestProblems(bundle: unknown, expected: string | null, limits: EcLimits | null): Promise<{ problems: ManifestProblem[]; rows: Record<string, string>; outer: string | null }> {
   const rows: Record<string, string> = {};
@@ -224,7 +245,7 @@ async function manifestProblems(bundle: unknown, expected: string | null, limits
   const listed = new Set<string>();
   // A row listed twice is named ROW_DUPLICATE; its digest and form are worked out once, not per listing.
   const digested = new Map<string, string | null>();
-  const formed = new Map<string, string | null>();
+  const formed = new Map<string, ManifestProblem[]>();
   let corpusId: string | null = null;
   for (const row of m.rows as unknown[]) {
     if (!isObject(row) || !exactKeys(row, ["id", "kind", "sha256"]) || typeof row.id !== "string" || !["corpus", "execution"].includes(row.kind as string) || typeof row.sha256 !== "string") {
@@ -247,9 +268,14 @@ async function manifestProblems(bundle: unknown, expected: string | null, limits
     setOwn(rows, row.id, digest);
     if (digest !== row.sha256) add("ROW_DIGEST_MISMATCH", `row ${row.id}: digest ${digest} is not the manifest's ${row.sha256}`);
     if (row.kind === "execution") {
-      if (!formed.has(row.id)) formed.set(row.id, executionProblem(row.id, data[row.id]));
-      const problem = formed.get(row.id);
-      if (problem) add("ROW_MALFORMED", problem);
+      if (!formed.has(row.id)) {
+        const problem = executionProblem(row.id, data[row.id]);
+        const found: ManifestProblem[] = problem
+          ? [{ code: "ROW_MALFORMED", detail: problem }]
+          : ledgerProblems(row.id, data[row.id] as ExecutionRow).map((detail) => ({ code: "BUDGET_LEDGER_INCONSISTENT", detail }));
+        formed.set(row.id, found);
+      }
+      problems.push(...formed.get(row.id)!);
     }
   }
   for (const id of Object.keys(data)) if (!listed.has(id)) add("ROW_UNLISTED", `row ${id} is present but not in the manifest`);
