@@ -74,7 +74,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.54": "d4cf132b88b51b8faac8882150918bdfadd2a566fc82cc01cab35f1793fbcac8",
   "countersign/0.2.55": "fffc0c61a2f654ef320ef37a0485faf684737c725036c66dc1a275110bd2dc1c",
   "countersign/0.2.56": "fcbd15d0d5afd597c1f12751247b8dd9d743006d24a04db0003cbbff4c5df0da",
-  "countersign/0.2.57": "fe069ca04b3b8de24eec059853934ba0a42632020e89a4c2676d80a994549cf1",
+  "countersign/0.2.57": "946d286e873b6959dca8868bd89e3b62c579394f86bbe3ddecd9e08e1762ede8",
 };
 
 /**
