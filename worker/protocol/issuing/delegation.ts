@@ -13,10 +13,10 @@
  * delegation. The parent's runtime context is known only by its hash, so it is looked up (this
  * deployment's journal keeps the context of every admission it signed) and counts only when it
  * hashes to the parent's `runtime_context_hash`; a parent that binds a context this deployment
- * cannot read is refused (its hop is unknown). A Level 0 receipt (bare or in an envelope) is no
- * parent: its HMAC proves nothing across a delegation, so it is an intake error, not a deny. An envelope's `hop_count` is not signed and is not
+ * cannot read is refused (its hop is unknown). An envelope's `hop_count` is not signed and is not
  * read for the hop. A parent that is not an allow authorised nothing, so it cannot be delegated
- * from either.
+ * from either. A Level 0 receipt (bare or in an envelope) is no parent at all: its HMAC proves
+ * nothing across a delegation (CCS §10), so it is an intake error, as a malformed one is, not a deny.
  *
  * A linked child also carries the keys its authority rests on (CCS §14): the fingerprint of the
  * pinned key that signed its parent, then the keys the parent's own admission rested on when this
