@@ -73,7 +73,8 @@ describe("the OpenAPI document", () => {
 
   it("lists every intake error code, with its retry hint required, and the intake 401 in the shape it has", async () => {
     expect(doc.components.schemas.IntakeErrorCode.enum).toEqual([...INTAKE_ERROR_CODES]);
-    const intake = { ...env, INTAKE_TOKEN: "openapi-intake-token" } as typeof env;
+    // Signing configured, so a Command reaches its delegation (the other errors are found before).
+    const intake = { ...env, INTAKE_TOKEN: "openapi-intake-token", ISSUER: "https://countersign.example", SIGNING_KEY: OWN_SEED, SIGNING_KID: "openapi-own-1" } as typeof env;
     const post = async (headers: Record<string, string>, body: string) => {
       const res = await app.request("/v1/intake", { method: "POST", headers, body }, intake, ctx);
       const text = await res.text();
@@ -83,9 +84,12 @@ describe("the OpenAPI document", () => {
     expect([unauthorised.status, unauthorised.json.error.code]).toEqual([401, "UNAUTHORIZED"]);
     conforms("/v1/intake", "post", undefined, unauthorised);
     const token = { authorization: "Bearer openapi-intake-token", "content-type": "application/json" };
-    for (const [body, code] of [["{not json", "INTAKE_MALFORMED"], ["{}", "INTAKE_MISSING_FIELD"], [JSON.stringify({ intake_version: "1.2" }), "INTAKE_VERSION_UNSUPPORTED"]] as const) {
+    // A Level 0 parent is refused by its shape, before its HMAC is read.
+    const level0 = { trace_id: "00000000000000aa", verdict: "allow", timestamp: ccsVectors.now - 2, tool: "search_web", params_hash: "0".repeat(16), rule_summary: "SEC-004=allow", receipt: "0".repeat(32) };
+    const delegated = JSON.stringify({ intake_version: "1.3", agent_id: "openapi-agent", tool: "search_web", params: { query: "x" }, timestamp: ccsVectors.now - 1, trace_id: "00000000000000ab", delegation_chain: level0 });
+    for (const [body, code] of [["{not json", "INTAKE_MALFORMED"], ["{}", "INTAKE_MISSING_FIELD"], [JSON.stringify({ intake_version: "1.2" }), "INTAKE_VERSION_UNSUPPORTED"], [delegated, "LEVEL0_NOT_ACCEPTED"]] as const) {
       const answer = await post(token, body);
-      expect([answer.json.error.code, answer.json.error.retry]).toEqual([code, INTAKE_RETRY[code]]);
+      expect([answer.json.error.code, answer.json.error.retry], answer.text).toEqual([code, INTAKE_RETRY[code]]);
       conforms("/v1/intake", "post", undefined, answer);
       // What the document allows is what the route answers: a code outside the list, or no retry hint, does not validate.
       const schema = schemaAt(doc.paths["/v1/intake"].post.responses[String(answer.status)].content["application/json"].schema.$ref);

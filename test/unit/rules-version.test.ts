@@ -74,7 +74,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.54": "d4cf132b88b51b8faac8882150918bdfadd2a566fc82cc01cab35f1793fbcac8",
   "countersign/0.2.55": "fffc0c61a2f654ef320ef37a0485faf684737c725036c66dc1a275110bd2dc1c",
   "countersign/0.2.56": "fcbd15d0d5afd597c1f12751247b8dd9d743006d24a04db0003cbbff4c5df0da",
-  "countersign/0.2.57": "f6a385410a6270e1d2aacbdd5340cd5b0407bf97e21d303492ae7f232473d3c3",
+  "countersign/0.2.57": "24fa0c27c327ed6242732d0157d4fa8b8dbb72ccb7629d2d4c5507f695c0bb67",
 };
 
 /**

@@ -8,13 +8,13 @@ import { env } from "cloudflare:workers";
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { labelHex } from "../../vectors/ccs/factory.js";
-import { receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
+import { buildChain, receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
 import { jcs, sha256Hex } from "../../worker/protocol/digest.js";
 import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
 import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
 import type { Receipt } from "../../worker/protocol/receipt.js";
-import { AUDIENCE, harness, issuerFor, TEST_NOW } from "../support/app-harness.js";
+import { AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 const codes = (body: { failures: { code: string }[] }) => body.failures.map((f) => f.code);
@@ -96,6 +96,49 @@ describe("verifier classes (CCS §9)", () => {
     expect((await h.call("/v1/chains/class-floor-live", { headers: asFloor })).status).toBe(404);
     // The honest path: the same receipt, never consumed, is accepted by a party without the floor.
     expect((await h.verify(body)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
+
+  it("POST /v1/chains/verify holds the caller's floor at every hop it verifies (the strictest of its floors for the kept receipts' audiences); a party without one, or with one only for another audience, is not refused", async () => {
+    const h = harness(env, createExecutionContext());
+    const a = await issuerFor("chain-floor-a");
+    const b = await issuerFor("chain-floor-b");
+    await h.pin({ ...a.anchor, verifier_class: "A" });
+    await h.pin({ ...b.anchor, verifier_class: "B", audit: AUDIT });
+    /** Hop 0 by `first`, hop 1 by `second` signing its link to hop 0, each addressed to its audience. */
+    const chainOf = async (id: string, first: typeof a, second: typeof a, audiences: [string, string]) => {
+      const hop0 = (await first.receipt({ audience: audiences[0] })).receipt;
+      const delegation = { previous_receipt_hash: receiptHashOf(await receiptDigest(hop0 as unknown as Record<string, unknown>)), parent_trace_id: hop0.trace_id, hop_count: 1 };
+      const hop1 = (await second.receipt({ audience: audiences[1], runtimeContext: { delegation } })).receipt;
+      return buildChain(id, [{ receipt: hop0 }, { receipt: hop1, runtime_context: { delegation } }]);
+    };
+    const party = async (name: string, audiences: string[], min_verifier_class: unknown) => {
+      const token = `${name}-token-0123456789abcdef0123456789`;
+      expect((await h.admin("POST", "/v1/admin/relying-parties", { name, audiences, token, min_verifier_class })).status).toBe(201);
+      return token;
+    };
+    const verifyAs = async (token: string | null, call: Record<string, unknown>) =>
+      (await h.call("/v1/chains/verify", { method: "POST", headers: { ...JSON_HEADERS, ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(call) })).body;
+    const floorA = await party("chain-floor-all-a", [AUDIENCE], "A");
+    const elsewhere = await party("chain-floor-second-a", [AUDIENCE, SECOND_AUDIENCE], { [SECOND_AUDIENCE]: "A" });
+
+    const chain = await chainOf("class-floor-doc", a, b, [AUDIENCE, AUDIENCE]);
+    const refused = await verifyAs(floorA, { chain });
+    expect(refused).toMatchObject({ chain_valid: false, broken_at_hop: 1 });
+    expect(refused.failures.map((f: { code: string; hop: number }) => [f.code, f.hop])).toEqual([["VERIFIER_CLASS_INSUFFICIENT", 1]]);
+    // The same chain passes for a party without a floor, and for one whose floor names another audience.
+    for (const token of [null, elsewhere]) expect(await verifyAs(token, { chain })).toMatchObject({ chain_valid: true, failures: [] });
+    // Spot mode holds the floor at the spot hop alone.
+    expect(codes(await verifyAs(floorA, { chain, spot: 0 }))).toEqual(["CHAIN_UNSEALED"]);
+    const spot = await verifyAs(floorA, { chain, spot: 1 });
+    expect(spot.spot_valid).toBe(false);
+    expect(codes(spot)).toEqual(["CHAIN_UNSEALED", "VERIFIER_CLASS_INSUFFICIENT"]);
+    // A hop addressed to the audience the floor names makes it hold at every verified hop: the
+    // Class B hop 0, addressed to an audience without a floor, is refused too.
+    const mixed = await chainOf("class-floor-mixed", b, a, [AUDIENCE, SECOND_AUDIENCE]);
+    expect(await verifyAs(null, { chain: mixed })).toMatchObject({ chain_valid: true, failures: [] });
+    const strictest = await verifyAs(elsewhere, { chain: mixed });
+    expect(strictest).toMatchObject({ chain_valid: false, broken_at_hop: 0 });
+    expect(strictest.failures.map((f: { code: string; hop: number }) => [f.code, f.hop])).toEqual([["VERIFIER_CLASS_INSUFFICIENT", 0]]);
   });
 });
 

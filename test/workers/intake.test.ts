@@ -3,7 +3,9 @@ import { abortAllDurableObjects, createExecutionContext } from "cloudflare:test"
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import { INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
-import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
+import { jcs, prefixedDigest, sha256Hex } from "../../worker/protocol/digest.js";
+import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
+import { fromHex } from "../../worker/protocol/encoding.js";
 import { RECEIPT_FIELDS } from "../../worker/protocol/receipt.js";
 import type { InputRule } from "../../worker/protocol/issuing/rules/index.js";
 import intakeVectors from "../../vectors/ccs/intake.json" with { type: "json" };
@@ -121,7 +123,7 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
   });
 
   it("covers every intake error code", () => {
-    expect([...INTAKE_ERROR_CODES].sort()).toEqual(["INTAKE_FAILED", "INTAKE_MALFORMED", "INTAKE_MISSING_FIELD", "INTAKE_OVERFLOW", "INTAKE_TIMEOUT", "INTAKE_TRACE_CONFLICT", "INTAKE_VERSION_UNSUPPORTED"]);
+    expect([...INTAKE_ERROR_CODES].sort()).toEqual(["INTAKE_FAILED", "INTAKE_MALFORMED", "INTAKE_MISSING_FIELD", "INTAKE_OVERFLOW", "INTAKE_TIMEOUT", "INTAKE_TRACE_CONFLICT", "INTAKE_VERSION_UNSUPPORTED", "LEVEL0_NOT_ACCEPTED"]);
   });
 });
 
@@ -325,6 +327,26 @@ describe("delegation (CV-008)", () => {
     previous_receipt_hash: (await h.verify({ receipt, audience: AUDIENCE, mode: "audit" })).body.receipt_hash,
   });
   const chainOf = (id: string, hops: { body: any }[]) => buildChain(id, hops.map((r) => ({ receipt: r.body.receipt, runtime_context: r.body.runtime_context ?? undefined })));
+
+  it("a Level 0 parent, bare or in an envelope, is LEVEL0_NOT_ACCEPTED (422, MUST NOT), not INTAKE_MALFORMED nor a deny; nothing is reserved", async () => {
+    // A 7-field receipt under the workers-pool LEGACY_HMAC_KEY, its HMAC valid: of a level never taken across a delegation.
+    const fields = { trace_id: trace(), verdict: "allow" as const, timestamp: TEST_NOW - 1.25, tool: "search_web", params_hash: (await sha256Hex(jcs({ query: "weather in Tokyo" }))).slice(0, 16), rule_summary: "SEC-004=allow" };
+    const level0 = { ...fields, receipt: legacyMac(level0Payload(fields), fromHex(env.LEGACY_HMAC_KEY)!) };
+    const child = command();
+    const enveloped = { envelope_version: "1.3", original_receipt: level0, parent_trace_id: level0.trace_id, child_trace_id: child.trace_id, delegation_reason: "hand-off", hop_count: 1, previous_receipt_hash: "sha256:" + "0".repeat(64) };
+    for (const parent of [level0, enveloped]) {
+      const r = await h.intake({ ...child, delegation_chain: parent });
+      expectIntakeError(r, "LEVEL0_NOT_ACCEPTED", 422);
+      expect(r.body.error).toMatchObject({ retry: "MUST NOT", trace_id: child.trace_id });
+      expect(r.body.error.detail).toMatch(/^delegation_chain: a Level 0 receipt/);
+    }
+    expect((await h.call(`/v1/evidence/${child.trace_id}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } })).status).toBe(404);
+    // The same Command with a v1.3 parent is a first intake, linked.
+    const parent = (await h.intake(command())).body.receipt;
+    const fixed = await h.intake({ ...child, delegation_chain: parent });
+    expect(fixed.status, fixed.text).toBe(200);
+    expect(fixed.body.runtime_context.delegation).toMatchObject({ parent_trace_id: parent.trace_id, hop_count: 1 });
+  });
 
   it("reads the child's hop from the parent's signed delegation: a three-level intake chain verifies with /v1/chains/verify", async () => {
     const r0 = await h.intake(command());

@@ -393,7 +393,7 @@ export const IntakeAnswer = z
   })
   .passthrough()
   .meta({ id: "IntakeAnswer" });
-export const IntakeErrorCode = z.enum(INTAKE_ERROR_CODES).meta({ id: "IntakeErrorCode", description: "why POST /v1/intake issued nothing (CCS Figure 3, plus INTAKE_TRACE_CONFLICT and INTAKE_FAILED); each has one retry hint" });
+export const IntakeErrorCode = z.enum(INTAKE_ERROR_CODES).meta({ id: "IntakeErrorCode", description: "why POST /v1/intake issued nothing (CCS Figure 3, plus INTAKE_TRACE_CONFLICT, INTAKE_FAILED and LEVEL0_NOT_ACCEPTED for a Level 0 delegation parent); each has one retry hint" });
 export const IntakeError = z
   .object({ error: z.object({ code: IntakeErrorCode, retry: z.enum(["MAY", "MUST NOT"]), detail: z.string(), trace_id: z.string().optional() }).strict() })
   .strict()

@@ -125,6 +125,12 @@ export interface ChainOptions {
   policy: FreshnessPolicy;
   /** A seal over the document: with it, pruned entries and unsigned links are vouched for. */
   seal?: ChainSeal;
+  /**
+   * The caller's own check of a verified hop's issuer (a relying party's verifier-class floor, CCS
+   * §9), run with that receipt's stateless checks; its failures are the hop's. Not run on the
+   * seal's issuer, nor on a hop that is not verified here.
+   */
+  classCheck?: (issuer: string) => Failure[];
 }
 
 /** A hop a seal would vouch for without its receipt having been verified here. */
@@ -361,7 +367,8 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
       const now = archival ? (opts.at ?? issuedAt) : opts.now;
       // A Level 0 receipt's HMAC proves nothing to whoever reads a chain: refused by name.
       if (isLevel0Shape(e.receipt)) return Promise.resolve(rejection([level0Refused("a chain")], "audit", now));
-      return verifyReceipt(e.receipt, { audience: null, mode: "audit", replay: "ignore", now, policy: opts.policy, runtimeContext: e.runtime_context }, ledgerDeps);
+      const classCheck = opts.classCheck;
+      return verifyReceipt(e.receipt, { audience: null, mode: "audit", replay: "ignore", now, policy: opts.policy, runtimeContext: e.runtime_context, ...(classCheck ? { contextChecks: (r: Receipt) => classCheck(r.issuer) } : {}) }, ledgerDeps);
     }),
   );
   decisions.forEach((d, k) => {

@@ -77,9 +77,11 @@ export type CallErrorCode = (typeof CALL_ERROR_CODES)[number];
 
 /**
  * Intake errors (CCS §3.4, Figure 3), each with the retry hint the caller must follow, plus
- * INTAKE_FAILED for any exception on the intake path (the draft's own fail-closed wrapper) and
+ * INTAKE_FAILED for any exception on the intake path (the draft's own fail-closed wrapper),
  * INTAKE_TRACE_CONFLICT for a trace_id already admitted for another Command (the journal's
- * idempotency key is the trace_id).
+ * idempotency key is the trace_id) and LEVEL0_NOT_ACCEPTED for a Level 0 receipt given as a
+ * delegation's parent, bare or in an envelope (CCS §10: never accepted across a delegation; the
+ * failure code of that name refuses one on the verify routes).
  * An intake error is never a receipt: the caller treats it as a denial.
  */
 export const INTAKE_ERROR_CODES = [
@@ -90,6 +92,7 @@ export const INTAKE_ERROR_CODES = [
   "INTAKE_VERSION_UNSUPPORTED",
   "INTAKE_TRACE_CONFLICT",
   "INTAKE_FAILED",
+  "LEVEL0_NOT_ACCEPTED",
 ] as const;
 export type IntakeErrorCode = (typeof INTAKE_ERROR_CODES)[number];
 export type RetryHint = "MAY" | "MUST NOT";
@@ -102,10 +105,11 @@ export const INTAKE_RETRY: Record<IntakeErrorCode, RetryHint> = {
   INTAKE_VERSION_UNSUPPORTED: "MUST NOT",
   INTAKE_TRACE_CONFLICT: "MUST NOT",
   INTAKE_FAILED: "MAY",
+  LEVEL0_NOT_ACCEPTED: "MUST NOT",
 };
 
-/** HTTP status of each intake error: bad input is 4xx, a timeout 503, an internal failure 500. */
-export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 409 | 413 | 500 | 503> = {
+/** HTTP status of each intake error: bad input is 4xx (well-formed evidence of a level not taken 422), a timeout 503, an internal failure 500. */
+export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 409 | 413 | 422 | 500 | 503> = {
   INTAKE_MALFORMED: 400,
   INTAKE_MISSING_FIELD: 400,
   INTAKE_OVERFLOW: 413,
@@ -113,6 +117,7 @@ export const INTAKE_STATUS: Record<IntakeErrorCode, 400 | 409 | 413 | 500 | 503>
   INTAKE_VERSION_UNSUPPORTED: 400,
   INTAKE_TRACE_CONFLICT: 409,
   INTAKE_FAILED: 500,
+  LEVEL0_NOT_ACCEPTED: 422,
 };
 
 export type Severity = "CRITICAL" | "WARNING";

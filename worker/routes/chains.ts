@@ -99,6 +99,10 @@ export const chainRoutes = new Hono<AppEnv>()
   if (seal && !seal.ok) throw new ApiError(400, "MALFORMED_REQUEST", seal.detail);
   if (body.at !== undefined && body.check_freshness !== false) throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted with check_freshness: false (archival audit)");
   const services = c.get("services");
+  // The relying party's verifier-class floor (CCS §9) holds at every hop verified here: the
+  // strictest of its floors for the audiences the kept receipts are addressed to.
+  const addressed = parsed.chain.entries.flatMap((e) => ("pruned" in e || typeof e.receipt.audience !== "string" ? [] : [e.receipt.audience]));
+  const classes = verifierClasses(c, addressed, verifyDeps(services));
   const verdict = await verifyChain(
     parsed.chain,
     {
@@ -108,8 +112,9 @@ export const chainRoutes = new Hono<AppEnv>()
       now: services.now(),
       policy: freshnessPolicy(c.env),
       seal: seal?.ok ? seal.seal : undefined,
+      classCheck: classes.check,
     },
-    chainDeps(c, services),
+    { ...chainDeps(c, services), anchors: classes.deps.anchors },
   );
   if ("malformed" in verdict) throw new ApiError(400, "MALFORMED_REQUEST", verdict.malformed);
   // A hop's failure can quote its receipt (an unknown field's name): cut as an error's detail is.

@@ -12,7 +12,7 @@ import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
 import type { PinnedIssuer } from "../protocol/anchors.js";
 import type { Failure } from "../protocol/codes.js";
-import { checkVerifierClass, reviewWarning, type VerifierClass } from "../protocol/conformance/verifier-class.js";
+import { checkVerifierClass, reviewWarning, strictestFloor, type VerifierClass } from "../protocol/conformance/verifier-class.js";
 
 /** A decision as the decision routes answer it: with the issuer's verifier class (CCS §9). */
 export type ClassedDecision = Decision & { verifier_class: VerifierClass | null };
@@ -20,15 +20,18 @@ export type ClassedDecision = Decision & { verifier_class: VerifierClass | null 
 /**
  * The verifier-class side of one decision call (CCS §9, 13.7). `deps` remembers the anchor each
  * issuer was judged under, so nothing is read twice; `check` is the relying party's floor for the
- * call's audience, run with the stateless checks (a refused receipt consumes no nonce); `report`
- * adds the class to the decision and, when the counters flag the issuer as allow-only, the
- * VERIFIER_REVIEW_REQUIRED warning. A flagged issuer is judged as Class C whatever it declares:
- * the draft's 13.7 asks the relying party to treat it so until it is reviewed.
+ * call's audience (given several, as a chain's, the strictest of its floors for them), run with
+ * the stateless checks (a refused receipt consumes no nonce); `report` adds the class to the
+ * decision and, when the counters flag the issuer as allow-only, the VERIFIER_REVIEW_REQUIRED
+ * warning. A flagged issuer is judged as Class C whatever it declares: the draft's 13.7 asks the
+ * relying party to treat it so until it is reviewed.
  */
-export function verifierClasses(c: Context<AppEnv>, audience: string, base: VerifyDeps) {
+export function verifierClasses(c: Context<AppEnv>, audience: string | readonly string[], base: VerifyDeps) {
   const seen = new Map<string, PinnedIssuer | null>();
   const { decisions, reviewThreshold } = c.get("services");
-  const floor = c.get("relyingParty").min_verifier_class?.[audience] ?? null;
+  // A chain's receipts are addressed to several audiences: the strictest of the party's floors for them holds.
+  const floors = c.get("relyingParty").min_verifier_class ?? {};
+  const floor = strictestFloor((typeof audience === "string" ? [audience] : audience).map((a) => (Object.hasOwn(floors, a) ? floors[a] : null)));
   const effective = (issuer: string, pinned: PinnedIssuer): VerifierClass => (decisions.flagged(issuer) ? "C" : pinned.verifierClass);
   const deps: VerifyDeps = {
     ...base,

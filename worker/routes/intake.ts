@@ -157,11 +157,12 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   const traceId = intake.command.trace_id;
   const deps = admissionDeps(c, own);
   // The parent is verified (read-only: audit mode, no nonce claimed) before anything is written, so a
-  // delegation_chain that is not a receipt or an envelope at all is INTAKE_MALFORMED with no record
-  // reserved: the corrected Command under the same trace_id is then a first intake, not a conflict
+  // delegation_chain that is not a receipt or an envelope at all is INTAKE_MALFORMED, and a Level 0
+  // parent LEVEL0_NOT_ACCEPTED, with no record reserved: the corrected Command under the same trace_id is then a first intake, not a conflict
   // with a Command that was never admitted. The admission judges with this very check.
   const delegation = intake.command.delegation_chain ? await deps.delegation!(intake.command.delegation_chain) : null;
   if (delegation?.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", delegation.detail, traceId);
+  if (delegation?.kind === "level0") throw new IntakeError("LEVEL0_NOT_ACCEPTED", delegation.detail, traceId);
   const journal = services.journal(INTAKE_TENANT).port;
   const reserved = await journal.reserve({
     idempotency_key: traceId,

@@ -28,6 +28,10 @@ const RANK: Record<VerifierClass, number> = { A: 3, B: 2, C: 1 };
 /** Whether `actual` is at least `floor`. */
 export const classMeets = (actual: VerifierClass, floor: VerifierClass): boolean => RANK[actual] >= RANK[floor];
 
+/** The strictest of some floors (null where none is set), or null when none is. */
+export const strictestFloor = (floors: readonly (VerifierClass | null)[]): VerifierClass | null =>
+  floors.reduce<VerifierClass | null>((strictest, f) => (f !== null && (strictest === null || RANK[f] > RANK[strictest]) ? f : strictest), null);
+
 /** The refusal a relying party's floor adds, or nothing when the class meets it (or there is none). */
 export function checkVerifierClass(issuer: string, actual: VerifierClass, floor: VerifierClass | null): Failure[] {
   if (floor === null || classMeets(actual, floor)) return [];

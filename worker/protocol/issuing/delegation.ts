@@ -15,7 +15,8 @@
  * hashes to the parent's `runtime_context_hash`; a parent that binds a context this deployment
  * cannot read is refused (its hop is unknown). An envelope's `hop_count` is not signed and is not
  * read for the hop. A parent that is not an allow authorised nothing, so it cannot be delegated
- * from either.
+ * from either. A Level 0 receipt (bare or in an envelope) is no parent at all: its HMAC proves
+ * nothing across a delegation (CCS §10), so it is an intake error, as a malformed one is, not a deny.
  *
  * A linked child also carries the keys its authority rests on (CCS §14): the fingerprint of the
  * pinned key that signed its parent, then the keys the parent's own admission rested on when this
@@ -27,6 +28,7 @@ import type { Receipt } from "../receipt.js";
 import { delegationOf, MAX_CHAIN_HOPS } from "../chain.js";
 import { prefixedDigest } from "../digest.js";
 import { verifyEnvelope } from "../envelope-verify.js";
+import { isLevel0Shape, level0Refused } from "../conformance/level0.js";
 import { isJsonObject } from "../strict-json.js";
 import { verifyReceipt, type Decision, type VerifyDeps } from "../verify.js";
 
@@ -55,7 +57,9 @@ export type DelegationCheck =
       delegatedUnder: string[];
     }
   | { kind: "refused"; codes: string[]; detail: string }
-  | { kind: "malformed"; detail: string };
+  | { kind: "malformed"; detail: string }
+  /** A Level 0 receipt, bare or in an envelope: of a level never taken as a parent (CCS §10), an intake error as a malformed one is. */
+  | { kind: "level0"; detail: string };
 
 export interface DelegationCall {
   /** Audiences this deployment serves: the parent must have been issued for one of them. */
@@ -90,6 +94,7 @@ const MALFORMED = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 export async function verifyDelegation(value: Record<string, unknown>, call: DelegationCall, deps: VerifyDeps): Promise<DelegationCheck> {
   const envelope = Object.hasOwn(value, "envelope_version");
   const receipt = envelope ? value.original_receipt : value;
+  if (isLevel0Shape(receipt)) return { kind: "level0", detail: `delegation_chain: ${level0Refused("a delegation").detail}` };
   const claimed = isJsonObject(receipt) && typeof receipt.audience === "string" ? receipt.audience : "";
   const audience = call.audiences.includes(claimed) ? claimed : call.audiences[0];
   const auditDeps: VerifyDeps = {

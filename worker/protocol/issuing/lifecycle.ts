@@ -92,6 +92,7 @@ export async function issueAdmission(intake: Intake, audience: string, ctx: Issu
     if (!deps.delegation) throw new Error("a delegated Command needs a delegation verifier");
     const check = await deps.delegation(command.delegation_chain);
     if (check.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", check.detail, command.trace_id);
+    if (check.kind === "level0") throw new IntakeError("LEVEL0_NOT_ACCEPTED", check.detail, command.trace_id);
     if (check.kind === "linked") ({ link, validUntil: parentValidUntil, delegatedUnder } = check);
     results.push({ name: "delegation", verdict: check.kind === "linked" ? "allow" : "deny", reason: check.kind === "linked" ? `hop ${check.link.hop_count}` : `delegation_invalid: ${check.codes.join(", ")}` });
   }
