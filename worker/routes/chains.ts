@@ -234,6 +234,8 @@ export const chainRoutes = new Hono<AppEnv>()
   // A seal is issued like a receipt: never under this deployment's own key once it is revoked.
   const identity = signingIdentity(c.env);
   if (state.chain_valid) await refuseIfOwnKeyRevoked(c, { identity });
-  const seal = state.chain_valid ? signSeal(state, identity, Math.floor(c.get("services").now())) : null;
+  // Rounded up, never down: a hop may be issued up to the skew ahead of its append, and a seal dated
+  // before such a receipt less the skew is refused (FRESHNESS_EXPIRED) by POST /v1/chains/verify.
+  const seal = state.chain_valid ? signSeal(state, identity, Math.ceil(c.get("services").now())) : null;
   return c.json({ ...shownTo(c, state), seal });
 });
