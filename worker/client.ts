@@ -2,7 +2,8 @@
  * A typed client of the service: Hono's `hc` over the app's own route types, so a call's path,
  * body and answer are checked by the compiler against the routes themselves. Plus the one call a
  * gate needs, which never turns an unreachable verifier into a pass: a transport error, a
- * timeout or a 5xx is a reject-shaped answer carrying VERIFIER_UNAVAILABLE.
+ * timeout, a 5xx or a redirect (none is followed) is a reject-shaped answer carrying
+ * VERIFIER_UNAVAILABLE.
  */
 import { hc } from "hono/client";
 import type { AppType } from "./app.js";
@@ -18,7 +19,9 @@ export interface ClientOptions {
 export function countersignClient(baseUrl: string, options: ClientOptions = {}) {
   const timeoutMs = options.timeoutMs ?? 5_000;
   const base = options.fetch ?? fetch;
-  const timed: typeof fetch = (input, init) => base(input, { ...init, signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
+  // No redirect is followed, as by the CLI: fetch would resend the call's body (a receipt and its
+  // request) to wherever the redirect points, and a gate would act on that origin's answer.
+  const timed: typeof fetch = (input, init) => base(input, { ...init, redirect: "manual", signal: init?.signal ?? AbortSignal.timeout(timeoutMs) });
   return hc<AppType>(baseUrl, { headers: options.token ? { authorization: `Bearer ${options.token}` } : {}, fetch: timed });
 }
 
@@ -52,7 +55,7 @@ export type EnvelopeCall = Parameters<CountersignClient["v1"]["envelopes"]["veri
 
 /**
  * A decision call's answer, or the deny standing in for one: a transport error or timeout (the
- * call threw), a 5xx, or an answer that is not a decision is VERIFIER_UNAVAILABLE.
+ * call threw), a 5xx, a redirect, or an answer that is not a decision is VERIFIER_UNAVAILABLE.
  */
 async function gate(send: () => Promise<{ status: number; json(): Promise<unknown> }>): Promise<GateAnswer> {
   let res: { status: number; json(): Promise<unknown> };
@@ -62,6 +65,8 @@ async function gate(send: () => Promise<{ status: number; json(): Promise<unknow
     return unavailable(null, `the verifier could not be reached: ${(err as Error).message}`);
   }
   if (res.status >= 500) return unavailable(res.status, `the verifier answered ${res.status}`);
+  // A redirect (an opaque one in a browser, status 0) is no decision: it is not followed, and nothing was judged.
+  if (res.status === 0 || (res.status >= 300 && res.status < 400)) return unavailable(res.status, `the verifier answered ${res.status || "a redirect"}; the client follows no redirect: give the service's own URL`);
   let body: unknown;
   try {
     body = await res.json();
@@ -74,7 +79,7 @@ async function gate(send: () => Promise<{ status: number; json(): Promise<unknow
 
 /**
  * Verifies one receipt for a gate. Whatever goes wrong between here and the service (refused
- * connection, timeout, a 5xx, an answer that is not a decision) is a reject: no evidence, no
+ * connection, timeout, a 5xx, a redirect, an answer that is not a decision) is a reject: no evidence, no
  * execution. A 4xx is the service's own answer (a malformed call is not a pass either).
  * `idempotencyKey`: random, drawn once per call the gate is about to run and reused only to retry
  * this verification; never derived from the receipt or the request, or a replay of the same

@@ -107,6 +107,20 @@ export class DecisionCounter {
     return this.held();
   }
 
+  /**
+   * Tallies the verdict of a valid receipt of a pinned issuer whose nonce was consumed by a call
+   * that is not a decision (a live chain's append): the 13.7 lifetime counts, one per receipt, and
+   * no per-minute decision count; answers the batch to flush now, or null.
+   */
+  tally(label: string, verdict: Verdict): MetricsBatch | null {
+    if (label === UNPINNED) return null;
+    let tally = this.verdicts.get(label);
+    if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
+    if (verdict === "allow") tally.allows++;
+    else tally.others++;
+    return this.held();
+  }
+
   /** What DecisionStats answered a flush with: the issuers now flagged for review (replaces the last answer). */
   learnReview(flagged: readonly string[]): void {
     this.review = new Set(flagged);

@@ -13,6 +13,7 @@ import type { AppEnv } from "./app.js";
 import { decisionCodes, UNPINNED, type MetricsBatch } from "./metrics.js";
 import type { ProjectedAttributes } from "./protocol/observability.js";
 import type { Decision } from "./protocol/verify.js";
+import type { Verdict } from "./protocol/receipt.js";
 import { flushDecisions } from "./stores.js";
 
 /** A `cf-ray` worth echoing: Cloudflare's form is hex, a dash and a colo; anything else gets a fresh id. */
@@ -78,6 +79,16 @@ export function observeDecision(c: Context<AppEnv>, decision: Decision, status: 
 
 /** The default decision log sink: one line on the console (Workers Logs keeps and indexes it). */
 export const writeLogLine = (line: string): void => console.log(line);
+
+/**
+ * Tallies the verdict of a receipt a live chain's append consumed (CCS 13.7: one per receipt, by
+ * the call that consumed its nonce). An append is no decision: it is neither logged as one nor
+ * counted on the status page's per-minute chart.
+ */
+export function countChainVerdict(c: Context<AppEnv>, issuer: string, verdict: Verdict): void {
+  if (!c.get("services").anchors.cachedPinned(issuer)) return;
+  flush(c, c.get("services").decisions.tally(issuer, verdict));
+}
 
 /** Counts a live chain that just took its hop 0 (batched like decisions). */
 export function countChainStarted(c: Context<AppEnv>): void {

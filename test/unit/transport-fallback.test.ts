@@ -1,6 +1,6 @@
 /**
  * CCS 13.9, transport fallback: the typed client and the CLI never turn an unreachable verifier
- * into a pass. A refused connection (a closed port), a timeout and a 5xx are each a deny-shaped
+ * into a pass. A refused connection (a closed port), a timeout, a 5xx and a redirect (never followed) are each a deny-shaped
  * answer, decision reject and action block, carrying VERIFIER_UNAVAILABLE; the honest path (a
  * verifier that answers) is the verifier's own answer.
  */
@@ -20,6 +20,9 @@ let silent: Server;
 let silentPort: number;
 let honest: Server;
 let honestPort: number;
+let honestCalls = 0;
+let redirecting: Server;
+let redirectingPort: number;
 
 beforeAll(async () => {
   // A port that was just free and is closed again: nothing listens there.
@@ -30,13 +33,19 @@ beforeAll(async () => {
   failingPort = await listen(failing);
   silent = createServer(() => {});
   silentPort = await listen(silent);
-  honest = createServer((_, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ valid: true, decision: "accept", failures: [], issuer: "https://issuer.example", keys: [] })));
+  honest = createServer((_, res) => {
+    honestCalls++;
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ valid: true, decision: "accept", failures: [], issuer: "https://issuer.example", keys: [] }));
+  });
   honestPort = await listen(honest);
+  // Redirects every call to the honest server: another origin, which answers accept to anything.
+  redirecting = createServer((_, res) => res.writeHead(307, { location: `http://127.0.0.1:${honestPort}/v1/receipts/verify` }).end());
+  redirectingPort = await listen(redirecting);
 });
 
 afterAll(async () => {
   silent.closeAllConnections();
-  await Promise.all([close(failing), close(silent), close(honest)]);
+  await Promise.all([close(failing), close(silent), close(honest), close(redirecting)]);
 });
 
 const CALL = { receipt: {}, audience: "https://relying-party.example", mode: "audit" } as unknown as VerifyCall;
@@ -58,6 +67,14 @@ describe("the typed client's gate calls", () => {
     const started = Date.now();
     expect(await gateVerify(countersignClient(`http://127.0.0.1:${silentPort}`, { timeoutMs: 200 }), CALL)).toMatchObject(denied);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("a redirect is a reject with VERIFIER_UNAVAILABLE, and is not followed: the call's body goes to no other origin", async () => {
+    const before = honestCalls;
+    const client = countersignClient(`http://127.0.0.1:${redirectingPort}`, { token: "t" });
+    expect(await gateVerify(client, CALL)).toMatchObject({ ...denied, status: 307 });
+    expect(await gateEnvelope(client, ENVELOPE)).toMatchObject({ ...denied, status: 307 });
+    expect(honestCalls).toBe(before);
   });
 
   it("the honest path: a verifier that answers is answered as it said", async () => {

@@ -9,6 +9,7 @@ import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import { labelHex } from "../../vectors/ccs/factory.js";
 import { buildChain, receiptDigest, receiptHashOf } from "../../worker/protocol/chain.js";
+import { delegationContext } from "../../worker/protocol/issue.js";
 import { jcs, sha256Hex } from "../../worker/protocol/digest.js";
 import { legacyMac, level0Payload } from "../../worker/protocol/conformance/level0.js";
 import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
@@ -185,6 +186,27 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
     await waitOnExecutionContext(ctx);
     expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 1, others: 0, threshold: 3 });
     expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
+  });
+
+  it("counts a receipt a live chain's append consumed: an issuer whose deny reached this deployment only as a chain hop is not flagged allow-only", async () => {
+    const ctx = createExecutionContext();
+    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
+    const x = await issuerFor("review-chain-hops");
+    await h.pin({ ...x.anchor, verifier_class: "A" });
+    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    const runtime_context = await delegationContext(null, 0);
+    const { receipt } = await x.receipt({ verdict: "deny", runtimeContext: runtime_context });
+    const hop = await h.call("/v1/chains/review-chain-hops/hops", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ entry: { hop_count: 0, receipt, runtime_context } }) });
+    expect(hop.body).toMatchObject({ appended: true, nonce_consumed: true });
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 0, others: 1, threshold: 3 });
+    for (let i = 0; i < 3; i++) expect((await h.verify(await x.body())).body).toMatchObject({ decision: "accept", failures: [] });
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 3, others: 1, threshold: 3 });
+    expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
+    // The append is no decision: it is not on the per-minute chart.
+    const stats = await h.admin("GET", "/v1/admin/stats?minutes=1440");
+    expect(stats.body.totals[x.id.issuer]).toEqual({ ACCEPTED: 4 });
   });
 });
 

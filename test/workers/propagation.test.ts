@@ -559,4 +559,21 @@ describe("live chains (EvidenceChain)", () => {
     const changedPruned = { ...document, entries: document.entries.map((e, i) => (i === 2 ? { ...e, receipt_hash: "sha256:" + "6".repeat(64) } : e)) };
     expect((await verifyChainCall(h, { chain: changedPruned, seal })).body.chain_valid).toBe(false);
   });
+
+  it("the seal of a live chain read at a fractional second covers a hop issued up to the skew ahead of the append: sealed_at is the read's time rounded up, never before a receipt it covers less the skew", async () => {
+    // Read and appended at TEST_NOW + 0.5; the hop was issued 29.8 s ahead of that (within the 30 s
+    // skew). A seal dated floor(now) = TEST_NOW lay 30.3 s before that issued_at and was refused
+    // FRESHNESS_EXPIRED by POST /v1/chains/verify with the receipt kept, for good.
+    const h = harness(env, createExecutionContext(), { now: () => TEST_NOW + 0.5 });
+    const own = await h.call("/.well-known/ccs-issuer");
+    expect((await h.pin(own.body)).status).toBe(200);
+    const issuer = await issuerFor("live-seal-ahead");
+    expect((await h.pin(issuer.anchor)).status).toBe(200);
+    const hops = await makeChainHops([{ id: issuer.id, spec: { label: "live-seal-ahead/hop/0", audience: AUDIENCE, issuedAt: TEST_NOW + 30.3, skew: 30, sequence: 1 } }]);
+    expect((await append(h, "live-seal-ahead", hops))[0].status).toBe(200);
+    const { seal } = (await h.call("/v1/chains/live-seal-ahead")).body;
+    const verdict = await verifyChainCall(h, { chain: await buildChain("live-seal-ahead", hops), seal });
+    expect(verdict.body).toMatchObject({ chain_valid: true, failures: [], seal: { valid: true } });
+    expect(seal.sealed_at).toBe(TEST_NOW + 1);
+  });
 });

@@ -12,7 +12,7 @@ import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { DEFAULT_MAX_DEPTH, isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt, VerifierUnavailable } from "../protocol/verify.js";
 import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
-import { countChainStarted } from "../observability.js";
+import { countChainStarted, countChainVerdict } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
 
@@ -185,6 +185,8 @@ export const chainRoutes = new Hono<AppEnv>()
     const status = first.code === "MALFORMED_RECEIPT" ? 400 : first.step === 7 ? 409 : 422;
     return c.json({ error: { code: first.code, detail: first.detail }, failures, nonce_consumed: decision.nonce_consumed }, status);
   }
+  // CCS 13.7: the receipt's verdict counts for its issuer once, here, as the call that consumed its nonce.
+  if (decision.nonce_consumed && decision.enforcement.verdict !== null) countChainVerdict(c, decision.issuer!, decision.enforcement.verdict);
   // From here the nonce is consumed: a dependency that fails now (the anchor read, the ledger's
   // note, the EvidenceChain, the registry) is 503 as anywhere, and the answer says the nonce is
   // spent, so the caller knows a retry of this receipt would only be a replay.
@@ -237,6 +239,8 @@ export const chainRoutes = new Hono<AppEnv>()
   // A seal is issued like a receipt: never under this deployment's own key once it is revoked.
   const identity = signingIdentity(c.env);
   if (state.chain_valid) await refuseIfOwnKeyRevoked(c, { identity });
-  const seal = state.chain_valid ? signSeal(state, identity, Math.floor(c.get("services").now())) : null;
+  // Rounded up, never down: a hop may be issued up to the skew ahead of its append, and a seal dated
+  // before such a receipt less the skew is refused (FRESHNESS_EXPIRED) by POST /v1/chains/verify.
+  const seal = state.chain_valid ? signSeal(state, identity, Math.ceil(c.get("services").now())) : null;
   return c.json({ ...shownTo(c, state), seal });
 });
