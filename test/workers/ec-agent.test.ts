@@ -51,6 +51,21 @@ describe("EC-Agent routes in workerd", () => {
     expect((await h().call("/v1/bundles/replay", post({ bundle, expected_bundle_digest: "sha256:nope" }))).status).toBe(400);
   });
 
+  it("a manifest problem quoting the bundle (an unknown field's 50,000-character name) is cut as an error's detail is, not echoed whole", async () => {
+    // Review rv-98: each such name came back whole in manifest_problems[].detail (a 50 kB name, a 50 kB report).
+    const name = "k".repeat(50_000);
+    for (const odd of [{ ...bundle, [name]: 1 }, { ...bundle, manifest: { ...bundle.manifest, [name]: 1 } }]) {
+      const res = await h().call("/v1/bundles/replay", post({ bundle: odd }));
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.decision).toBe("manifest_invalid");
+      const [problem] = res.body.manifest_problems;
+      expect(problem.code).toMatch(/^(BUNDLE|MANIFEST)_MALFORMED$/);
+      expect(problem.detail).toMatch(/^(bundle|manifest) has unknown field "kkk.*… \(\d+ more characters\)$/);
+      expect(problem.detail.length).toBeLessThan(1100);
+      expect(res.text.length).toBeLessThan(10_000);
+    }
+  });
+
   it("a receipt anchored on the answer cannot claim other text under the id of a claim the run emitted at its own event, nor cover that claim", async () => {
     // Review rv-93: run-001 emits c2 ("Margarethe Vogel chaired …") at its own claim_emission event. A
     // receipt named c2 but claiming c1's sentence, anchored on the answer (claim_id null), citing

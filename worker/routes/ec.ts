@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../app.js";
 import { BundleCall, EcVerifyCall, SupportCall } from "../contract/schemas.js";
-import { ApiError, jsonBody, readStrictJson, validateBody } from "../http.js";
+import { ApiError, clipFailureDetails, jsonBody, readStrictJson, validateBody } from "../http.js";
 import { replayBundle } from "../protocol/ec/bundle.js";
 import { corpusProblem, type Corpus } from "../protocol/ec/corpus.js";
 import { answerWithin, EC_LIMITS, EcLimitError } from "../protocol/ec/limits.js";
@@ -43,13 +43,16 @@ export const ecRoutes = new Hono<AppEnv>()
   })
   /**
    * Bundle replay: always 200 with the report; its `decision` says match, mismatch or
-   * manifest_invalid, and every manifest problem carries its code. `expected_bundle_digest` pins
+   * manifest_invalid, and every manifest problem carries its code (its detail cut at
+   * MAX_DETAIL_CHARS, as an error's). `expected_bundle_digest` pins
    * the outer digest the caller trusts.
    */
   .post("/bundles/replay", jsonBody(BundleCall), async (c) => {
     const body = validateBody(BundleCall, await readStrictJson(c, MAX_EC_BODY));
     if (!Object.hasOwn(body, "bundle")) throw new ApiError(400, "MALFORMED_REQUEST", "bundle is required");
-    return c.json(await capped(() => replayBundle(body.bundle, { expectedBundleDigest: body.expected_bundle_digest ?? null, limits: EC_LIMITS })));
+    const report = await capped(() => replayBundle(body.bundle, { expectedBundleDigest: body.expected_bundle_digest ?? null, limits: EC_LIMITS }));
+    // A problem's detail can quote the bundle (an unknown field's name): cut as an error's is.
+    return c.json({ ...report, manifest_problems: clipFailureDetails(report.manifest_problems) });
   })
   /** Both support predicates, with every intermediate field and the configuration digest. */
   .post("/support/evaluate", jsonBody(SupportCall), async (c) => {
