@@ -24,6 +24,7 @@ import { offlineVerifier, readTrustFile, sharedSecretsOf, UsageError } from "./o
 import { buildAnchorRecord, pinnedIssuer } from "../worker/protocol/anchors.js";
 import { MAX_AUDIENCES_PER_PARTY, RELYING_PARTY_NAME, RELYING_PARTY_NAME_RULE, RELYING_PARTY_TOKEN } from "../worker/protocol/relying-parties.js";
 import { nobleVerifier } from "../worker/protocol/ed25519.js";
+import { isLoopbackHost } from "../worker/client.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
 import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
 import { readUtf8 } from "./input.js";
@@ -477,12 +478,6 @@ async function replay(io: Io, args: string[]): Promise<number> {
 }
 
 const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string" }, timeout: { type: "string" }, "insecure-http": { type: "boolean" } } as const;
-
-/**
- * A host an http:// call may reach without crossing a network: `localhost`, 127.0.0.0/8 (the URL
- * parser has already written `2130706433` or `0x7f.1` as a dotted quad) and `[::1]`.
- */
-const isLoopbackHost = (hostname: string): boolean => hostname === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname === "[::1]";
 
 /** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
 const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;

@@ -14,9 +14,27 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Milliseconds before a call is abandoned; default 5000. */
   timeoutMs?: number;
+  /** Send the token over http:// to a host that is not loopback (as the CLI's --insecure-http). */
+  insecureHttp?: boolean;
 }
 
+/**
+ * A host an http:// call may reach without crossing a network: `localhost`, 127.0.0.0/8 (the URL
+ * parser has already written `2130706433` or `0x7f.1` as a dotted quad) and `[::1]`.
+ */
+export const isLoopbackHost = (hostname: string): boolean => hostname === "localhost" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) || hostname === "[::1]";
+
+/**
+ * A client of the service at `baseUrl`. Throws (a TypeError, before any call) when a token would
+ * go over http:// to a host that is not loopback, as the CLI refuses it, unless `insecureHttp`.
+ */
 export function countersignClient(baseUrl: string, options: ClientOptions = {}) {
+  if (options.token && !options.insecureHttp) {
+    const { protocol, hostname } = new URL(baseUrl);
+    if (protocol === "http:" && !isLoopbackHost(hostname)) {
+      throw new TypeError(`${baseUrl} is http:// to ${hostname}, not loopback: the token would cross the network in clear; use https://, or pass insecureHttp: true`);
+    }
+  }
   const timeoutMs = options.timeoutMs ?? 5_000;
   const base = options.fetch ?? fetch;
   // No redirect is followed, as by the CLI: fetch would resend the call's body (a receipt and its

@@ -77,6 +77,18 @@ describe("the typed client's gate calls", () => {
     expect(honestCalls).toBe(before);
   });
 
+  it("refuses, before any call, to send a token over http:// to a host that is not loopback, as the CLI does; insecureHttp allows it", () => {
+    // Review rv-98: the client sent a relying party's token in clear to any http:// host.
+    for (const url of ["http://verifier.example", "http://10.0.0.7:8787", "http://[::2]:8787", "HTTP://VERIFIER.EXAMPLE/"]) {
+      expect(() => countersignClient(url, { token: "t" }), url).toThrow(/not loopback: the token would cross the network in clear/);
+      expect(() => countersignClient(url, { token: "t", insecureHttp: true }), url).not.toThrow();
+      expect(() => countersignClient(url), url).not.toThrow(); // no token, nothing secret to send
+    }
+    for (const url of ["https://verifier.example", "http://localhost:8787", "http://127.0.0.1:8787", "http://2130706433:8787", "http://[::1]:8787"]) {
+      expect(() => countersignClient(url, { token: "t" }), url).not.toThrow();
+    }
+  });
+
   it("the honest path: a verifier that answers is answered as it said", async () => {
     expect(await gateVerify(countersignClient(`http://127.0.0.1:${honestPort}`), CALL)).toMatchObject({ valid: true, decision: "accept", status: 200 });
   });
