@@ -416,6 +416,11 @@ describe("revoking the key that signed a delegation's parent", () => {
     expect(chained.status, chained.text).toBe(200);
     expect(chained.body.chain_valid).toBe(false);
     expect(JSON.stringify(chained.body)).toContain("RECEIPT_WITHDRAWN");
+    // A forged copy carrying the child's nonce tells nothing of it there either (any relying party may verify any chain).
+    const forgedChain = await buildChain("withdrawn-forged", [{ receipt: { ...child.receipt, audience: SECOND_AUDIENCE } }]);
+    const forgedChained = await h.call("/v1/chains/verify", post({ chain: forgedChain }));
+    expect(forgedChained.status, forgedChained.text).toBe(200);
+    expect(forgedChained.body.failures.map((f: { code: string; hop: number }) => [f.code, f.hop])).toEqual([["SIGNATURE_INVALID", 0]]);
 
     // Revoking again writes nothing new and keeps the consumed nonce a replay.
     expect((await h.revoke(parentIssuer.id.issuer, parentIssuer.id.kid)).status).toBe(200);

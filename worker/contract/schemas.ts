@@ -266,7 +266,7 @@ export const KeyCall = z
   .object({ issuer: z.string(), kid: z.string().optional(), fingerprint: z.string().optional() })
   .strict()
   .meta({ id: "KeyCall", description: "{issuer, kid} or {issuer, fingerprint}" });
-export const ResetCall = KeyCall.extend({ reason: z.string().meta({ description: "why, for the audit entry: at most 512 characters, at least one letter, digit, punctuation mark or symbol, no control character" }) }).strict().meta({ id: "ResetCall" });
+export const ResetCall = KeyCall.extend({ reason: z.string().meta({ description: "why, for the audit entry: at most 512 characters, at least one letter, digit, punctuation mark or symbol, no control character, bidirectional control or line or paragraph separator" }) }).strict().meta({ id: "ResetCall" });
 export const Revoked = z
   .object({
     issuer: Uri,

@@ -373,7 +373,12 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   );
   decisions.forEach((d, k) => {
     const i = verified[k];
-    failures.push(...d.failures.map((f) => at(i, f)));
+    // A nonce's withdrawal (CCS §14) is told only for a receipt its issuer signed, as the receipt
+    // route's audit tells it: a forged copy carrying a nonce (its signature fails, kid null) would
+    // otherwise let any relying party (the chain route reads no audience) ask whether any nonce was
+    // withdrawn, and when.
+    const told = d.kid === null ? d.failures.filter((f) => f.code !== "RECEIPT_WITHDRAWN") : d.failures;
+    failures.push(...told.map((f) => at(i, f)));
     // A delegation is a signed link only if the receipt verifies with that very runtime context.
     if (!d.valid && links[i] === "signed") links[i] = "unsigned";
   });

@@ -348,9 +348,10 @@ export const adminRoutes = new Hono<AppEnv>()
   const { body, record, kid, fingerprint } = await keyCall(c, ResetCall);
   const reason = body.reason;
   // An audit entry says why: at least one letter, digit, punctuation mark or symbol, and no control
-  // character (a reason of a NUL, or of a zero-width space, was recorded as if it said something).
-  if (typeof reason !== "string" || !/[\p{L}\p{N}\p{P}\p{S}]/u.test(reason) || /[\p{Cc}]/u.test(reason) || reason.length > MAX_REASON_LENGTH) {
-    throw new ApiError(400, "MALFORMED_REQUEST", `reason must be at most ${MAX_REASON_LENGTH} characters, hold a letter, digit, punctuation mark or symbol, and no control character`);
+  // character (a reason of a NUL, or of a zero-width space, was recorded as if it said something),
+  // bidirectional control (U+202E turned the entry's text around) or line or paragraph separator.
+  if (typeof reason !== "string" || !/[\p{L}\p{N}\p{P}\p{S}]/u.test(reason) || /[\p{Cc}\p{Bidi_Control}\p{Zl}\p{Zp}]/u.test(reason) || reason.length > MAX_REASON_LENGTH) {
+    throw new ApiError(400, "MALFORMED_REQUEST", `reason must be at most ${MAX_REASON_LENGTH} characters, hold a letter, digit, punctuation mark or symbol, and no control character (bidirectional controls and line or paragraph separators included)`);
   }
   const key = resolveKey(record.keys, { kid, fingerprint }, record, "current");
   const { now, ledgers } = c.get("services");
