@@ -144,7 +144,7 @@ describe("audited sequence reset", () => {
     expect(first.status).toBe(200);
     expect(first.body.sequence_resets.map((r: { reason: string }) => r.reason)).toEqual(Array.from({ length: SEQUENCE_RESETS_PAGE }, (_, i) => `restore ${i + 1}`));
     expect(first.body.sequence_resets_total).toBe(n);
-    expect(first.body.sequence_resets_next_cursor).toBe(`${TEST_NOW}_2`);
+    expect(first.body.sequence_resets_next_cursor).toMatch(new RegExp(`^${TEST_NOW}_2\\.[0-9a-f]{32}$`));
     const older = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${encodeURIComponent(first.body.sequence_resets_next_cursor)}`);
     expect(older.status).toBe(200);
     expect(older.body).toMatchObject({ sequence_resets_total: n, sequence_resets_next_cursor: null, keys: first.body.keys, revoked: [] });
@@ -153,6 +153,17 @@ describe("audited sequence reset", () => {
       const res = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${encodeURIComponent(bad)}`);
       expect([bad, res.status, res.body.error.code]).toEqual([bad, 400, "MALFORMED_REQUEST"]);
     }
+    // Review rv-99: a well-formed position no answer gave was read (each new one an uncached ledger
+    // read on this public route); a cursor carries a MAC over the issuer and the position now.
+    const mac = first.body.sequence_resets_next_cursor.split(".")[1];
+    for (const madeUp of [`${TEST_NOW}_2`, `${TEST_NOW}_3.${mac}`, `${TEST_NOW}_2.${"0".repeat(32)}`, `${TEST_NOW}_2.${mac.toUpperCase()}`]) {
+      const res = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${encodeURIComponent(madeUp)}`);
+      expect([madeUp, res.status, res.body.error.code]).toEqual([madeUp, 400, "MALFORMED_REQUEST"]);
+    }
+    const other = await keyOf("reset-paged-other");
+    await app.pin(anchorFor(other));
+    const elsewhere = await app.call(`${issuerPath(other.issuer)}?resets_cursor=${encodeURIComponent(first.body.sequence_resets_next_cursor)}`);
+    expect([elsewhere.status, elsewhere.body.error?.code]).toEqual([400, "MALFORMED_REQUEST"]);
     const twice = await app.call(`${issuerPath(k1.issuer)}?resets_cursor=${TEST_NOW}_2&resets_cursor=${TEST_NOW}_3`);
     expect([twice.status, twice.body.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
     expect((await app.call(`${issuerPath(k1.issuer)}?cursor=${TEST_NOW}_2`)).status).toBe(400);

@@ -318,7 +318,7 @@ export const IssuerView = z
     sequence_resets_next_cursor: z
       .string()
       .nullable()
-      .meta({ description: "the resets_cursor of the page of older resets (<at>_<rowid> of the oldest listed), or null when none is older" }),
+      .meta({ description: "the resets_cursor of the page of older resets (<at>_<rowid> of the oldest listed, then . and a 32-hex MAC over it and the issuer), or null when none is older" }),
     verifier_class: VerifierClass,
     audit: z.object({ report: z.string(), date: z.string() }).nullable().meta({ description: "the independent audit a Class B anchor names" }),
     level0: z.boolean().meta({ description: "pinned with a shared secret (by reference; the secret is never answered): its Level 0 receipts are verifiable" }),

@@ -72,10 +72,11 @@ function partyToken(c: Context<AppEnv>, supplied: string | null): string {
  * a key derived from ADMIN_TOKEN). A cursor no page answered is refused here, as 400, rather than
  * handed to KV, whose answer to a made-up cursor is its own (an error, or a page from anywhere).
  */
-const cursorKey = (adminToken: string) =>
-  crypto.subtle.importKey("raw", new TextEncoder().encode(`countersign relying-party cursor\n${adminToken}`), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-const cursorMac = async (adminToken: string, kvCursor: string) =>
-  toHex(new Uint8Array(await crypto.subtle.sign("HMAC", await cursorKey(adminToken), new TextEncoder().encode(kvCursor)))).slice(0, 32);
+const cursorKey = (adminToken: string, purpose: string) =>
+  crypto.subtle.importKey("raw", new TextEncoder().encode(`countersign ${purpose} cursor\n${adminToken}`), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+/** 32 hex of an HMAC-SHA256 over `text` under a key derived from ADMIN_TOKEN for one kind of cursor. */
+export const cursorMac = async (adminToken: string, text: string, purpose = "relying-party") =>
+  toHex(new Uint8Array(await crypto.subtle.sign("HMAC", await cursorKey(adminToken, purpose), new TextEncoder().encode(text)))).slice(0, 32);
 
 async function sealCursor(adminToken: string, kvCursor: string): Promise<string> {
   return `${kvCursor}.${await cursorMac(adminToken, kvCursor)}`;

@@ -1,6 +1,7 @@
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
 import { ApiError, percentDecodes, strictQuery } from "../http.js";
+import { cursorMac } from "./admin.js";
 import { DEFAULT_SEQUENCE_POLICY, type SequenceResetCursor } from "../protocol/ledger.js";
 import { issuerProblem } from "../protocol/anchors.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
@@ -24,16 +25,25 @@ const ISSUER_VIEW_PAGES = 8;
  */
 export type IssuerViewCache = Map<string, { at: number; review: unknown; pages: Map<string, AnchorLedgerState> }>;
 
-/** A `sequence_resets_next_cursor`: the position (at, rowid) of the oldest reset a page listed. */
-const cursorText = (cursor: SequenceResetCursor | null): string | null => (cursor === null ? null : `${cursor.at}_${cursor.rowid}`);
+/**
+ * A `sequence_resets_next_cursor`: the position (at, rowid) of the oldest reset a page listed and a
+ * MAC over it and the issuer (32 hex, HMAC-SHA256 under a key derived from ADMIN_TOKEN), so only a
+ * cursor this view answered is read: any well-formed position was taken, and each new one cost an
+ * uncached ledger read on this public route.
+ */
+async function cursorText(env: Env, issuer: string, cursor: SequenceResetCursor | null): Promise<string | null> {
+  if (cursor === null) return null;
+  const position = `${cursor.at}_${cursor.rowid}`;
+  return `${position}.${await cursorMac(env.ADMIN_TOKEN, `${issuer}\n${position}`, "sequence-reset")}`;
+}
 
-/** The position a `resets_cursor` names; 400 when it is not of the form the view answers. */
-function cursorOf(text: string): SequenceResetCursor {
-  const match = /^([0-9][0-9.e+-]{0,31})_([1-9][0-9]{0,15})$/.exec(text);
-  const at = match ? Number(match[1]) : NaN;
-  const rowid = match ? Number(match[2]) : NaN;
-  if (!match || !Number.isFinite(at) || String(at) !== match[1] || !Number.isSafeInteger(rowid)) {
-    throw new ApiError(400, "MALFORMED_REQUEST", "resets_cursor must be the sequence_resets_next_cursor of a previous answer (<at>_<rowid>)");
+/** The position a `resets_cursor` names; 400 when it is not a `sequence_resets_next_cursor` of this issuer's view. */
+async function cursorOf(env: Env, issuer: string, text: string): Promise<SequenceResetCursor> {
+  const match = /^(([0-9][0-9.e+-]{0,31})_([1-9][0-9]{0,15}))\.([0-9a-f]{32})$/.exec(text);
+  const at = match ? Number(match[2]) : NaN;
+  const rowid = match ? Number(match[3]) : NaN;
+  if (!match || !Number.isFinite(at) || String(at) !== match[2] || !Number.isSafeInteger(rowid) || match[4] !== (await cursorMac(env.ADMIN_TOKEN, `${issuer}\n${match[1]}`, "sequence-reset"))) {
+    throw new ApiError(400, "MALFORMED_REQUEST", "resets_cursor must be the sequence_resets_next_cursor of a previous answer for this issuer");
   }
   return { at, rowid };
 }
@@ -65,7 +75,7 @@ export const issuerRoutes = new Hono<AppEnv>()
   .get("/:issuer{.+}", async (c) => {
   const issuer = issuerOf(c);
   const query = strictQuery(c, VIEW_QUERY);
-  const before = query.resets_cursor === undefined ? null : cursorOf(query.resets_cursor);
+  const before = query.resets_cursor === undefined ? null : await cursorOf(c.env, issuer, query.resets_cursor);
   const page = query.resets_cursor ?? "";
   const { anchors, ledgers, reviewThreshold, issuerViews } = c.get("services");
   const record = await anchors.get(issuer);
@@ -105,7 +115,7 @@ export const issuerRoutes = new Hono<AppEnv>()
     revoked,
     sequence_resets: sequence_resets.resets,
     sequence_resets_total: sequence_resets.total,
-    sequence_resets_next_cursor: cursorText(sequence_resets.next),
+    sequence_resets_next_cursor: await cursorText(c.env, issuer, sequence_resets.next),
     verifier_class: record.verifier_class ?? DEFAULT_VERIFIER_CLASS,
     audit: record.audit ?? null,
     // The secret's name is configuration; the secret never leaves the Worker.
