@@ -13,6 +13,7 @@ import { isJsonObject as isObject } from "./strict-json.js";
 import { canonicalReceipt, parseReceipt, type Receipt } from "./receipt.js";
 import type { FreshnessPolicy } from "./checks/freshness.js";
 import { rejection, verifyReceipt, type Decision, type VerifyDeps } from "./verify.js";
+import { withoutForeignNonceState } from "./nonce-state.js";
 import { isLevel0Shape, level0Refused } from "./conformance/level0.js";
 import { CHAIN_ID, checkSeal, type ChainSeal, type SealDeps } from "./chain-seal.js";
 
@@ -373,12 +374,9 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   );
   decisions.forEach((d, k) => {
     const i = verified[k];
-    // A nonce's withdrawal (CCS §14) is told only for a receipt its issuer signed, as the receipt
-    // route's audit tells it: a forged copy carrying a nonce (its signature fails, kid null) would
-    // otherwise let any relying party (the chain route reads no audience) ask whether any nonce was
-    // withdrawn, and when.
-    const told = d.kid === null ? d.failures.filter((f) => f.code !== "RECEIPT_WITHDRAWN") : d.failures;
-    failures.push(...told.map((f) => at(i, f)));
+    // A hop is judged in audit mode: its nonce's state (replay is ignored, a withdrawal is not) is
+    // told only for a receipt its issuer signed, as the receipt route's audit tells it.
+    failures.push(...withoutForeignNonceState(d).failures.map((f) => at(i, f)));
     // A delegation is a signed link only if the receipt verifies with that very runtime context.
     if (!d.valid && links[i] === "signed") links[i] = "unsigned";
   });

@@ -10,6 +10,7 @@ import { ApiError, clipFailureDetails, fieldValue } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
+import { withoutForeignNonceState } from "../protocol/nonce-state.js";
 import type { PinnedIssuer } from "../protocol/anchors.js";
 import type { Failure } from "../protocol/codes.js";
 import { checkVerifierClass, reviewWarning, strictestFloor, type VerifierClass } from "../protocol/conformance/verifier-class.js";
@@ -111,22 +112,6 @@ export function verifyDeps({ anchors, verifier, ledgers, manifests }: Services):
 const MALFORMED_CODES = new Set(["MALFORMED_RECEIPT", "ENVELOPE_MALFORMED"]);
 
 /**
- * An audit answers a receipt's nonce state (consumed: REPLAY_DETECTED; withdrawn by a revocation:
- * RECEIPT_WITHDRAWN) only to a party the receipt is addressed to, and only for a receipt its
- * issuer signed: the audience is the boundary. Otherwise any relying party could ask, in audit
- * mode, whether another party's receipt was presented or withdrawn (its own audience,
- * AUDIENCE_MISMATCH), or whether any nonce was consumed or withdrawn (a forged receipt carrying
- * that nonce, SIGNATURE_INVALID). Such a decision is already invalid by a critical failure of its
- * own, so dropping the nonce's state changes nothing else of it.
- */
-const NONCE_STATE_CODES = new Set(["REPLAY_DETECTED", "RECEIPT_WITHDRAWN"]);
-export function withoutForeignReplay<D extends Decision>(d: D): D {
-  if (d.mode !== "audit" || !d.failures.some((f) => NONCE_STATE_CODES.has(f.code))) return d;
-  const foreign = d.kid === null || d.failures.some((f) => f.code === "AUDIENCE_MISMATCH");
-  return foreign ? { ...d, failures: d.failures.filter((f) => !NONCE_STATE_CODES.has(f.code)) } : d;
-}
-
-/**
  * Answers a decision: 400 when what was presented is malformed, else 200. Every decision is
  * logged once; an enforce decision is counted in this isolate's batch, which reaches
  * DecisionStats after the answer: counting writes nothing on an issuer's ledger.
@@ -134,7 +119,7 @@ export function withoutForeignReplay<D extends Decision>(d: D): D {
 export function answerDecision<D extends Decision>(c: Context<AppEnv>, judged: D): Response {
   // A failure's detail can quote the subject (an unknown field's name): cut as an error's is (clipText).
   // clipFailureDetails answers the same list when nothing is cut, so an accepted receipt's decision is not copied.
-  const shown = withoutForeignReplay(judged);
+  const shown = withoutForeignNonceState(judged);
   const failures = clipFailureDetails(shown.failures);
   const decision = failures === shown.failures ? shown : { ...shown, failures };
   const malformed = decision.failures.find((f) => MALFORMED_CODES.has(f.code));
