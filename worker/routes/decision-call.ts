@@ -32,7 +32,9 @@ export function verifierClasses(c: Context<AppEnv>, audience: string | readonly 
   const { decisions, reviewThreshold } = c.get("services");
   // A chain's receipts are addressed to several audiences: the strictest of the party's floors for them holds.
   const floors = c.get("relyingParty").min_verifier_class ?? {};
-  const floor = strictestFloor((typeof audience === "string" ? [audience] : audience).map((a) => (Object.hasOwn(floors, a) ? floors[a] : null)));
+  const floorFor = (a: string) => (Object.hasOwn(floors, a) ? floors[a] : null);
+  // One audience (every decision call, on the verify path) is one look-up.
+  const floor = typeof audience === "string" ? floorFor(audience) : strictestFloor(audience.map(floorFor));
   const effective = (issuer: string, pinned: PinnedIssuer): VerifierClass => (decisions.flagged(issuer) ? "C" : pinned.verifierClass);
   const deps: VerifyDeps = {
     ...base,
