@@ -98,13 +98,17 @@ export class DecisionCounter {
     const at = `${minuteOf(this.clock())}${SEP}${label}`;
     for (const code of codes) this.counts.set(`${at}${SEP}${code}`, (this.counts.get(`${at}${SEP}${code}`) ?? 0) + 1);
     this.perLabel.set(at, (this.perLabel.get(at) ?? 0) + 1);
-    if (verdict !== null && label !== UNPINNED) {
-      let tally = this.verdicts.get(label);
-      if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
-      if (verdict === "allow") tally.allows++;
-      else tally.others++;
-    }
+    if (verdict !== null) this.addVerdict(label, verdict);
     return this.held();
+  }
+
+  /** The 13.7 lifetime count of one receipt's verdict, for a pinned issuer only. */
+  private addVerdict(label: string, verdict: Verdict): void {
+    if (label === UNPINNED) return;
+    let tally = this.verdicts.get(label);
+    if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
+    if (verdict === "allow") tally.allows++;
+    else tally.others++;
   }
 
   /**
@@ -114,10 +118,7 @@ export class DecisionCounter {
    */
   tally(label: string, verdict: Verdict): MetricsBatch | null {
     if (label === UNPINNED) return null;
-    let tally = this.verdicts.get(label);
-    if (!tally) this.verdicts.set(label, (tally = { allows: 0, others: 0 }));
-    if (verdict === "allow") tally.allows++;
-    else tally.others++;
+    this.addVerdict(label, verdict);
     return this.held();
   }
 
