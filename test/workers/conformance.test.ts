@@ -144,12 +144,17 @@ describe("verifier classes (CCS §9)", () => {
 });
 
 describe("13.7: an allow-only issuer is flagged for review from the decision counters", () => {
-  it("after the threshold of allow verdicts and nothing else, decisions warn VERIFIER_REVIEW_REQUIRED and judge it as Class C; GET /v1/issuers and the status page flag it; one deny clears it", async () => {
+  /** A harness flagging after 3 allows and flushing every decision, and a Class A issuer pinned in it, with its view's path. */
+  const reviewed = async (label: string, anchor: Record<string, unknown> = {}) => {
     const ctx = createExecutionContext();
     const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
-    const x = await issuerFor("review-allow-only");
-    await h.pin({ ...x.anchor, verifier_class: "A" });
-    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    const x = await issuerFor(label);
+    await h.pin({ ...x.anchor, verifier_class: "A", ...anchor });
+    return { ctx, h, x, path: `/v1/issuers/${encodeURIComponent(x.id.issuer)}` };
+  };
+
+  it("after the threshold of allow verdicts and nothing else, decisions warn VERIFIER_REVIEW_REQUIRED and judge it as Class C; GET /v1/issuers and the status page flag it; one deny clears it", async () => {
+    const { ctx, h, x, path } = await reviewed("review-allow-only");
     for (let i = 0; i < 2; i++) expect((await h.verify(await x.body())).body).toMatchObject({ decision: "accept", failures: [] });
     await waitOnExecutionContext(ctx);
     expect((await h.call(path)).body.review).toEqual({ flagged: false, allows: 2, others: 0, threshold: 3 });
@@ -170,11 +175,7 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
   });
 
   it("counts each receipt once: a relying party repeating one call with its Idempotency-Key, or one Level 0 receipt, cannot flag the issuer for every other party", async () => {
-    const ctx = createExecutionContext();
-    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
-    const x = await issuerFor("review-retries");
-    await h.pin({ ...x.anchor, verifier_class: "A", shared_secret: { secret: "LEGACY_HMAC_KEY" } });
-    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    const { ctx, h, x, path } = await reviewed("review-retries", { shared_secret: { secret: "LEGACY_HMAC_KEY" } });
     const body = await x.body();
     const retry = () => h.call("/v1/receipts/verify", { method: "POST", headers: { ...JSON_HEADERS, "idempotency-key": "retry-1" }, body: JSON.stringify(body) });
     expect((await retry()).body).toMatchObject({ decision: "accept", nonce_consumed: true });
@@ -189,11 +190,7 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
   });
 
   it("counts a receipt a live chain's append consumed: an issuer whose deny reached this deployment only as a chain hop is not flagged allow-only", async () => {
-    const ctx = createExecutionContext();
-    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
-    const x = await issuerFor("review-chain-hops");
-    await h.pin({ ...x.anchor, verifier_class: "A" });
-    const path = `/v1/issuers/${encodeURIComponent(x.id.issuer)}`;
+    const { ctx, h, x, path } = await reviewed("review-chain-hops");
     const runtime_context = await delegationContext(null, 0);
     const { receipt } = await x.receipt({ verdict: "deny", runtimeContext: runtime_context });
     const hop = await h.call("/v1/chains/review-chain-hops/hops", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ entry: { hop_count: 0, receipt, runtime_context } }) });

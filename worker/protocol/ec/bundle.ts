@@ -199,8 +199,8 @@ function executionProblem(id: string, v: unknown): string | null {
  * How a row's budget ledger contradicts itself or its row, one sentence per broken rule (the row
  * already of its form). Replay cannot recount calls or declared tokens (the paper's protocol-level
  * accounting units, not derivable from the events), but the fields must agree with one another:
- * a count over its budget means the budget was exhausted, an exhausted budget means a count
- * reached its maximum, and every persisted receipt had its online verifier call.
+ * a count over its budget means the budget was exhausted, and every persisted receipt had its
+ * online verifier call.
  */
 function ledgerProblems(id: string, row: ExecutionRow): string[] {
   const b = row.budget_ledger;
