@@ -88,8 +88,9 @@ export const USAGE = `usage: countersign <command> [options]
                                                       unreachable, timed out, 5xx or a redirect (none is followed): a reject with
                                                       VERIFIER_UNAVAILABLE, exit 1
 
-Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, is one line
-on stderr and nothing on stdout) and --help.
+Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, writes
+nothing on stdout: a bad flag or input is one line on stderr, no command or an unknown one prints
+this usage there) and --help.
 Exit: 0 valid/done, 1 invalid/refused, 2 usage (bad flags, unreadable input, an output path that cannot be written).
 A reader that closes stdout early (| head -1) changes no exit code, except for relying-parties add
 and rotate, whose token is shown once: exit 1, and the token is lost; relying-parties rotate NAME
