@@ -56,6 +56,28 @@ describe("stateless failures never consume a nonce", () => {
     expect(codes(swapped)).toContain("BINDING_MISMATCH");
     expect((await h.verify(genuine)).body).toMatchObject({ valid: true, nonce_consumed: true });
   });
+
+  // One presented field at a time differs from what the receipt was issued for.
+  const changedField: [string, (v: any) => unknown][] = [
+    ["agent_id", (v) => `${v}-impostor`],
+    ["tool", () => "payments.refund"],
+    ["params", (v) => ({ other: v ?? null })],
+    ["timestamp", (v) => v + 1],
+    ["trace_id", (v) => `${v}-elsewhere`],
+  ];
+  it.each(changedField)("a request whose %s differs is BINDING_MISMATCH, rejected, and its nonce is kept for the real request", async (field, change) => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor(`binding-${field}`);
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const altered = { ...genuine.request, [field]: change(genuine.request[field]) };
+    const res = await h.verify({ ...genuine, request: altered });
+    expect(res.status).toBe(200);
+    expect([res.body.decision, res.body.valid, res.body.nonce_consumed]).toEqual(["reject", false, false]);
+    expect(codes(res).length).toBeGreaterThan(0);
+    expect(new Set(codes(res))).toEqual(new Set(["BINDING_MISMATCH"]));
+    expect((await h.verify(genuine)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
 });
 
 describe("replay", () => {
