@@ -331,6 +331,39 @@ describe("malformed calls", () => {
   }
 });
 
+describe("the nesting limit (32 levels, counted from the body itself)", () => {
+  /** `levels` arrays one inside the other around a 0. */
+  const nested = (levels: number): unknown => (levels === 0 ? 0 : [nested(levels - 1)]);
+  const tooDeep = (res: { body: any }) => /^too_deep/.test(res.body.error?.detail ?? "");
+
+  it("too deep inside the receipt is 400 MALFORMED_RECEIPT; one level less is refused only for the unknown field", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("deep-receipt");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    // body (1) > receipt (2) > 31 arrays (3..33)
+    const deep = await h.verify({ ...genuine, receipt: { ...genuine.receipt, deep: nested(31) } });
+    expect([deep.status, deep.body.decision, codes(deep), tooDeep(deep)]).toEqual([400, "reject", ["MALFORMED_RECEIPT"], true]);
+    const edge = await h.verify({ ...genuine, receipt: { ...genuine.receipt, deep: nested(30) } });
+    expect([edge.status, codes(edge), tooDeep(edge)]).toEqual([400, ["MALFORMED_RECEIPT"], false]);
+    expect((await h.verify(genuine)).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+  });
+
+  it("too deep outside the receipt (in request.params) is 400 MALFORMED_REQUEST; one level less is parsed and judged", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("deep-params");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    // body (1) > request (2) > 31 arrays (3..33)
+    const deep = await h.verify({ ...genuine, request: { ...genuine.request, params: nested(31) } });
+    expect([deep.status, deep.body.decision, codes(deep), tooDeep(deep)]).toEqual([400, "reject", ["MALFORMED_REQUEST"], true]);
+    // At 32 levels the call is read: its params are not the receipt's, so the answer is a binding mismatch.
+    const edge = await h.verify({ ...genuine, request: { ...genuine.request, params: nested(30) } });
+    expect([edge.status, edge.body.decision, new Set(codes(edge))]).toEqual([200, "reject", new Set(["BINDING_MISMATCH"])]);
+    expect((await h.verify(genuine)).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+  });
+});
+
 describe("malformed audit calls are refused in audit mode's shape", () => {
   const audit = (b: Record<string, any>) => ({ ...b, mode: "audit", request: undefined });
   const cases: [string, (b: Record<string, any>) => unknown, number, string][] = [
