@@ -418,6 +418,15 @@ describe("live chains (EvidenceChain)", () => {
     expect((await h.call("/v1/chains/live-fork")).body.total_hops).toBe(2);
   });
 
+  it("the same receipt appended again as the next hop is 409 RECEIPT_REPEATED, consuming nothing and leaving the chain as it was", async () => {
+    const { h, hops } = await signedChainOf("live-repeat", 1);
+    expect((await append(h, "live-repeat", hops))[0].status).toBe(200);
+    const again = await h.call("/v1/chains/live-repeat/hops", post(entry(hops[0], 1, await hashOf(hops[0].receipt))));
+    expect([again.status, again.body.error.code, again.body.nonce_consumed]).toEqual([409, "RECEIPT_REPEATED", false]);
+    expect(again.body.failures.map((f: { code: string }) => f.code)).toContain("RECEIPT_REPEATED");
+    expect((await h.call("/v1/chains/live-repeat")).body.total_hops).toBe(1);
+  });
+
   it("refuses hop 16 with 409 HOP_LIMIT_EXCEEDED", async () => {
     const { h, hops } = await signedChainOf("live-limit", 17);
     const answers = await append(h, "live-limit", hops);
