@@ -288,6 +288,15 @@ describe("dynamic documents: version hash and access decision", () => {
     const r = await reissue({ evidence: [{ ...sample.evidence[0], access: "revoked" }] }, c, events);
     expect(r.integrity.reasons).toEqual(["SOURCE_REVOKED"]);
   });
+
+  it("a receipt that cites a source the run was refused is SOURCE_UNAUTHORIZED", async () => {
+    const c = clone(corpus);
+    c.expedition.access = "unauthorized";
+    const events = clone(sampleEvents).map((e) => (e.doc_id === "expedition" && e.action_type === "retrieval" ? { ...e, access: "unauthorized" as const } : e));
+    const r = await reissue({ evidence: [{ ...sample.evidence[0], access: "unauthorized" }] }, c, events);
+    expect(r.integrity.reasons).toEqual(["SOURCE_UNAUTHORIZED"]);
+    expect(await integrity(r, c, events)).toEqual(["SOURCE_UNAUTHORIZED"]);
+  });
 });
 
 describe("events: closed schema and canonical trace", () => {
@@ -405,6 +414,13 @@ describe("support plane", () => {
     const r = guardSupport("The greenhouse opened for repairs in 1987.", span);
     expect(r.lexical.supported).toBe(true);
     expect(r).toMatchObject({ passed: false, reasons: ["GUARD_CONFLICT"], conflicts: [["opened", "closed"]] });
+  });
+
+  it("the guard says GUARD_PASS when nothing is wrong and GUARD_LEXICAL_FAIL when the claim shares too few words with the span", () => {
+    expect(guardSupport("The red stair.", "Visitors climb the red stair.")).toMatchObject({ passed: true, reasons: ["GUARD_PASS"] });
+    const weak = guardSupport("red stair wooden lamp tower", "the red stair");
+    expect(weak.lexical.supported).toBe(false);
+    expect(weak).toMatchObject({ passed: false, reasons: ["GUARD_LEXICAL_FAIL"] });
   });
 
   it("polarity aliases stand for their pair member", () => {
@@ -553,6 +569,36 @@ describe("bundle replay", () => {
       expect(r.decision).toBe("manifest_invalid");
       expect(r.manifest_problems.every((p) => typeof p.code === "string" && typeof p.detail === "string")).toBe(true);
     }
+  });
+
+  it("a bundle that is not an object, or carries an unknown field or another version, is BUNDLE_MALFORMED", async () => {
+    const codes = async (b: unknown) => (await replayBundle(b)).manifest_problems.map((p) => p.code);
+    expect(await codes("bundle")).toEqual(["BUNDLE_MALFORMED"]);
+    expect(await codes({ ...fixture(), extra: 1 })).toEqual(["BUNDLE_MALFORMED"]);
+    expect(await codes({ ...fixture(), bundle_version: "ec-bundle/1" })).toEqual(["BUNDLE_MALFORMED"]);
+    const noRows = await replayBundle({ ...fixture(), rows: [] });
+    expect(noRows).toMatchObject({ decision: "manifest_invalid", manifest_problems: [{ code: "BUNDLE_MALFORMED", detail: "rows must be an object by row id" }] });
+  });
+
+  it("a manifest row listed twice is ROW_DUPLICATE; one listed with no row is ROW_MISSING", async () => {
+    const twice = await edit((b) => b.manifest.rows.push({ ...b.manifest.rows[1] }));
+    expect(twice.decision).toBe("manifest_invalid");
+    expect(twice.manifest_problems).toEqual([{ code: "ROW_DUPLICATE", detail: `row ${fixture().manifest.rows[1].id} is listed twice` }]);
+    const b = fixture();
+    delete b.rows["run-002"];
+    const missing = await replayBundle(b);
+    expect(missing.decision).toBe("manifest_invalid");
+    expect(missing.manifest_problems.map((p) => p.code)).toEqual(["ROW_MISSING"]);
+    expect(missing.manifest_problems[0].detail).toBe("row run-002 is listed but absent");
+  });
+
+  it("a corpus row not of its form is CORPUS_MALFORMED; one whose digest is not manifest.corpus_digest is CORPUS_IDENTITY_MISMATCH", async () => {
+    const bad = await edit((b) => ((b.rows.corpus as Record<string, unknown>).broken = { text: 5 }));
+    expect(bad.decision).toBe("manifest_invalid");
+    expect(bad.manifest_problems).toEqual([{ code: "CORPUS_MALFORMED", detail: 'corpus["broken"].text must be a string' }]);
+    const other = await edit((b) => (b.manifest.corpus_digest = `sha256:${"5".repeat(64)}`));
+    expect(other.decision).toBe("manifest_invalid");
+    expect(other.manifest_problems.map((p) => p.code)).toEqual(["CORPUS_IDENTITY_MISMATCH"]);
   });
 
   describe("a budget ledger that contradicts itself or its row is BUDGET_LEDGER_INCONSISTENT, and no row is trusted", () => {

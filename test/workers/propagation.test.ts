@@ -26,6 +26,20 @@ describe("CCS §11 vectors through the HTTP routes in workerd", () => {
       expect(chainMismatches(v, await h.call("/v1/chains/verify", post(v.body)))).toEqual([]);
     });
   }
+
+  it("a cross-org envelope whose self_contained is false, or absent, is NOT_SELF_CONTAINED and consumes nothing; with true it is accepted", async () => {
+    // The vector addressed to another organisation, readdressed here: only ever refused, so its nonce is unspent.
+    const base = pv.envelopes.find((v) => v.id === "ENV-org-mismatch")!.calls[0].body as { envelope: Record<string, unknown>; audience: string };
+    const readdressed: Record<string, unknown> = { ...base.envelope, receiver_org_id: pv.org_id };
+    const { self_contained: _dropped, ...absent } = readdressed;
+    for (const envelope of [{ ...readdressed, self_contained: false }, absent]) {
+      const res = await h.call("/v1/envelopes/verify", post({ ...base, envelope }));
+      expect([res.status, res.body.decision, res.body.nonce_consumed]).toEqual([200, "reject", false]);
+      expect(res.body.failures.map((f: { code: string }) => f.code)).toEqual(["NOT_SELF_CONTAINED"]);
+    }
+    const whole = await h.call("/v1/envelopes/verify", post({ ...base, envelope: readdressed }));
+    expect(whole.body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
 });
 
 const post = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
@@ -402,6 +416,15 @@ describe("live chains (EvidenceChain)", () => {
     expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
     expect(answers.filter((a) => a.status === 409 && a.body.error.code === "CHAIN_BROKEN")).toHaveLength(7);
     expect((await h.call("/v1/chains/live-fork")).body.total_hops).toBe(2);
+  });
+
+  it("the same receipt appended again as the next hop is 409 RECEIPT_REPEATED, consuming nothing and leaving the chain as it was", async () => {
+    const { h, hops } = await signedChainOf("live-repeat", 1);
+    expect((await append(h, "live-repeat", hops))[0].status).toBe(200);
+    const again = await h.call("/v1/chains/live-repeat/hops", post(entry(hops[0], 1, await hashOf(hops[0].receipt))));
+    expect([again.status, again.body.error.code, again.body.nonce_consumed]).toEqual([409, "RECEIPT_REPEATED", false]);
+    expect(again.body.failures.map((f: { code: string }) => f.code)).toContain("RECEIPT_REPEATED");
+    expect((await h.call("/v1/chains/live-repeat")).body.total_hops).toBe(1);
   });
 
   it("refuses hop 16 with 409 HOP_LIMIT_EXCEEDED", async () => {

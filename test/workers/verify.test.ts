@@ -56,6 +56,28 @@ describe("stateless failures never consume a nonce", () => {
     expect(codes(swapped)).toContain("BINDING_MISMATCH");
     expect((await h.verify(genuine)).body).toMatchObject({ valid: true, nonce_consumed: true });
   });
+
+  // One presented field at a time differs from what the receipt was issued for.
+  const changedField: [string, (v: any) => unknown][] = [
+    ["agent_id", (v) => `${v}-impostor`],
+    ["tool", () => "payments.refund"],
+    ["params", (v) => ({ other: v ?? null })],
+    ["timestamp", (v) => v + 1],
+    ["trace_id", (v) => `${v}-elsewhere`],
+  ];
+  it.each(changedField)("a request whose %s differs is BINDING_MISMATCH, rejected, and its nonce is kept for the real request", async (field, change) => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor(`binding-${field}`);
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    const altered = { ...genuine.request, [field]: change(genuine.request[field]) };
+    const res = await h.verify({ ...genuine, request: altered });
+    expect(res.status).toBe(200);
+    expect([res.body.decision, res.body.valid, res.body.nonce_consumed]).toEqual(["reject", false, false]);
+    expect(codes(res).length).toBeGreaterThan(0);
+    expect(new Set(codes(res))).toEqual(new Set(["BINDING_MISMATCH"]));
+    expect((await h.verify(genuine)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true });
+  });
 });
 
 describe("replay", () => {
@@ -307,6 +329,39 @@ describe("malformed calls", () => {
       expect(res.body.checked_at).toBe(TEST_NOW);
     });
   }
+});
+
+describe("the nesting limit (32 levels, counted from the body itself)", () => {
+  /** `levels` arrays one inside the other around a 0. */
+  const nested = (levels: number): unknown => (levels === 0 ? 0 : [nested(levels - 1)]);
+  const tooDeep = (res: { body: any }) => /^too_deep/.test(res.body.error?.detail ?? "");
+
+  it("too deep inside the receipt is 400 MALFORMED_RECEIPT; one level less is refused only for the unknown field", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("deep-receipt");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    // body (1) > receipt (2) > 31 arrays (3..33)
+    const deep = await h.verify({ ...genuine, receipt: { ...genuine.receipt, deep: nested(31) } });
+    expect([deep.status, deep.body.decision, codes(deep), tooDeep(deep)]).toEqual([400, "reject", ["MALFORMED_RECEIPT"], true]);
+    const edge = await h.verify({ ...genuine, receipt: { ...genuine.receipt, deep: nested(30) } });
+    expect([edge.status, codes(edge), tooDeep(edge)]).toEqual([400, ["MALFORMED_RECEIPT"], false]);
+    expect((await h.verify(genuine)).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+  });
+
+  it("too deep outside the receipt (in request.params) is 400 MALFORMED_REQUEST; one level less is parsed and judged", async () => {
+    const h = harness(env, createExecutionContext());
+    const issuer = await issuerFor("deep-params");
+    await h.pin(issuer.anchor);
+    const genuine = await issuer.body();
+    // body (1) > request (2) > 31 arrays (3..33)
+    const deep = await h.verify({ ...genuine, request: { ...genuine.request, params: nested(31) } });
+    expect([deep.status, deep.body.decision, codes(deep), tooDeep(deep)]).toEqual([400, "reject", ["MALFORMED_REQUEST"], true]);
+    // At 32 levels the call is read: its params are not the receipt's, so the answer is a binding mismatch.
+    const edge = await h.verify({ ...genuine, request: { ...genuine.request, params: nested(30) } });
+    expect([edge.status, edge.body.decision, new Set(codes(edge))]).toEqual([200, "reject", new Set(["BINDING_MISMATCH"])]);
+    expect((await h.verify(genuine)).body).toMatchObject({ decision: "accept", nonce_consumed: true });
+  });
 });
 
 describe("malformed audit calls are refused in audit mode's shape", () => {
