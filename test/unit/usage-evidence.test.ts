@@ -91,6 +91,11 @@ describe("usage receipts: attribution is observed, never inferred", () => {
     expect(refused(() => createUsageReceipt(receiptInput({ invocation_id: "has space" })))).toMatch(/invocation_id/);
     expect(refused(() => createUsageReceipt(receiptInput({ model: { provider: "openai" } })))).toMatch(/model/);
     expect(refused(() => createUsageReceipt(receiptInput({ observed_at: -1 })))).toMatch(/observed_at/);
+    // A label's rule is said whole: a space at either end is refused, and the message names it.
+    for (const model of [" gpt", "gpt "]) {
+      expect(refused(() => createUsageReceipt(receiptInput({ model: { ...MODEL, model } })))).toMatch(/no space at either end \(at model\.model\)/);
+    }
+    expect(createUsageReceipt(receiptInput({ model: { ...MODEL, model: "g p t" } })).model.model).toBe("g p t");
   });
 
   it("goes through the boundary: a getter, a class instance or a credential is refused before any rule", () => {

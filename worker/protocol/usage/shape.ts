@@ -59,7 +59,7 @@ export function identifier(value: JsonValue | undefined, path: JsonPath): string
 }
 
 export function label(value: JsonValue | undefined, path: JsonPath): string {
-  if (typeof value !== "string" || !LABEL.test(value)) return invalid(path, "must be 1-256 printable ASCII characters");
+  if (typeof value !== "string" || !LABEL.test(value)) return invalid(path, "must be 1-256 printable ASCII characters, with no space at either end");
   return value;
 }
 
