@@ -66,6 +66,34 @@ describe("EC-Agent routes in workerd", () => {
     }
   });
 
+  it("POST /v1/ec/receipts/verify cuts a finding's detail quoting the call (an unknown field's or a span id's 50,000 characters) as an error's detail is", async () => {
+    // Review rv-103: rv-98 cut the replay route's manifest problems, but the verify route's findings
+    // quoted an unknown field's name (receipt, evidence reference, event) or an invented span id whole.
+    const long = "k".repeat(50_000);
+    const base = { receipt: rows["run-003"].receipts[2].receipt, corpus: rows.corpus, events: rows["run-003"].events };
+    const odd = (edit: (b: any) => void) => {
+      const b = structuredClone(base) as any;
+      edit(b);
+      return b;
+    };
+    const cases: [string, any][] = [
+      ["SCHEMA_INVALID", odd((b) => (b.receipt[long] = 1))],
+      ["SCHEMA_INVALID", odd((b) => (b.receipt.evidence[0][long] = 1))],
+      ["EVENT_SCHEMA_INVALID", odd((b) => (b.events[0][long] = 1))],
+      ["INVALID_REFERENCE", odd((b) => (b.receipt.evidence[0].span_id = long))],
+    ];
+    for (const [reason, body] of cases) {
+      const res = await h().call("/v1/ec/receipts/verify", post(body));
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.valid).toBe(false);
+      const finding = res.body.findings.find((f: { reason: string }) => f.reason === reason);
+      expect(finding, JSON.stringify(res.body.reasons)).toBeDefined();
+      expect(finding.detail).toMatch(/kkk… \(\d+ more characters\)/);
+      for (const f of res.body.findings) expect(f.detail.length).toBeLessThan(1100);
+      expect(res.text.length).toBeLessThan(10_000);
+    }
+  });
+
   it("a receipt anchored on the answer cannot claim other text under the id of a claim the run emitted at its own event, nor cover that claim", async () => {
     // Review rv-93: run-001 emits c2 ("Margarethe Vogel chaired …") at its own claim_emission event. A
     // receipt named c2 but claiming c1's sentence, anchored on the answer (claim_id null), citing

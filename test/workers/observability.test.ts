@@ -157,3 +157,29 @@ describe("DecisionStats books each count under the minute it was counted in", ()
     expect(series.byLabel["https://minutes.example"].reduce((a, b) => a + b, 0)).toBe(2);
   });
 });
+
+describe("a body the caller did not send in full", () => {
+  it("is a 400 of the call (INTAKE_MALFORMED at intake), not a fault of ours: no request_failed or intake_failed line", async () => {
+    // Review rv-103: a Content-Length longer than the body sent, the client then gone, failed the
+    // body's read, answered 500 INTERNAL_ERROR and logged request_failed ("Network connection lost").
+    const h = harness(env, createExecutionContext());
+    const cut = () =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"idempotency_key":"k'));
+          controller.error(new Error("Network connection lost."));
+        },
+      });
+    const failed = vi.spyOn(console, "error");
+    for (const [path, code] of [["/v1/journal/reserve", "MALFORMED_REQUEST"], ["/v1/intake", "INTAKE_MALFORMED"], ["/v1/usage/receipts", "MALFORMED_REQUEST"]] as const) {
+      for (const headers of [{ "content-type": "application/json", "content-length": "500" }, { "content-type": "application/json" }]) {
+        const init = { method: "POST", headers, body: cut(), duplex: "half" } as RequestInit;
+        const res = await h.call(path, init);
+        expect([res.status, res.body?.error?.code], `${path} ${JSON.stringify(headers)}: ${res.text}`).toEqual([400, code]);
+      }
+    }
+    const lines = failed.mock.calls.map((args) => String(args[0])).filter((line) => line.includes("request_failed") || line.includes("intake_failed"));
+    expect(lines).toEqual([]);
+    failed.mockRestore();
+  });
+});

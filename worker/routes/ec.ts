@@ -28,18 +28,18 @@ async function capped<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export const ecRoutes = new Hono<AppEnv>()
-  /** The verifier API: a receipt, the corpus map and the ordered events → {valid, reasons, …}. */
+  /** The verifier API: a receipt, the corpus map and the ordered events → {valid, reasons, …}; each finding's detail cut at MAX_DETAIL_CHARS, as an error's. */
   .post("/ec/receipts/verify", jsonBody(EcVerifyCall), async (c) => {
     const body = validateBody(EcVerifyCall, await readStrictJson(c, MAX_EC_BODY));
     for (const key of ["receipt", "corpus", "events"] as const) if (!Object.hasOwn(body, key)) throw new ApiError(400, "MALFORMED_REQUEST", `${key} is required`);
-    return c.json(
-      await capped(async () => {
-        const problem = await corpusProblem(body.corpus, EC_LIMITS);
-        if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
-        const corpus = body.corpus as Corpus;
-        return verifyEcReceipt(body.receipt, corpus, body.events, { memo: new VerifyMemo(corpus, EC_LIMITS) });
-      }),
-    );
+    const answer = await capped(async () => {
+      const problem = await corpusProblem(body.corpus, EC_LIMITS);
+      if (problem) throw new ApiError(400, "MALFORMED_REQUEST", problem);
+      const corpus = body.corpus as Corpus;
+      return verifyEcReceipt(body.receipt, corpus, body.events, { memo: new VerifyMemo(corpus, EC_LIMITS) });
+    });
+    // A finding's detail can quote the call (an unknown field's name, a span id): cut as an error's is.
+    return c.json({ ...answer, findings: clipFailureDetails(answer.findings) });
   })
   /**
    * Bundle replay: always 200 with the report; its `decision` says match, mismatch or
