@@ -806,6 +806,12 @@ describe("the evidence store's query", () => {
     expect(new Set(seen.map((r) => r.record_id)).size).toBe(1000);
     const sorted = [...seen].sort((a, b) => a.created_at - b.created_at || (a.record_id < b.record_id ? -1 : 1));
     expect(seen.map((r) => r.record_id)).toEqual(sorted.map((r) => r.record_id));
+    // A cursor is a position, not a ticket: one written by the caller (base64url of
+    // [created_at, record_id]) starts the page right after that position, as the README says.
+    const written = btoa(JSON.stringify([seen[499].created_at, seen[499].record_id])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const resumed = await h.call(`/v1/evidence?from=${base}&to=${base + 999}&limit=2&cursor=${written}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.records.map((r: any) => r.record_id)).toEqual([seen[500].record_id, seen[501].record_id]);
     const odd = await h.call(`/v1/evidence?agent_id=pager-odd&tool=pager&state=reserved&limit=200&from=${base}`, { headers: { authorization: `Bearer ${INTAKE_TOKEN}` } });
     expect(odd.body.records).toHaveLength(200);
     expect(odd.body.records.every((r: any) => r.agent_id === "pager-odd")).toBe(true);

@@ -33,7 +33,7 @@ function decodeCursor(text: string): { created_at: number; record_id: string } {
   } catch {
     value = null;
   }
-  if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== "number" || typeof value[1] !== "string" || !RECORD_ID.test(value[1])) return bad("cursor is not one this service issued");
+  if (!Array.isArray(value) || value.length !== 2 || typeof value[0] !== "number" || typeof value[1] !== "string" || !RECORD_ID.test(value[1])) return bad("cursor is not a position of this route's next_cursor form");
   return { created_at: value[0], record_id: value[1] };
 }
 
