@@ -281,22 +281,18 @@ describe("dynamic documents: version hash and access decision", () => {
     }
   });
 
-  it("a receipt that cites a source it was not granted is rejected with the access it recorded", async () => {
-    const c = clone(corpus);
-    c.expedition.access = "revoked";
-    const events = clone(sampleEvents).map((e) => (e.doc_id === "expedition" && e.action_type === "retrieval" ? { ...e, access: "revoked" as const } : e));
-    const r = await reissue({ evidence: [{ ...sample.evidence[0], access: "revoked" }] }, c, events);
-    expect(r.integrity.reasons).toEqual(["SOURCE_REVOKED"]);
-  });
-
-  it("a receipt that cites a source the run was refused is SOURCE_UNAUTHORIZED", async () => {
-    const c = clone(corpus);
-    c.expedition.access = "unauthorized";
-    const events = clone(sampleEvents).map((e) => (e.doc_id === "expedition" && e.action_type === "retrieval" ? { ...e, access: "unauthorized" as const } : e));
-    const r = await reissue({ evidence: [{ ...sample.evidence[0], access: "unauthorized" }] }, c, events);
-    expect(r.integrity.reasons).toEqual(["SOURCE_UNAUTHORIZED"]);
-    expect(await integrity(r, c, events)).toEqual(["SOURCE_UNAUTHORIZED"]);
-  });
+  // A source the run was not granted (revoked) or was refused (unauthorized): the receipt records
+  // that access, and both issue-time and verify-time integrity reject it with the access's code.
+  for (const [access, code] of [["revoked", "SOURCE_REVOKED"], ["unauthorized", "SOURCE_UNAUTHORIZED"]] as const) {
+    it(`a receipt that cites a source whose access is ${access} is ${code}`, async () => {
+      const c = clone(corpus);
+      c.expedition.access = access;
+      const events = clone(sampleEvents).map((e) => (e.doc_id === "expedition" && e.action_type === "retrieval" ? { ...e, access } : e));
+      const r = await reissue({ evidence: [{ ...sample.evidence[0], access }] }, c, events);
+      expect(r.integrity.reasons).toEqual([code]);
+      expect(await integrity(r, c, events)).toEqual([code]);
+    });
+  }
 });
 
 describe("events: closed schema and canonical trace", () => {
