@@ -248,6 +248,21 @@ describe("calls and answers conform to the document", () => {
     conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
   });
 
+  it("documents every member of the sequence reset's answer (review rv-105: at, reason and by were answered, not documented)", async () => {
+    const issuer = pv.anchors[0].issuer;
+    const reset = { issuer, kid: pv.anchors[0].keys[0].kid, reason: "openapi: the issuer's numbering restarted" };
+    const answer = await exercise("post", "/v1/admin/anchors/reset-sequence", ADMIN, JSON.stringify(reset));
+    expect(answer.status, answer.text).toBe(200);
+    conforms("/v1/admin/anchors/reset-sequence", "post", reset, answer);
+    const schema = doc.components.schemas.SequenceResetAnswer;
+    expect(Object.keys(answer.json).sort()).toEqual(Object.keys(schema.properties).sort());
+    expect(schema.required.sort()).toEqual(Object.keys(answer.json).sort());
+    // The same entry GET /v1/issuers/{issuer} lists.
+    const listed = (await exercise("get", `/v1/issuers/${encodeURIComponent(issuer)}`, {})).json.sequence_resets.at(-1);
+    const { issuer: _issuer, ...entry } = answer.json;
+    expect(listed).toEqual(entry);
+  });
+
   it("a configuration history that cannot be read: 503 VERIFIER_UNAVAILABLE, documented", async () => {
     const own = nodeEnv({ ISSUER: "https://countersign.example", ORG_ID: pv.org_id, AUDIENCES: ccsVectors.audience, ...ccsVectors.secrets, SIGNING_KEY: OWN_SEED, SIGNING_KID: "openapi-own-1" });
     const get = own.env.ANCHORS.get.bind(own.env.ANCHORS);

@@ -297,7 +297,17 @@ export const RevocationEffects = z
     journal_records: z.array(ReconciliationMark),
   })
   .meta({ id: "RevocationEffects", description: "what a key's revocation touched (CCS §14)" });
-export const SequenceReset = z.object({ issuer: Uri, fingerprint: hex(64), kid: z.string(), previous_highest: z.number().nullable() }).passthrough().meta({ id: "SequenceResetAnswer" });
+export const SequenceReset = z
+  .object({
+    issuer: Uri,
+    fingerprint: hex(64),
+    kid: z.string(),
+    at: z.number().int().meta({ description: "Unix seconds, as the audit entry records it" }),
+    reason: z.string(),
+    by: z.literal("admin"),
+    previous_highest: z.number().nullable(),
+  })
+  .meta({ id: "SequenceResetAnswer", description: "the audit entry recorded (as GET /v1/issuers/{issuer} lists it in sequence_resets), with its issuer" });
 
 export const IssuerView = z
   .object({
