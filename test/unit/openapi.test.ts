@@ -225,7 +225,7 @@ describe("calls and answers conform to the document", () => {
       const unauthenticated = await exercise("patch", path, { "content-type": "application/json" }, "{}");
       const wrongMethod = await exercise("patch", path, RP, "{}");
       expect([unauthenticated.status, unauthenticated.json.decision, wrongMethod.status, wrongMethod.json.error.code, wrongMethod.json.decision]).toEqual([401, "reject", 404, "NOT_FOUND", "reject"]);
-      expect(schemaAt("#/components/schemas/Decision").validate(wrongMethod.json).errors).toEqual([]);
+      expect(schemaAt("#/components/schemas/DecisionError").validate(wrongMethod.json).errors).toEqual([]);
     }
     const elsewhere = await exercise("get", "/v1/nothing-here", {});
     expect([elsewhere.status, elsewhere.json]).toEqual([404, { error: { code: "NOT_FOUND", detail: "no route GET /v1/nothing-here" } }]);
@@ -246,6 +246,40 @@ describe("calls and answers conform to the document", () => {
     conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${revoked.json.fingerprint}`, ADMIN));
     conforms("/v1/admin/revocations/{fingerprint}", "get", undefined, await exercise("get", `/v1/admin/revocations/${"0".repeat(64)}`, ADMIN));
     conforms("/healthz", "get", undefined, await exercise("get", "/healthz", {}));
+  });
+
+  it("a decision route's 4xx always carries its error, as README's one error shape says; a 200 decision never does (review rv-105)", async () => {
+    // The 4xx/5xx of the receipt and envelope routes were documented as Decision, whose `error` was optional: a client could not rely on error.code there.
+    for (const path of ["/v1/receipts/verify", "/v1/envelopes/verify"]) {
+      const refused = await exercise("post", path, RP, "{not json");
+      expect([refused.status, refused.json.error.code]).toEqual([400, "MALFORMED_REQUEST"]);
+      for (const status of ["400", "401", "403", "413", "500", "503"]) {
+        const schema = schemaAt(doc.paths[path].post.responses[status].content["application/json"].schema.$ref);
+        expect(schema.validate(refused.json).valid, `${path} ${status}`).toBe(true);
+        const { error: _error, ...withoutError } = refused.json;
+        expect(schema.validate(withoutError).valid, `${path} ${status} without error`).toBe(false);
+      }
+    }
+    const body = (ccsVectors.vectors[0].calls[0] as { body: Record<string, unknown> }).body;
+    const decided = await exercise("post", "/v1/receipts/verify", RP, JSON.stringify({ ...body, mode: "audit" }));
+    expect(decided.status).toBe(200);
+    conforms("/v1/receipts/verify", "post", undefined, decided);
+    expect(schemaAt("#/components/schemas/Decision").validate({ ...decided.json, error: { code: "INTERNAL_ERROR", detail: "x" } }).valid).toBe(false);
+  });
+
+  it("documents every member of the sequence reset's answer (review rv-105: at, reason and by were answered, not documented)", async () => {
+    const issuer = pv.anchors[0].issuer;
+    const reset = { issuer, kid: pv.anchors[0].keys[0].kid, reason: "openapi: the issuer's numbering restarted" };
+    const answer = await exercise("post", "/v1/admin/anchors/reset-sequence", ADMIN, JSON.stringify(reset));
+    expect(answer.status, answer.text).toBe(200);
+    conforms("/v1/admin/anchors/reset-sequence", "post", reset, answer);
+    const schema = doc.components.schemas.SequenceResetAnswer;
+    expect(Object.keys(answer.json).sort()).toEqual(Object.keys(schema.properties).sort());
+    expect(schema.required.sort()).toEqual(Object.keys(answer.json).sort());
+    // The same entry GET /v1/issuers/{issuer} lists.
+    const listed = (await exercise("get", `/v1/issuers/${encodeURIComponent(issuer)}`, {})).json.sequence_resets.at(-1);
+    const { issuer: _issuer, ...entry } = answer.json;
+    expect(listed).toEqual(entry);
   });
 
   it("a configuration history that cannot be read: 503 VERIFIER_UNAVAILABLE, documented", async () => {

@@ -26,7 +26,7 @@ export interface Operation {
 const errors = (...statuses: number[]) =>
   Object.fromEntries(statuses.map((s) => [s, { description: ERROR_TEXT[s], schema: S.ErrorAnswer }]));
 const decisionErrors = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((s) => [s, { description: ERROR_TEXT[s], schema: S.Decision }]));
+  Object.fromEntries(statuses.map((s) => [s, { description: ERROR_TEXT[s], schema: S.DecisionError }]));
 const ERROR_TEXT: Record<number, string> = {
   400: "malformed call (MALFORMED_REQUEST, or the subject's own code)",
   401: "no valid bearer token (UNAUTHORIZED, with WWW-Authenticate)",

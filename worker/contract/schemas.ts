@@ -170,9 +170,11 @@ export const Decision = z
     verifier_class: VerifierClass.nullable().optional().meta({ description: "CCS §9 class of the issuer's verifier as its anchor declares it; null when the issuer is not pinned" }),
     level: z.union([z.literal(0), z.literal(1)]).optional().meta({ description: "receipt route: 0 for a receipt judged by its HMAC (level: 0 calls), 1 for a v1.3 receipt judged by its Ed25519 signature" }),
     envelope: z.object({ hop_count: z.number(), child_trace_id: z.string(), cross_org: z.boolean() }).optional(),
-    error: ErrorBody.optional(),
   })
   .meta({ id: "Decision" });
+/** A decision route's 4xx/5xx: the rejection's decision fields, and always the error. */
+export const DecisionError = Decision.extend({ error: ErrorBody })
+  .meta({ id: "DecisionError", description: "a decision route's 4xx/5xx: {error: {code, detail}} plus the decision fields (valid: false, decision reject, or audit in audit mode)" });
 
 const ChainFailure = Failure.extend({ hop: z.number().int() }).meta({ id: "ChainFailure" });
 
@@ -297,7 +299,17 @@ export const RevocationEffects = z
     journal_records: z.array(ReconciliationMark),
   })
   .meta({ id: "RevocationEffects", description: "what a key's revocation touched (CCS §14)" });
-export const SequenceReset = z.object({ issuer: Uri, fingerprint: hex(64), kid: z.string(), previous_highest: z.number().nullable() }).passthrough().meta({ id: "SequenceResetAnswer" });
+export const SequenceReset = z
+  .object({
+    issuer: Uri,
+    fingerprint: hex(64),
+    kid: z.string(),
+    at: z.number().int().meta({ description: "Unix seconds, as the audit entry records it" }),
+    reason: z.string(),
+    by: z.literal("admin"),
+    previous_highest: z.number().nullable(),
+  })
+  .meta({ id: "SequenceResetAnswer", description: "the audit entry recorded (as GET /v1/issuers/{issuer} lists it in sequence_resets), with its issuer" });
 
 export const IssuerView = z
   .object({
