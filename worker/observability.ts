@@ -15,6 +15,7 @@ import type { ProjectedAttributes } from "./protocol/observability.js";
 import type { Decision } from "./protocol/verify.js";
 import type { Verdict } from "./protocol/receipt.js";
 import { flushDecisions } from "./stores.js";
+import { forgetIssuerView } from "./routes/issuers.js";
 
 /** A `cf-ray` worth echoing: Cloudflare's form is hex, a dash and a colo; anything else gets a fresh id. */
 const RAY = /^[0-9A-Za-z-]{1,64}$/;
@@ -41,7 +42,7 @@ function flush(c: Context<AppEnv>, batch: MetricsBatch | null): void {
       .then((flagged) => {
         decisions.learnReview(flagged);
         // The issuer views this isolate keeps re-read their review flag once its own counts are in.
-        issuerViews.clear();
+        forgetIssuerView(issuerViews);
       })
       .catch((err) => console.error(JSON.stringify({ event: "counts_lost", error: String(err) }))),
   );

@@ -23,6 +23,7 @@ import { newToken, parseRegistration, parseTokenCall, RELYING_PARTY_NAME, RELYIN
 import { unwrap } from "../admin-registry.js";
 import { readDecisionStats, RELYING_PARTY_PAGE_MAX, requireShardKey, RETIRED_TOKEN_TTL_SECONDS, type AnchorStore } from "../stores.js";
 import { buildPinnedManifest, pinnedVerifierId } from "../protocol/manifest/pinning.js";
+import { forgetIssuerView } from "./issuers.js";
 
 /** This deployment's own secrets: none of them may be named as an issuer's Level 0 key. */
 const OWN_SECRETS = new Set(["ADMIN_TOKEN", "SIGNING_KEY", "INTAKE_TOKEN", "DEMO_RP_TOKEN", "LEDGER_SHARD_KEY"]);
@@ -312,7 +313,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const { now, anchors, ledgers } = c.get("services");
   const key = await revocableKey(anchors, record, { kid, fingerprint });
   const revoked = await ledgers.revoke(record.issuer, record.ledger_shards ?? 1, key.fingerprint, key.kid, Math.floor(now()));
-  c.get("services").issuerViews.delete(record.issuer);
+  forgetIssuerView(c.get("services").issuerViews, record.issuer);
   await anchors.putRevokedKey({ fingerprint: key.fingerprint, issuer: record.issuer, kid: key.kid, revoked_at: revoked.revoked_at });
   // This isolate's issuing routes see their own key's revocation at once, not after their check's TTL.
   forgetOwnKeyCheck(key.fingerprint);
@@ -357,7 +358,7 @@ export const adminRoutes = new Hono<AppEnv>()
   const key = resolveKey(record.keys, { kid, fingerprint }, record, "current");
   const { now, ledgers } = c.get("services");
   const reset = await ledgers.resetSequence(record.issuer, record.ledger_shards ?? 1, { fingerprint: key.fingerprint, kid: key.kid, at: Math.floor(now()), reason, by: "admin" });
-  c.get("services").issuerViews.delete(record.issuer);
+  forgetIssuerView(c.get("services").issuerViews, record.issuer);
   return c.json({ issuer: record.issuer, ...reset });
 })
   /**

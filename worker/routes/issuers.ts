@@ -21,9 +21,24 @@ const ISSUER_VIEW_PAGES = 8;
  * the one DecisionStats object, so unauthenticated traffic could load both. The ledger's part is
  * kept per page of sequence resets (`""` for the newest, else the cursor), so a cursor does not
  * bypass the cache; every page of an entry expires with it. The verify path never reads this; a
- * revocation or a sequence reset made through this isolate evicts the issuer's entry.
+ * revocation or a sequence reset made through this isolate evicts the issuer's entry (forgetIssuerView).
  */
 export type IssuerViewCache = Map<string, { at: number; review: unknown; pages: Map<string, AnchorLedgerState> }>;
+
+/**
+ * How many times each cache was evicted (an admin write through this isolate, a flush of its
+ * decision counts). A view whose reads started before an eviction and finished after it holds
+ * what the eviction dropped: it is answered as read but not cached (review rv-107: a view in
+ * flight across a revocation here put the unrevoked state back for 5 s).
+ */
+const viewEvictions = new WeakMap<IssuerViewCache, number>();
+
+/** Drops one issuer's entry (or every entry), so a read in flight across it is not cached over it. */
+export function forgetIssuerView(cache: IssuerViewCache, issuer?: string): void {
+  viewEvictions.set(cache, (viewEvictions.get(cache) ?? 0) + 1);
+  if (issuer === undefined) cache.clear();
+  else cache.delete(issuer);
+}
 
 /**
  * A `sequence_resets_next_cursor`: the position (at, rowid) of the oldest reset a page listed and a
@@ -83,6 +98,8 @@ export const issuerRoutes = new Hono<AppEnv>()
   const shards = record.ledger_shards ?? 1;
   let held = issuerViews.get(issuer);
   let state: AnchorLedgerState | undefined;
+  const evictions = viewEvictions.get(issuerViews) ?? 0;
+  const evicted = () => (viewEvictions.get(issuerViews) ?? 0) !== evictions;
   if (!held || Date.now() - held.at >= ISSUER_VIEW_TTL_MS) {
     const [read, review] = await Promise.all([
       ledgers.anchorState(issuer, shards, before),
@@ -91,14 +108,18 @@ export const issuerRoutes = new Hono<AppEnv>()
     ]);
     state = read;
     held = { at: Date.now(), review, pages: new Map([[page, read]]) };
-    issuerViews.delete(issuer);
-    // The oldest entry (Map order is insertion order) makes room.
-    if (issuerViews.size >= ISSUER_VIEW_ENTRIES) issuerViews.delete(issuerViews.keys().next().value!);
-    issuerViews.set(issuer, held);
+    if (!evicted()) {
+      issuerViews.delete(issuer);
+      // The oldest entry (Map order is insertion order) makes room.
+      if (issuerViews.size >= ISSUER_VIEW_ENTRIES) issuerViews.delete(issuerViews.keys().next().value!);
+      issuerViews.set(issuer, held);
+    }
   } else if (!(state = held.pages.get(page))) {
     state = await ledgers.anchorState(issuer, shards, before);
-    if (held.pages.size >= ISSUER_VIEW_PAGES) held.pages.delete(held.pages.keys().next().value!);
-    held.pages.set(page, state);
+    if (!evicted()) {
+      if (held.pages.size >= ISSUER_VIEW_PAGES) held.pages.delete(held.pages.keys().next().value!);
+      held.pages.set(page, state);
+    }
   }
   const { revoked, sequence_resets } = state;
   const { review } = held;
