@@ -92,10 +92,13 @@ function readKeyHolder(text: string | null): KeyHolder | null {
 
 /**
  * Per isolate cache, how many writes this isolate made to it (anchors pinned, relying parties
- * deleted or rotated): a KV read started before such a write and finished after it holds what the
- * write replaced, so it is not cached (review rv-106).
+ * deleted or rotated, issuer views evicted): a read started before such a write and finished after
+ * it holds what the write replaced, so it answers its own call but is not cached (reviews rv-106,
+ * rv-107). A reader notes `cacheWrites(cache)` before its reads and caches only if it is unchanged.
  */
-const cacheWrites = new WeakMap<object, number>();
+const writeCounts = new WeakMap<object, number>();
+export const cacheWrites = (cache: object): number => writeCounts.get(cache) ?? 0;
+export const countCacheWrite = (cache: object): void => void writeCounts.set(cache, cacheWrites(cache) + 1);
 
 export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): AnchorStore {
   // A KV operation that fails, not only one that is slow, is 503 VERIFIER_UNAVAILABLE on every route that reads anchors (withTimeout).
@@ -111,19 +114,19 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
   };
   /** A record this isolate wrote (a pin it served): it bumps the cache's write count, so a read in flight across it is not cached over it. */
   const rememberWritten = (record: AnchorRecord) => {
-    cacheWrites.set(cache, (cacheWrites.get(cache) ?? 0) + 1);
+    countCacheWrite(cache);
     return remember(record);
   };
   const load = async (issuer: string, cached = true) => {
     const hit = cached ? cache.get(issuer) : undefined;
     if (hit && Date.now() - hit.at < ANCHOR_CACHE_TTL_MS) return hit;
-    const writes = cacheWrites.get(cache) ?? 0;
+    const writes = cacheWrites(cache);
     const raw = await kv(env.ANCHORS.get(anchorKvKey(issuer), "json"));
     if (raw === null) return null;
     // A pin this isolate served while the read was in flight cached what it wrote: the read, made
     // before that write, answers this call but does not replace it (review rv-106: a rotated-out
     // key verified again here for 30 s).
-    return (cacheWrites.get(cache) ?? 0) === writes ? remember(readAnchorRecord(raw)) : entryOf(readAnchorRecord(raw));
+    return cacheWrites(cache) === writes ? remember(readAnchorRecord(raw)) : entryOf(readAnchorRecord(raw));
   };
   return {
     get: async (issuer) => (await load(issuer))?.record ?? null,
@@ -405,7 +408,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
   const get = (key: string) => kv(env.ANCHORS.get<RelyingParty>(key, "json"));
   /** Drops this isolate's cached copies of the party's token. */
   const forget = (party: RelyingParty) => {
-    cacheWrites.set(cache, (cacheWrites.get(cache) ?? 0) + 1);
+    countCacheWrite(cache);
     for (const [token, hit] of cache) if (hit.party.token_sha256 === party.token_sha256) cache.delete(token);
   };
   return {
@@ -414,7 +417,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       if (hit && Date.now() - hit.at < RELYING_PARTY_CACHE_TTL_MS) return hit.party;
       // A stale entry is dropped when its token comes back (the map holds at most 256 found tokens).
       if (hit) cache.delete(token);
-      const evictions = cacheWrites.get(cache) ?? 0;
+      const evictions = cacheWrites(cache);
       const party = await get(tokenKey(await sha256Hex(token)));
       if (!party) return null;
       const named = await get(partyKey(party.name));
@@ -422,7 +425,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       // A delete or rotation this isolate served while the reads were in flight evicted the token:
       // what was read before it answers this call, but is not cached again (review rv-106: the
       // token was taken for 30 s more by the isolate that served the delete).
-      if ((cacheWrites.get(cache) ?? 0) !== evictions) return party;
+      if (cacheWrites(cache) !== evictions) return party;
       if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();
       cache.set(token, { at: Date.now(), party });
       return party;

@@ -6,7 +6,7 @@ import { DEFAULT_SEQUENCE_POLICY, type SequenceResetCursor } from "../protocol/l
 import { issuerProblem } from "../protocol/anchors.js";
 import { DEFAULT_VERIFIER_CLASS } from "../protocol/conformance/verifier-class.js";
 import { dependencyTimeout } from "../config.js";
-import { readReview } from "../stores.js";
+import { cacheWrites, countCacheWrite, readReview } from "../stores.js";
 import type { AnchorLedgerState } from "../../durable-objects/issuer-ledger.js";
 
 /** How long an isolate answers an issuer's ledger state and review flag from memory, and for how many issuers. */
@@ -26,16 +26,13 @@ const ISSUER_VIEW_PAGES = 8;
 export type IssuerViewCache = Map<string, { at: number; review: unknown; pages: Map<string, AnchorLedgerState> }>;
 
 /**
- * How many times each cache was evicted (an admin write through this isolate, a flush of its
- * decision counts). A view whose reads started before an eviction and finished after it holds
- * what the eviction dropped: it is answered as read but not cached (review rv-107: a view in
- * flight across a revocation here put the unrevoked state back for 5 s).
+ * Drops one issuer's entry (or every entry) after an admin write through this isolate or a flush
+ * of its decision counts; counted, so a view read in flight across it is answered as read but not
+ * cached over it (review rv-107: a view in flight across a revocation here put the unrevoked state
+ * back for 5 s).
  */
-const viewEvictions = new WeakMap<IssuerViewCache, number>();
-
-/** Drops one issuer's entry (or every entry), so a read in flight across it is not cached over it. */
 export function forgetIssuerView(cache: IssuerViewCache, issuer?: string): void {
-  viewEvictions.set(cache, (viewEvictions.get(cache) ?? 0) + 1);
+  countCacheWrite(cache);
   if (issuer === undefined) cache.clear();
   else cache.delete(issuer);
 }
@@ -98,8 +95,8 @@ export const issuerRoutes = new Hono<AppEnv>()
   const shards = record.ledger_shards ?? 1;
   let held = issuerViews.get(issuer);
   let state: AnchorLedgerState | undefined;
-  const evictions = viewEvictions.get(issuerViews) ?? 0;
-  const evicted = () => (viewEvictions.get(issuerViews) ?? 0) !== evictions;
+  const evictions = cacheWrites(issuerViews);
+  const evicted = () => cacheWrites(issuerViews) !== evictions;
   if (!held || Date.now() - held.at >= ISSUER_VIEW_TTL_MS) {
     const [read, review] = await Promise.all([
       ledgers.anchorState(issuer, shards, before),
