@@ -4,7 +4,7 @@
  * runs the same vectors through workerd against the same expectations).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -745,6 +745,42 @@ describe("input that is not UTF-8 is refused, never read with U+FFFD in place of
     const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("u8-bundle.json")], { cwd: ROOT, encoding: "utf8" });
     expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
     expect(res.stderr).toBe(`cannot read ${at("u8-bundle.json")}: not valid UTF-8\n`);
+  });
+});
+
+describe("an input is read up to a bound: an endless or oversized source is a usage error, never read whole (review rv-109)", () => {
+  const bin = resolve(ROOT, "cli/bin.mjs");
+
+  it("verify /dev/zero: exit 2 in bounded time and memory, where the CLI read until the system killed it", async () => {
+    const { anchors } = await issuerFiles("bound");
+    const res = spawnSync(process.execPath, [bin, "verify", "/dev/zero", "--anchors", anchors, "--json"], { encoding: "utf8", timeout: 60_000 });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toMatch(/^countersign verify: cannot read input \/dev\/zero: larger than \d+ bytes, the most an input may hold\n$/);
+  }, 70_000);
+
+  it("a file over the bound is refused from its size, before any of it is read, not answered 'not valid UTF-8'", async () => {
+    const { anchors } = await issuerFiles("bound2");
+    const { MAX_INPUT_BYTES } = await import("../../cli/input.js");
+    expect(MAX_INPUT_BYTES).toBeGreaterThan(256 * 1024 * 1024);
+    // Sparse: no disk, and NUL bytes are valid UTF-8, so only its size can refuse it.
+    writeFileSync(at("bound-sparse.json"), "");
+    truncateSync(at("bound-sparse.json"), MAX_INPUT_BYTES + 1);
+    const started = Date.now();
+    const res = spawnSync(process.execPath, [bin, "verify", at("bound-sparse.json"), "--anchors", anchors, "--json"], { encoding: "utf8", timeout: 60_000 });
+    rmSync(at("bound-sparse.json"));
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign verify: cannot read input ${at("bound-sparse.json")}: larger than ${MAX_INPUT_BYTES} bytes, the most an input may hold\n`);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 70_000);
+
+  it("readUtf8 reads a file and standard input's kind of source (a device) up to the bound it is given", async () => {
+    const { readUtf8 } = await import("../../cli/input.js");
+    writeFileSync(at("bound-small.json"), "x".repeat(100));
+    expect(readUtf8(at("bound-small.json"), 100)).toBe("x".repeat(100));
+    expect(() => readUtf8(at("bound-small.json"), 99)).toThrow("larger than 99 bytes, the most an input may hold");
+    expect(() => readUtf8("/dev/zero", 1 << 16)).toThrow("larger than 65536 bytes");
+    expect(readUtf8("/dev/null")).toBe("");
+    expect(() => readUtf8(dir)).toThrow("EISDIR");
   });
 });
 
