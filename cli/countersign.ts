@@ -85,7 +85,8 @@ export const USAGE = `usage: countersign <command> [options]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
                                                       an http:// URL other than localhost, 127.0.0.0/8 or [::1] is refused (exit 2)
                                                       when a token would cross it, unless --insecure-http;
-                                                      unreachable, timed out, 5xx or a redirect (none is followed): a reject with
+                                                      unreachable, timed out, 5xx, a redirect (none is followed), a 2xx
+                                                      that is not JSON or an answer over 8 MiB: a reject with
                                                       VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, writes
@@ -482,6 +483,34 @@ const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string"
 
 /** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
 const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
+/**
+ * The most bytes of an answer read from a remote instance. The admin API answers a few KiB (its
+ * bodies are capped at 64 KiB); the whole answer was read into memory, so a server that streamed
+ * without end grew the process by ~190 MB a second until the timeout (review rv-109).
+ */
+const MAX_REMOTE_ANSWER_BYTES = 8 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {}
+
+/** A response's text, read up to `max` bytes: past them the read is cancelled and AnswerTooLarge thrown. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw new AnswerTooLarge(`answered more than ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, total));
+}
+
 /** The longest delay a timer (AbortSignal.timeout) takes, milliseconds. */
 const MAX_TIMER_MS = 4_294_967_295;
 
@@ -546,9 +575,9 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
     // origin a 307/308 named, http:// and any host included, and the answer of that origin was
     // reported as the service's (review rv-73). The admin API answers none.
     res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
-    text = await res.text();
+    text = await boundedText(res, MAX_REMOTE_ANSWER_BYTES);
   } catch (err) {
-    const detail = `cannot reach ${url}: ${(err as Error).message}`;
+    const detail = err instanceof AnswerTooLarge ? `${url} ${err.message}: not an answer of the admin API` : `cannot reach ${url}: ${(err as Error).message}`;
     emit(io, values.json === true, unavailableDoc(null, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
     return 1;
   }
@@ -566,7 +595,15 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   try {
     doc = JSON.parse(text);
   } catch {
-    /* not JSON: shown as text */
+    // A success that is not JSON is no answer of the admin API (every one is JSON): a proxy's
+    // login page or another program on the port. It was shown as text and exit 0, "done", for a
+    // pin, revocation or registration that never reached the service (review rv-109).
+    if (res.ok) {
+      const detail = `${url} answered ${res.status} with a body that is not JSON: not the countersign admin API`;
+      emit(io, values.json === true, unavailableDoc(res.status, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
+      return 1;
+    }
+    /* an error that is not JSON: shown as text */
   }
   // A 401 to a call that carried no token is what a newcomer who exported ADMIN_TOKEN (as the
   // README's tour does) meets: say where the CLI looks for the token, not only that it is missing.

@@ -622,6 +622,52 @@ describe("countersign sign and verify", () => {
     expect(doc.error.detail).toMatch(/answered 307 to http:\/\/other\.example\/x; the CLI follows no redirect/);
   });
 
+  it("a 2xx that is not JSON (a proxy's login page, another program on the port) is VERIFIER_UNAVAILABLE, exit 1, never 'done' (review rv-109)", async () => {
+    for (const body of ["<html>sign in</html>", ""]) {
+      let out = "";
+      const fetcher = (async () => new Response(body, { status: 200, headers: { "content-type": "text/html" } })) as unknown as typeof fetch;
+      const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+      const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
+      expect({ body, code }).toEqual({ body, code: 1 });
+      const doc = JSON.parse(out);
+      expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+      expect(doc.error.detail).toMatch(/answered 200 with a body that is not JSON/);
+    }
+    // An error answer that is not JSON stays an error shown as text, exit 1.
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => new Response("Not Found", { status: 404 })) as unknown as typeof fetch };
+    expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(1);
+    expect(JSON.parse(out)).toBe("Not Found");
+  });
+
+  it("an answer is read up to 8 MiB: a server streaming more is VERIFIER_UNAVAILABLE, exit 1, its read cancelled (review rv-109)", async () => {
+    let pulled = 0;
+    let cancelled = false;
+    const chunk = new Uint8Array(1 << 20).fill(0x20);
+    const fetcher = (async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            // 64 MiB at most, so that a read without a bound ends (and fails the test) instead of hanging it.
+            if (pulled++ < 64) controller.enqueue(chunk);
+            else controller.close();
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+        { status: 200 },
+      )) as unknown as typeof fetch;
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(1);
+    const doc = JSON.parse(out);
+    expect(doc).toMatchObject({ status: null, valid: false, error: { code: "VERIFIER_UNAVAILABLE" } });
+    expect(doc.error.detail).toBe(`http://127.0.0.1:9 answered more than ${8 * 1024 * 1024} bytes: not an answer of the admin API`);
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(16);
+  });
+
   it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
     const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
     let err = "";
