@@ -7,7 +7,20 @@
  * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { existsSync } from "node:fs";
+import { lstatSync } from "node:fs";
+
+/**
+ * Whether a directory entry is there, a link that leads nowhere included: existsSync follows a
+ * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there (review rv-109).
+ */
+const entryExists = (path: string): boolean => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -189,10 +202,10 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const keyFile = `${prefix}.key`;
   const pubFile = `${prefix}.pub.json`;
   const anchorFile = values.issuer === undefined ? null : `${prefix}.anchor.json`;
-  for (const f of [keyFile, pubFile, anchorFile]) if (f && existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  for (const f of [keyFile, pubFile, anchorFile]) if (f && entryExists(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
   // An anchor of the old key left beside a new one would pin, and verify against, the wrong key.
   const staleAnchor = `${prefix}.anchor.json`;
-  if (anchorFile === null && existsSync(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
+  if (anchorFile === null && entryExists(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };

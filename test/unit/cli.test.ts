@@ -4,7 +4,7 @@
  * runs the same vectors through workerd against the same expectations).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -51,6 +51,25 @@ describe("countersign keygen", () => {
     const again = await run("keygen", "--out", at("k"));
     expect(again.code).toBe(2);
     expect(again.err).toMatch(/exists/);
+  });
+});
+
+describe("keygen never replaces a directory entry without --force, a link included (review rv-109)", () => {
+  it("a dangling PREFIX.key link is an existing entry: exit 2, the link kept; a link to a file is replaced with --force, its target untouched", async () => {
+    symlinkSync(at("dangling-target"), at("dl.key"));
+    const res = await run("keygen", "--out", at("dl"));
+    expect([res.code, res.err]).toEqual([2, `countersign keygen: ${at("dl.key")} exists; pass --force to overwrite\n`]);
+    expect(lstatSync(at("dl.key")).isSymbolicLink()).toBe(true);
+    expect(existsSync(at("dl.pub.json"))).toBe(false);
+    symlinkSync(at("dangling-anchor"), at("dl2.anchor.json"));
+    expect((await run("keygen", "--out", at("dl2"))).err).toMatch(/dl2\.anchor\.json exists and would no longer match/);
+    writeFileSync(at("victim.txt"), "victim\n");
+    symlinkSync(at("victim.txt"), at("vl.key"));
+    expect((await run("keygen", "--out", at("vl"))).code).toBe(2);
+    expect((await run("keygen", "--out", at("vl"), "--force")).code).toBe(0);
+    expect(readFileSync(at("victim.txt"), "utf8")).toBe("victim\n");
+    expect(lstatSync(at("vl.key")).isSymbolicLink()).toBe(false);
+    expect(statSync(at("vl.key")).mode & 0o777).toBe(0o600);
   });
 });
 
