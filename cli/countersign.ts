@@ -158,6 +158,16 @@ const need = (value: string | undefined, flag: string): string => {
   return value;
 };
 
+/**
+ * Standard input ("-") read by one input at most: the first to read it took it all and the next
+ * read nothing, so `verify - --anchors -` answered the call as a malformed anchors file and
+ * `sign --command - --response -` "response - is not strict JSON" (review rv-109).
+ */
+function oneStdin(inputs: [string, string | undefined][]): void {
+  const from = inputs.filter(([, path]) => path === "-").map(([what]) => what);
+  if (from.length > 1) throw new UsageError(`standard input (-) is read once: ${from.join(" and ")} cannot both be -`);
+}
+
 /** A decimal number as JSON writes one (`30`, `2.5`, `1e2`); `Number()` alone would also take `0x10`, `0b1`, ` 7 ` and `Infinity`. */
 const DECIMAL = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 
@@ -274,6 +284,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
     sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
     if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");
   }
+  oneStdin([["--key", values.key], ["--command", values.command], ["--response", values.response], ["--runtime-context", values["runtime-context"]]]);
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
@@ -390,6 +401,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   // --audience too: each line is judged for the audience it names, so an --audience beside them
   // would be read as "judged for me" while checking nothing of the kind.
   if (values.lines) notWith(["audience", "mode", "at", "request", "response", "runtime-context", "seal", "no-freshness"], "--lines (each line is a complete call)");
+  oneStdin([["the file to verify", file], ...(["anchors", "request", "response", "runtime-context", "seal"] as const).map((f): [string, string | undefined] => [`--${f}`, values[f]])]);
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
@@ -483,6 +495,8 @@ async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
   const file = need(positionals[0], "the bundle file");
+  // "-" reads standard input, but as --out it wrote a file named "-", and nothing on stdout (review rv-109).
+  if (values.out === "-") throw new UsageError("--out - would write a file named -: without --out the report goes to standard output");
   if (values.out !== undefined) refuseOverwritingInput(values.out, [file]);
   const report = await replayBundle(readJson(io, file, "bundle"), { expectedBundleDigest: values.expect ?? null });
   if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
@@ -680,6 +694,7 @@ async function manifest(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action !== "verify") throw new UsageError("manifest takes verify");
   const { values, positionals } = parse(rest, { anchors: { type: "string" }, now: { type: "string" }, skew: { type: "string" } }, 1);
+  oneStdin([["the manifest file", positionals[0]], ["--anchors", values.anchors]]);
   const doc = readJson(io, need(positionals[0], "the manifest file (or -)"), "manifest");
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const now = number(values.now, "--now", Date.now() / 1000);

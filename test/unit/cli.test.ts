@@ -73,6 +73,37 @@ describe("keygen never replaces a directory entry without --force, a link includ
   });
 });
 
+describe("standard input is one input's at most, and --out - is no file named - (review rv-109)", () => {
+  it("two inputs given as - are a usage error naming both, before anything is read", async () => {
+    const { key, anchors } = await issuerFiles("stdin2");
+    const cases: [string[], string][] = [
+      [["verify", "-", "--anchors", "-"], "the file to verify and --anchors"],
+      [["verify", "--lines", "-", "--anchors", "-"], "the file to verify and --anchors"],
+      [["verify", at("x.json"), "--anchors", anchors, "--request", "-", "--response", "-"], "--request and --response"],
+      [["sign", "--key", key, "--command", "-", "--response", "-", "--issuer", ISSUER, "--audience", AUDIENCE], "--command and --response"],
+      [["sign", "--key", "-", "--command", "-", "--issuer", ISSUER, "--audience", AUDIENCE], "--key and --command"],
+      [["manifest", "verify", "-", "--anchors", "-"], "the manifest file and --anchors"],
+    ];
+    for (const [argv, both] of cases) {
+      const res = await run(...argv);
+      expect({ argv, code: res.code, out: res.out, err: res.err }).toEqual({ argv, code: 2, out: "", err: `countersign ${argv[0]}: standard input (-) is read once: ${both} cannot both be -\n` });
+    }
+  });
+
+  it("replay --out - is a usage error, where it wrote a file named - and nothing on stdout", async () => {
+    const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
+    const existed = existsSync("-");
+    try {
+      const res = await run("replay", bundle, "--out", "-");
+      expect([res.code, res.out]).toEqual([2, ""]);
+      expect(res.err).toMatch(/--out - would write a file named -/);
+      expect(existsSync("-")).toBe(existed);
+    } finally {
+      if (!existed) rmSync("-", { force: true });
+    }
+  });
+});
+
 describe("an output path that cannot be written is a usage error: one line naming it, exit 2, nothing half-written", () => {
   const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
   const missing = join(dir, "no-such-dir", "x.json");
