@@ -757,7 +757,10 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
     io.err(`unknown command ${command}\n${USAGE}`);
     return 2;
   }
-  if (args.includes("--help") || args.includes("-h")) {
+  // Only as an option: after "--" it names a file (`verify -- --help` printed the usage, exit 0; review rv-109).
+  const end = args.indexOf("--");
+  const options = end === -1 ? args : args.slice(0, end);
+  if (options.includes("--help") || options.includes("-h")) {
     io.out(USAGE);
     return 0;
   }

@@ -90,6 +90,13 @@ describe("standard input is one input's at most, and --out - is no file named - 
     }
   });
 
+  it("--help after -- is a file's name, not the usage (review rv-109)", async () => {
+    const res = await run("verify", "--anchors", at("none.json"), "--", "--help");
+    expect([res.code, res.out]).toEqual([2, ""]);
+    expect(res.err).toMatch(/cannot read (input|anchors file)/);
+    expect((await run("verify", "--help")).code).toBe(0);
+  });
+
   it("replay --out - is a usage error, where it wrote a file named - and nothing on stdout", async () => {
     const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
     const existed = existsSync("-");
