@@ -7,7 +7,20 @@
  * Exit codes: 0 valid / done, 1 invalid / refused, 2 usage (bad flags, unreadable input, unwritable output).
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
-import { existsSync } from "node:fs";
+import { lstatSync } from "node:fs";
+
+/**
+ * Whether a directory entry is there, a link that leads nowhere included: existsSync follows a
+ * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there (review rv-109).
+ */
+const entryExists = (path: string): boolean => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -85,7 +98,8 @@ export const USAGE = `usage: countersign <command> [options]
                                                       against a running instance (COUNTERSIGN_URL, COUNTERSIGN_ADMIN_TOKEN);
                                                       an http:// URL other than localhost, 127.0.0.0/8 or [::1] is refused (exit 2)
                                                       when a token would cross it, unless --insecure-http;
-                                                      unreachable, timed out, 5xx or a redirect (none is followed): a reject with
+                                                      unreachable, timed out, 5xx, a redirect (none is followed), a 2xx
+                                                      that is not JSON or an answer over 8 MiB: a reject with
                                                       VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, writes
@@ -144,6 +158,16 @@ const need = (value: string | undefined, flag: string): string => {
   return value;
 };
 
+/**
+ * Standard input ("-") read by one input at most: the first to read it took it all and the next
+ * read nothing, so `verify - --anchors -` answered the call as a malformed anchors file and
+ * `sign --command - --response -` "response - is not strict JSON" (review rv-109).
+ */
+function oneStdin(inputs: [string, string | undefined][]): void {
+  const from = inputs.filter(([, path]) => path === "-").map(([what]) => what);
+  if (from.length > 1) throw new UsageError(`standard input (-) is read once: ${from.join(" and ")} cannot both be -`);
+}
+
 /** A decimal number as JSON writes one (`30`, `2.5`, `1e2`); `Number()` alone would also take `0x10`, `0b1`, ` 7 ` and `Infinity`. */
 const DECIMAL = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
 
@@ -188,10 +212,10 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const keyFile = `${prefix}.key`;
   const pubFile = `${prefix}.pub.json`;
   const anchorFile = values.issuer === undefined ? null : `${prefix}.anchor.json`;
-  for (const f of [keyFile, pubFile, anchorFile]) if (f && existsSync(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
+  for (const f of [keyFile, pubFile, anchorFile]) if (f && entryExists(f) && !values.force) throw new UsageError(`${f} exists; pass --force to overwrite`);
   // An anchor of the old key left beside a new one would pin, and verify against, the wrong key.
   const staleAnchor = `${prefix}.anchor.json`;
-  if (anchorFile === null && existsSync(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
+  if (anchorFile === null && entryExists(staleAnchor)) throw new UsageError(`${staleAnchor} exists and would no longer match the new key; pass --issuer to rewrite it, or remove it`);
   const seed = crypto.getRandomValues(new Uint8Array(32));
   const publicKey = publicKeyFromSeed(seed);
   const entry = { kid, alg: "Ed25519", public_key: toBase64Url(publicKey), fingerprint: await sha256Hex(publicKey) };
@@ -260,6 +284,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
     sequence = /^[0-9]+$/.test(values.sequence) ? Number(values.sequence) : NaN;
     if (!Number.isSafeInteger(sequence)) throw new UsageError("--sequence must be an integer in 0..2^53-1 (decimal digits)");
   }
+  oneStdin([["--key", values.key], ["--command", values.command], ["--response", values.response], ["--runtime-context", values["runtime-context"]]]);
   const seed = readSeed(io, need(values.key, "--key"));
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
@@ -376,6 +401,7 @@ async function verify(io: Io, args: string[]): Promise<number> {
   // --audience too: each line is judged for the audience it names, so an --audience beside them
   // would be read as "judged for me" while checking nothing of the kind.
   if (values.lines) notWith(["audience", "mode", "at", "request", "response", "runtime-context", "seal", "no-freshness"], "--lines (each line is a complete call)");
+  oneStdin([["the file to verify", file], ...(["anchors", "request", "response", "runtime-context", "seal"] as const).map((f): [string, string | undefined] => [`--${f}`, values[f]])]);
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const fixed = values.now === undefined ? undefined : number(values.now, "--now", 0);
   const now = fixed === undefined ? undefined : () => fixed;
@@ -469,6 +495,8 @@ async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
   const file = need(positionals[0], "the bundle file");
+  // "-" reads standard input, but as --out it wrote a file named "-", and nothing on stdout (review rv-109).
+  if (values.out === "-") throw new UsageError("--out - would write a file named -: without --out the report goes to standard output");
   if (values.out !== undefined) refuseOverwritingInput(values.out, [file]);
   const report = await replayBundle(readJson(io, file, "bundle"), { expectedBundleDigest: values.expect ?? null });
   if (values.out !== undefined) writeOutputs([{ path: values.out, text: renderReport(report) }]);
@@ -482,6 +510,34 @@ const remoteOptions = { url: { type: "string" }, "admin-token": { type: "string"
 
 /** Milliseconds a remote call may take before it is abandoned (and answered VERIFIER_UNAVAILABLE). */
 const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
+/**
+ * The most bytes of an answer read from a remote instance. The admin API answers a few KiB (its
+ * bodies are capped at 64 KiB); the whole answer was read into memory, so a server that streamed
+ * without end grew the process by ~190 MB a second until the timeout (review rv-109).
+ */
+const MAX_REMOTE_ANSWER_BYTES = 8 * 1024 * 1024;
+
+class AnswerTooLarge extends Error {}
+
+/** A response's text, read up to `max` bytes: past them the read is cancelled and AnswerTooLarge thrown. */
+async function boundedText(res: Response, max: number): Promise<string> {
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw new AnswerTooLarge(`answered more than ${max} bytes`);
+    }
+    chunks.push(value);
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks, total));
+}
+
 /** The longest delay a timer (AbortSignal.timeout) takes, milliseconds. */
 const MAX_TIMER_MS = 4_294_967_295;
 
@@ -546,9 +602,9 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
     // origin a 307/308 named, http:// and any host included, and the answer of that origin was
     // reported as the service's (review rv-73). The admin API answers none.
     res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
-    text = await res.text();
+    text = await boundedText(res, MAX_REMOTE_ANSWER_BYTES);
   } catch (err) {
-    const detail = `cannot reach ${url}: ${(err as Error).message}`;
+    const detail = err instanceof AnswerTooLarge ? `${url} ${err.message}: not an answer of the admin API` : `cannot reach ${url}: ${(err as Error).message}`;
     emit(io, values.json === true, unavailableDoc(null, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
     return 1;
   }
@@ -566,7 +622,15 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   try {
     doc = JSON.parse(text);
   } catch {
-    /* not JSON: shown as text */
+    // A success that is not JSON is no answer of the admin API (every one is JSON): a proxy's
+    // login page or another program on the port. It was shown as text and exit 0, "done", for a
+    // pin, revocation or registration that never reached the service (review rv-109).
+    if (res.ok) {
+      const detail = `${url} answered ${res.status} with a body that is not JSON: not the countersign admin API`;
+      emit(io, values.json === true, unavailableDoc(res.status, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
+      return 1;
+    }
+    /* an error that is not JSON: shown as text */
   }
   // A 401 to a call that carried no token is what a newcomer who exported ADMIN_TOKEN (as the
   // README's tour does) meets: say where the CLI looks for the token, not only that it is missing.
@@ -630,6 +694,7 @@ async function manifest(io: Io, args: string[]): Promise<number> {
   const [action, ...rest] = args;
   if (action !== "verify") throw new UsageError("manifest takes verify");
   const { values, positionals } = parse(rest, { anchors: { type: "string" }, now: { type: "string" }, skew: { type: "string" } }, 1);
+  oneStdin([["the manifest file", positionals[0]], ["--anchors", values.anchors]]);
   const doc = readJson(io, need(positionals[0], "the manifest file (or -)"), "manifest");
   const trust = readTrustFile(readJson(io, need(values.anchors, "--anchors"), "anchors file"));
   const now = number(values.now, "--now", Date.now() / 1000);
@@ -692,7 +757,10 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
     io.err(`unknown command ${command}\n${USAGE}`);
     return 2;
   }
-  if (args.includes("--help") || args.includes("-h")) {
+  // Only as an option: after "--" it names a file (`verify -- --help` printed the usage, exit 0; review rv-109).
+  const end = args.indexOf("--");
+  const options = end === -1 ? args : args.slice(0, end);
+  if (options.includes("--help") || options.includes("-h")) {
     io.out(USAGE);
     return 0;
   }

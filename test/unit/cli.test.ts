@@ -4,7 +4,7 @@
  * runs the same vectors through workerd against the same expectations).
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -51,6 +51,63 @@ describe("countersign keygen", () => {
     const again = await run("keygen", "--out", at("k"));
     expect(again.code).toBe(2);
     expect(again.err).toMatch(/exists/);
+  });
+});
+
+describe("keygen never replaces a directory entry without --force, a link included (review rv-109)", () => {
+  it("a dangling PREFIX.key link is an existing entry: exit 2, the link kept; a link to a file is replaced with --force, its target untouched", async () => {
+    symlinkSync(at("dangling-target"), at("dl.key"));
+    const res = await run("keygen", "--out", at("dl"));
+    expect([res.code, res.err]).toEqual([2, `countersign keygen: ${at("dl.key")} exists; pass --force to overwrite\n`]);
+    expect(lstatSync(at("dl.key")).isSymbolicLink()).toBe(true);
+    expect(existsSync(at("dl.pub.json"))).toBe(false);
+    symlinkSync(at("dangling-anchor"), at("dl2.anchor.json"));
+    expect((await run("keygen", "--out", at("dl2"))).err).toMatch(/dl2\.anchor\.json exists and would no longer match/);
+    writeFileSync(at("victim.txt"), "victim\n");
+    symlinkSync(at("victim.txt"), at("vl.key"));
+    expect((await run("keygen", "--out", at("vl"))).code).toBe(2);
+    expect((await run("keygen", "--out", at("vl"), "--force")).code).toBe(0);
+    expect(readFileSync(at("victim.txt"), "utf8")).toBe("victim\n");
+    expect(lstatSync(at("vl.key")).isSymbolicLink()).toBe(false);
+    expect(statSync(at("vl.key")).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe("standard input is one input's at most, and --out - is no file named - (review rv-109)", () => {
+  it("two inputs given as - are a usage error naming both, before anything is read", async () => {
+    const { key, anchors } = await issuerFiles("stdin2");
+    const cases: [string[], string][] = [
+      [["verify", "-", "--anchors", "-"], "the file to verify and --anchors"],
+      [["verify", "--lines", "-", "--anchors", "-"], "the file to verify and --anchors"],
+      [["verify", at("x.json"), "--anchors", anchors, "--request", "-", "--response", "-"], "--request and --response"],
+      [["sign", "--key", key, "--command", "-", "--response", "-", "--issuer", ISSUER, "--audience", AUDIENCE], "--command and --response"],
+      [["sign", "--key", "-", "--command", "-", "--issuer", ISSUER, "--audience", AUDIENCE], "--key and --command"],
+      [["manifest", "verify", "-", "--anchors", "-"], "the manifest file and --anchors"],
+    ];
+    for (const [argv, both] of cases) {
+      const res = await run(...argv);
+      expect({ argv, code: res.code, out: res.out, err: res.err }).toEqual({ argv, code: 2, out: "", err: `countersign ${argv[0]}: standard input (-) is read once: ${both} cannot both be -\n` });
+    }
+  });
+
+  it("--help after -- is a file's name, not the usage (review rv-109)", async () => {
+    const res = await run("verify", "--anchors", at("none.json"), "--", "--help");
+    expect([res.code, res.out]).toEqual([2, ""]);
+    expect(res.err).toMatch(/cannot read (input|anchors file)/);
+    expect((await run("verify", "--help")).code).toBe(0);
+  });
+
+  it("replay --out - is a usage error, where it wrote a file named - and nothing on stdout", async () => {
+    const bundle = resolve(ROOT, "vectors/ec-agent/bundle.json");
+    const existed = existsSync("-");
+    try {
+      const res = await run("replay", bundle, "--out", "-");
+      expect([res.code, res.out]).toEqual([2, ""]);
+      expect(res.err).toMatch(/--out - would write a file named -/);
+      expect(existsSync("-")).toBe(existed);
+    } finally {
+      if (!existed) rmSync("-", { force: true });
+    }
   });
 });
 
@@ -622,6 +679,52 @@ describe("countersign sign and verify", () => {
     expect(doc.error.detail).toMatch(/answered 307 to http:\/\/other\.example\/x; the CLI follows no redirect/);
   });
 
+  it("a 2xx that is not JSON (a proxy's login page, another program on the port) is VERIFIER_UNAVAILABLE, exit 1, never 'done' (review rv-109)", async () => {
+    for (const body of ["<html>sign in</html>", ""]) {
+      let out = "";
+      const fetcher = (async () => new Response(body, { status: 200, headers: { "content-type": "text/html" } })) as unknown as typeof fetch;
+      const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+      const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
+      expect({ body, code }).toEqual({ body, code: 1 });
+      const doc = JSON.parse(out);
+      expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+      expect(doc.error.detail).toMatch(/answered 200 with a body that is not JSON/);
+    }
+    // An error answer that is not JSON stays an error shown as text, exit 1.
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => new Response("Not Found", { status: 404 })) as unknown as typeof fetch };
+    expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(1);
+    expect(JSON.parse(out)).toBe("Not Found");
+  });
+
+  it("an answer is read up to 8 MiB: a server streaming more is VERIFIER_UNAVAILABLE, exit 1, its read cancelled (review rv-109)", async () => {
+    let pulled = 0;
+    let cancelled = false;
+    const chunk = new Uint8Array(1 << 20).fill(0x20);
+    const fetcher = (async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            // 64 MiB at most, so that a read without a bound ends (and fails the test) instead of hanging it.
+            if (pulled++ < 64) controller.enqueue(chunk);
+            else controller.close();
+          },
+          cancel() {
+            cancelled = true;
+          },
+        }),
+        { status: 200 },
+      )) as unknown as typeof fetch;
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(1);
+    const doc = JSON.parse(out);
+    expect(doc).toMatchObject({ status: null, valid: false, error: { code: "VERIFIER_UNAVAILABLE" } });
+    expect(doc.error.detail).toBe(`http://127.0.0.1:9 answered more than ${8 * 1024 * 1024} bytes: not an answer of the admin API`);
+    expect(cancelled).toBe(true);
+    expect(pulled).toBeLessThan(16);
+  });
+
   it("an admin call answered 401 without any admin token says where the CLI reads one (ADMIN_TOKEN, which the tour exports, is not read)", async () => {
     const fetcher = (async () => Response.json({ error: { code: "UNAUTHORIZED", detail: "a valid admin bearer token is required" } }, { status: 401 })) as unknown as typeof fetch;
     let err = "";
@@ -745,6 +848,42 @@ describe("input that is not UTF-8 is refused, never read with U+FFFD in place of
     const res = spawnSync(process.execPath, [tsx, "cli/replay.ts", at("u8-bundle.json")], { cwd: ROOT, encoding: "utf8" });
     expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
     expect(res.stderr).toBe(`cannot read ${at("u8-bundle.json")}: not valid UTF-8\n`);
+  });
+});
+
+describe("an input is read up to a bound: an endless or oversized source is a usage error, never read whole (review rv-109)", () => {
+  const bin = resolve(ROOT, "cli/bin.mjs");
+
+  it("verify /dev/zero: exit 2 in bounded time and memory, where the CLI read until the system killed it", async () => {
+    const { anchors } = await issuerFiles("bound");
+    const res = spawnSync(process.execPath, [bin, "verify", "/dev/zero", "--anchors", anchors, "--json"], { encoding: "utf8", timeout: 60_000 });
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toMatch(/^countersign verify: cannot read input \/dev\/zero: larger than \d+ bytes, the most an input may hold\n$/);
+  }, 70_000);
+
+  it("a file over the bound is refused from its size, before any of it is read, not answered 'not valid UTF-8'", async () => {
+    const { anchors } = await issuerFiles("bound2");
+    const { MAX_INPUT_BYTES } = await import("../../cli/input.js");
+    expect(MAX_INPUT_BYTES).toBeGreaterThan(256 * 1024 * 1024);
+    // Sparse: no disk, and NUL bytes are valid UTF-8, so only its size can refuse it.
+    writeFileSync(at("bound-sparse.json"), "");
+    truncateSync(at("bound-sparse.json"), MAX_INPUT_BYTES + 1);
+    const started = Date.now();
+    const res = spawnSync(process.execPath, [bin, "verify", at("bound-sparse.json"), "--anchors", anchors, "--json"], { encoding: "utf8", timeout: 60_000 });
+    rmSync(at("bound-sparse.json"));
+    expect({ status: res.status, stdout: res.stdout }).toEqual({ status: 2, stdout: "" });
+    expect(res.stderr).toBe(`countersign verify: cannot read input ${at("bound-sparse.json")}: larger than ${MAX_INPUT_BYTES} bytes, the most an input may hold\n`);
+    expect(Date.now() - started).toBeLessThan(20_000);
+  }, 70_000);
+
+  it("readUtf8 reads a file and standard input's kind of source (a device) up to the bound it is given", async () => {
+    const { readUtf8 } = await import("../../cli/input.js");
+    writeFileSync(at("bound-small.json"), "x".repeat(100));
+    expect(readUtf8(at("bound-small.json"), 100)).toBe("x".repeat(100));
+    expect(() => readUtf8(at("bound-small.json"), 99)).toThrow("larger than 99 bytes, the most an input may hold");
+    expect(() => readUtf8("/dev/zero", 1 << 16)).toThrow("larger than 65536 bytes");
+    expect(readUtf8("/dev/null")).toBe("");
+    expect(() => readUtf8(dir)).toThrow("EISDIR");
   });
 });
 
