@@ -8,19 +8,6 @@
  * `--json` prints one compact JSON document on stdout and nothing on stderr.
  */
 import { lstatSync } from "node:fs";
-
-/**
- * Whether a directory entry is there, a link that leads nowhere included: existsSync follows a
- * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there (review rv-109).
- */
-const entryExists = (path: string): boolean => {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
-};
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { jcs, prefixedDigest, sha256Hex } from "../worker/protocol/digest.js";
 import { publicKeyFromSeed } from "../worker/protocol/ed25519.js";
@@ -41,6 +28,19 @@ import { isLoopbackHost } from "../worker/client.js";
 import { verifyManifest } from "../worker/protocol/manifest/manifest.js";
 import { OutputError, refuseOverwritingInput, writeOutputs } from "./output.js";
 import { readUtf8 } from "./input.js";
+
+/**
+ * Whether a directory entry is there, a link that leads nowhere included: existsSync follows a
+ * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there (review rv-109).
+ */
+const entryExists = (path: string): boolean => {
+  try {
+    lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 export interface Io {
   out(text: string): void;
