@@ -99,7 +99,7 @@ export const USAGE = `usage: countersign <command> [options]
                                                       an http:// URL other than localhost, 127.0.0.0/8 or [::1] is refused (exit 2)
                                                       when a token would cross it, unless --insecure-http;
                                                       unreachable, timed out, 5xx, a redirect (none is followed), a 2xx
-                                                      that is not JSON or an answer over 8 MiB: a reject with
+                                                      that is not a JSON object or an answer over 8 MiB: a reject with
                                                       VERIFIER_UNAVAILABLE, exit 1
 
 Every command takes --json (one compact JSON document on stdout; a usage error, exit 2, writes
@@ -619,18 +619,21 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
     return 1;
   }
   let doc: unknown = text;
+  let isJson = true;
   try {
     doc = JSON.parse(text);
   } catch {
-    // A success that is not JSON is no answer of the admin API (every one is JSON): a proxy's
-    // login page or another program on the port. It was shown as text and exit 0, "done", for a
-    // pin, revocation or registration that never reached the service (review rv-109).
-    if (res.ok) {
-      const detail = `${url} answered ${res.status} with a body that is not JSON: not the countersign admin API`;
-      emit(io, values.json === true, unavailableDoc(res.status, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
-      return 1;
-    }
+    isJson = false;
     /* an error that is not JSON: shown as text */
+  }
+  // A success that is not a JSON object is no answer of the admin API (every one is an object): a
+  // proxy's login page or another program on the port. It was shown as text and exit 0, "done",
+  // for a pin, revocation or registration that never reached the service (review rv-109; a bare
+  // JSON value such as null or "ok", review rv-110).
+  if (res.ok && !isJsonObject(doc)) {
+    const detail = `${url} answered ${res.status} with a body that is not ${isJson ? "a JSON object" : "JSON"}: not the countersign admin API`;
+    emit(io, values.json === true, unavailableDoc(res.status, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
+    return 1;
   }
   // A 401 to a call that carried no token is what a newcomer who exported ADMIN_TOKEN (as the
   // README's tour does) meets: say where the CLI looks for the token, not only that it is missing.

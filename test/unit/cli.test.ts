@@ -697,6 +697,32 @@ describe("countersign sign and verify", () => {
     expect(JSON.parse(out)).toBe("Not Found");
   });
 
+  it("a 2xx that is JSON but not an object (null, a string, an array, a number) is VERIFIER_UNAVAILABLE, exit 1, never 'done' (review rv-110)", async () => {
+    // Every admin API answer is an object: a bare JSON value is another program on the port, as a
+    // non-JSON body is, and was printed with exit 0, "done", for a revocation that never reached the service.
+    for (const body of ["null", '"ok"', "[]", "1", "true"]) {
+      let out = "";
+      const fetcher = (async () => new Response(body, { status: 200, headers: { "content-type": "application/json" } })) as unknown as typeof fetch;
+      const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+      const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
+      expect({ body, code }).toEqual({ body, code: 1 });
+      const doc = JSON.parse(out);
+      expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+      expect(doc.error.detail).toMatch(/answered 200 with a body that is not a JSON object/);
+    }
+  });
+
+  it("an answer of exactly 8 MiB is read whole (the bound is on what passes it)", async () => {
+    const max = 8 * 1024 * 1024;
+    const text = JSON.stringify({ issuer: ISSUER, pad: "" });
+    const body = text.slice(0, -2) + " ".repeat(max - text.length) + '"}';
+    expect(Buffer.byteLength(body)).toBe(max);
+    let out = "";
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => new Response(body, { status: 200 })) as unknown as typeof fetch };
+    expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(0);
+    expect(JSON.parse(out).issuer).toBe(ISSUER);
+  });
+
   it("an answer is read up to 8 MiB: a server streaming more is VERIFIER_UNAVAILABLE, exit 1, its read cancelled (review rv-109)", async () => {
     let pulled = 0;
     let cancelled = false;
