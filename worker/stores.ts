@@ -92,9 +92,10 @@ function readKeyHolder(text: string | null): KeyHolder | null {
 
 /**
  * Per isolate cache, how many writes this isolate made to it (anchors pinned, relying parties
- * deleted or rotated, issuer views evicted): a read started before such a write and finished after
- * it holds what the write replaced, so it answers its own call but is not cached (reviews rv-106,
- * rv-107). A reader notes `cacheWrites(cache)` before its reads and caches only if it is unchanged.
+ * deleted or rotated, issuer views evicted, the own-key check cleared): a read started before
+ * such a write and finished after it holds what the write replaced, so it answers its own call but
+ * is not cached (reviews rv-106, rv-107, rv-110). A reader notes `cacheWrites(cache)` before its
+ * reads and caches only if it is unchanged.
  */
 const writeCounts = new WeakMap<object, number>();
 export const cacheWrites = (cache: object): number => writeCounts.get(cache) ?? 0;
