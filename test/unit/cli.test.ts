@@ -679,37 +679,30 @@ describe("countersign sign and verify", () => {
     expect(doc.error.detail).toMatch(/answered 307 to http:\/\/other\.example\/x; the CLI follows no redirect/);
   });
 
-  it("a 2xx that is not JSON (a proxy's login page, another program on the port) is VERIFIER_UNAVAILABLE, exit 1, never 'done' (review rv-109)", async () => {
-    for (const body of ["<html>sign in</html>", ""]) {
-      let out = "";
-      const fetcher = (async () => new Response(body, { status: 200, headers: { "content-type": "text/html" } })) as unknown as typeof fetch;
-      const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
-      const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
-      expect({ body, code }).toEqual({ body, code: 1 });
-      const doc = JSON.parse(out);
-      expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
-      expect(doc.error.detail).toMatch(/answered 200 with a body that is not JSON/);
-    }
-    // An error answer that is not JSON stays an error shown as text, exit 1.
+  // Every admin API answer is a JSON object: a body that is not JSON (a proxy's login page, another
+  // program on the port), or a bare JSON value, was printed with exit 0, "done", for a call that
+  // never reached the service (reviews rv-109, rv-110).
+  const notAnswers: [string, RegExp][] = [
+    ["<html>sign in</html>", /answered 200 with a body that is not JSON/],
+    ["", /answered 200 with a body that is not JSON/],
+    ...["null", '"ok"', "[]", "1", "true"].map((body): [string, RegExp] => [body, /answered 200 with a body that is not a JSON object/]),
+  ];
+  it.each(notAnswers)("a 2xx answered %j is VERIFIER_UNAVAILABLE, exit 1, never 'done'", async (body, detail) => {
+    let out = "";
+    const fetcher = (async () => new Response(body, { status: 200 })) as unknown as typeof fetch;
+    const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
+    const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
+    expect(code).toBe(1);
+    const doc = JSON.parse(out);
+    expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
+    expect(doc.error.detail).toMatch(detail);
+  });
+
+  it("an error answer that is not JSON stays an error shown as text, exit 1", async () => {
     let out = "";
     const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: (async () => new Response("Not Found", { status: 404 })) as unknown as typeof fetch };
     expect(await main(["anchors", "show", ISSUER, "--url", "http://127.0.0.1:9", "--json"], io)).toBe(1);
     expect(JSON.parse(out)).toBe("Not Found");
-  });
-
-  it("a 2xx that is JSON but not an object (null, a string, an array, a number) is VERIFIER_UNAVAILABLE, exit 1, never 'done' (review rv-110)", async () => {
-    // Every admin API answer is an object: a bare JSON value is another program on the port, as a
-    // non-JSON body is, and was printed with exit 0, "done", for a revocation that never reached the service.
-    for (const body of ["null", '"ok"', "[]", "1", "true"]) {
-      let out = "";
-      const fetcher = (async () => new Response(body, { status: 200, headers: { "content-type": "application/json" } })) as unknown as typeof fetch;
-      const io: Io = { out: (t) => void (out += t), err: () => {}, read: (p) => readFileSync(p, "utf8"), env: {}, fetch: fetcher };
-      const code = await main(["anchors", "revoke", "--issuer", ISSUER, "--kid", "k1", "--url", "http://127.0.0.1:9", "--admin-token", "adm", "--json"], io);
-      expect({ body, code }).toEqual({ body, code: 1 });
-      const doc = JSON.parse(out);
-      expect(doc).toMatchObject({ status: 200, valid: false, decision: "reject", error: { code: "VERIFIER_UNAVAILABLE" } });
-      expect(doc.error.detail).toMatch(/answered 200 with a body that is not a JSON object/);
-    }
   });
 
   it("an answer of exactly 8 MiB is read whole (the bound is on what passes it)", async () => {
