@@ -167,6 +167,17 @@ describe("POST /v1/intake receipts", () => {
     expect([bad.status, bad.body.error?.code]).toEqual([500, "INTAKE_FAILED"]);
   });
 
+  it("RECEIPT_TTL gives receipts this deployment's own verification accepts: 0, past MAX_RECEIPT_LIFETIME or not a number is INTAKE_FAILED with nothing issued (review rv-112: each was signed, then refused FRESHNESS_EXPIRED)", async () => {
+    for (const ttl of ["0", "301", "sixty"]) {
+      const bad = await harness({ ...env, RECEIPT_TTL: ttl } as Env, ctx()).intake(command());
+      expectIntakeError(bad, "INTAKE_FAILED", 500);
+    }
+    const c = command();
+    const ok = await harness({ ...env, RECEIPT_TTL: "120" } as Env, ctx()).intake(c);
+    expect(ok.body.receipt.expires_at - ok.body.receipt.issued_at).toBeCloseTo(120, 6);
+    expect((await h.verify({ receipt: ok.body.receipt, audience: AUDIENCE, request: requestOf(c) })).body).toMatchObject({ valid: true, decision: "accept" });
+  });
+
   it("SEC-005 without an approval is a deny with a challenge, and a human approval of this request (bound into runtime_context) allows", async () => {
     const c = command({ tool: "drop_table", params: { table: "sessions" } });
     const denied = (await h.intake(c)).body;
