@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { abortAllDurableObjects, createExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import { INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
@@ -109,6 +109,21 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     const r = await slow.intake(c);
     expectIntakeError(r, "INTAKE_TIMEOUT", 503);
     expect(r.body.error.trace_id).toBe(c.trace_id);
+  });
+
+  it("INTAKE_TIMEOUT records nothing after its deadline: an admission whose sequence number came late is not journaled, so the same intake again is judged afresh, not answered with it (review rv-112)", async () => {
+    const late = ctx();
+    let release: ((n: number) => void) | undefined;
+    const slow = harness({ ...env, INTAKE_TIMEOUT_MS: "1000" } as Env, late, { intake: { nextSequence: () => new Promise<number>((r) => (release = r)) } });
+    const c = command();
+    expectIntakeError(await slow.intake(c), "INTAKE_TIMEOUT", 503);
+    // The sequence number arrives after the deadline (when the work got that far in time), then the work runs to its end.
+    release?.(Number.MAX_SAFE_INTEGER - 1);
+    await waitOnExecutionContext(late);
+    const again = await h.intake(c);
+    expect(again.status).toBe(200);
+    expect(again.body.idempotent_replay).toBeUndefined();
+    expect(again.body.receipt.sequence).not.toBe(Number.MAX_SAFE_INTEGER - 1);
   });
 
   it("INTAKE_FAILED (MAY): a throwing rule, clock or signer fails closed with no receipt (CV-007, 13.8, 13.9)", async () => {
