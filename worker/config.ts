@@ -180,11 +180,23 @@ async function buildIssuing(env: Env): Promise<Issuing> {
       issuer: identity.issuer,
       config,
       configHash: await configHash(config),
-      ttl: positive(env.RECEIPT_TTL, DEFAULT_RECEIPT_TTL),
+      ttl: receiptTtl(env),
       maxClockSkew: freshnessPolicy(env).skewCap,
       pinnedConfigHashes: pinned.length > 0 ? pinned : null,
     },
   };
+}
+
+/**
+ * RECEIPT_TTL: a receipt's lifetime must be one this deployment's own verification accepts, above 0
+ * and within MAX_RECEIPT_LIFETIME (its default, 60, included); anything else is a ConfigurationError,
+ * never a receipt signed only to be refused FRESHNESS_EXPIRED.
+ */
+function receiptTtl(env: Env): number {
+  const max = freshnessPolicy(env).maxLifetime;
+  const ttl = setting(env, "RECEIPT_TTL", DEFAULT_RECEIPT_TTL, max);
+  if (ttl > max) throw new ConfigurationError(`RECEIPT_TTL (default ${DEFAULT_RECEIPT_TTL}) must be at most MAX_RECEIPT_LIFETIME (${max})`);
+  return ttl;
 }
 
 /** A positive number of a variable, its default when unset; anything else is a ConfigurationError naming it. */

@@ -1,5 +1,5 @@
 import { env } from "cloudflare:workers";
-import { abortAllDurableObjects, createExecutionContext } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../../worker/env.js";
 import { INTAKE_ERROR_CODES, INTAKE_RETRY } from "../../worker/protocol/codes.js";
@@ -111,6 +111,21 @@ describe("POST /v1/intake errors (Figure 3), each with its retry hint and nothin
     expect(r.body.error.trace_id).toBe(c.trace_id);
   });
 
+  it("INTAKE_TIMEOUT records nothing after its deadline: an admission whose sequence number came late is not journaled, so the same intake again is judged afresh, not answered with it (review rv-112)", async () => {
+    const late = ctx();
+    let release: ((n: number) => void) | undefined;
+    const slow = harness({ ...env, INTAKE_TIMEOUT_MS: "1000" } as Env, late, { intake: { nextSequence: () => new Promise<number>((r) => (release = r)) } });
+    const c = command();
+    expectIntakeError(await slow.intake(c), "INTAKE_TIMEOUT", 503);
+    // The sequence number arrives after the deadline (when the work got that far in time), then the work runs to its end.
+    release?.(Number.MAX_SAFE_INTEGER - 1);
+    await waitOnExecutionContext(late);
+    const again = await h.intake(c);
+    expect(again.status).toBe(200);
+    expect(again.body.idempotent_replay).toBeUndefined();
+    expect(again.body.receipt.sequence).not.toBe(Number.MAX_SAFE_INTEGER - 1);
+  });
+
   it("INTAKE_FAILED (MAY): a throwing rule, clock or signer fails closed with no receipt (CV-007, 13.8, 13.9)", async () => {
     const throwingRule: InputRule = { name: "SEC-001", trigger: "", scope: "", judge: () => { throw new Error("rule exploded at /srv/rules.ts:1"); } };
     const failing = [
@@ -165,6 +180,17 @@ describe("POST /v1/intake receipts", () => {
     expect(on.body.receipt).toMatchObject({ verdict: "allow", config_hash: own });
     const bad = await harness({ ...env, PINNED_CONFIG_HASHES: own.toUpperCase() } as Env, ctx()).intake(command());
     expect([bad.status, bad.body.error?.code]).toEqual([500, "INTAKE_FAILED"]);
+  });
+
+  it("RECEIPT_TTL gives receipts this deployment's own verification accepts: 0, past MAX_RECEIPT_LIFETIME or not a number is INTAKE_FAILED with nothing issued (review rv-112: each was signed, then refused FRESHNESS_EXPIRED)", async () => {
+    for (const ttl of ["0", "301", "sixty"]) {
+      const bad = await harness({ ...env, RECEIPT_TTL: ttl } as Env, ctx()).intake(command());
+      expectIntakeError(bad, "INTAKE_FAILED", 500);
+    }
+    const c = command();
+    const ok = await harness({ ...env, RECEIPT_TTL: "120" } as Env, ctx()).intake(c);
+    expect(ok.body.receipt.expires_at - ok.body.receipt.issued_at).toBeCloseTo(120, 6);
+    expect((await h.verify({ receipt: ok.body.receipt, audience: AUDIENCE, request: requestOf(c) })).body).toMatchObject({ valid: true, decision: "accept" });
   });
 
   it("SEC-005 without an approval is a deny with a challenge, and a human approval of this request (bound into runtime_context) allows", async () => {

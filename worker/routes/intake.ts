@@ -39,14 +39,31 @@ class IntakeTimeout extends Error {}
 /** This deployment's own signing key is revoked: intake answers INTAKE_FAILED, 503, and issues nothing. */
 class SigningKeyRevoked extends Error {}
 
-function deadline<T>(work: Promise<T>, ms: number): Promise<T> {
+/**
+ * Runs the intake under its deadline. The work is told when the deadline has passed (`late`) and
+ * then starts nothing that lasts (admit: no reservation, sequence number, challenge or journal
+ * append), so an intake answered INTAKE_TIMEOUT leaves no admission behind that a retry would be
+ * answered with (review rv-112: a sequence number that came late was still signed and journaled).
+ * Only a journal write already under way at the deadline may still land. A timed-out work is kept
+ * alive until it has stopped (waitUntil), its result and its rejection dropped.
+ */
+function deadline<T>(c: Context<AppEnv>, work: (late: () => boolean) => Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout>;
+  let expired = false;
+  const running = work(() => expired);
+  const settled = running.then(() => {}, () => {});
   const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new IntakeTimeout()), ms);
+    timer = setTimeout(() => {
+      expired = true;
+      try {
+        c.executionCtx.waitUntil(settled);
+      } catch {
+        /* no execution context (an in-process call): the work runs on by itself */
+      }
+      reject(new IntakeTimeout());
+    }, ms);
   });
-  // A result that arrives after the deadline is dropped, and so is its rejection.
-  work.catch(() => {});
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return Promise.race([running, late]).finally(() => clearTimeout(timer));
 }
 
 /** The journal state an admission decides: allow is ready to start, deny is final, escalate awaits approval. */
@@ -135,7 +152,11 @@ type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results"
 type Admitted = (Admission & { replay: false; challenge: Challenge | null }) | (StoredAdmission & { replay: true });
 type JournalPort = ReturnType<AppEnv["Variables"]["services"]["journal"]>["port"];
 
-async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): Promise<Admitted> {
+async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, late: () => boolean): Promise<Admitted> {
+  // Checked before each step that lasts: past the deadline the caller is answered INTAKE_TIMEOUT, so nothing more is written.
+  const onTime = (): void => {
+    if (late()) throw new IntakeTimeout();
+  };
   let body: unknown;
   try {
     body = await readStrictJson(c, MAX_INTAKE_BODY);
@@ -164,6 +185,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
   if (delegation?.kind === "malformed") throw new IntakeError("INTAKE_MALFORMED", delegation.detail, traceId);
   if (delegation?.kind === "level0") throw new IntakeError("LEVEL0_NOT_ACCEPTED", delegation.detail, traceId);
   const journal = services.journal(INTAKE_TENANT).port;
+  onTime();
   const reserved = await journal.reserve({
     idempotency_key: traceId,
     action_digest: await intakeDigest(intake, audience),
@@ -199,11 +221,13 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void): 
     fromApproval = true;
   }
   // Measured before it is signed: an admission the journal could not hold is refused with no sequence number spent and nothing opened.
-  const { admission, decision } = await sizedAdmission(intake, audience, own, delegation ? { ...deps, delegation: async () => delegation } : deps, approval);
+  const { admission, decision } = await sizedAdmission(intake, audience, own, delegation ? { ...deps, delegation: async () => delegation } : deps, approval, async () => onTime());
   // The challenge is opened before the record is written to await it: a challenge that could not be
   // opened leaves the trace reserved (a retry judges it again), never a record awaiting evidence no
   // one can send. A challenge whose record was not written is answered CHALLENGE_ANSWERED.
+  onTime();
   const challenge = await openChallenge(c, admission);
+  onTime();
   const appended = await journal.appendMany({
     record_id: reserved.record.record_id,
     expected_revision: expected,
@@ -374,7 +398,7 @@ function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): 
     status = 503;
   } else if (err instanceof IntakeTimeout) {
     code = "INTAKE_TIMEOUT";
-    detail = `intake did not complete within ${intakeTimeout(c.env)} ms; no receipt was issued`;
+    detail = `intake did not complete within ${intakeTimeout(c.env)} ms; no receipt is answered (the same intake may be sent again)`;
     status = INTAKE_STATUS[code];
   } else {
     code = "INTAKE_FAILED";
@@ -390,7 +414,7 @@ export const intakeRoutes = new Hono<AppEnv>()
   .post("/", async (c) => {
   let traceId: string | null = null;
   try {
-    const admission = await deadline(admit(c, (t) => (traceId = t)), intakeTimeout(c.env));
+    const admission = await deadline(c, (late) => admit(c, (t) => (traceId = t), late), intakeTimeout(c.env));
     // A retry is answered with the admission held; its challenge, if any, was opened the first time.
     if (admission.replay) return c.json({ ...admissionAnswer({ ...admission, gaps: [] } as unknown as Admission, null), idempotent_replay: true });
     return c.json(admissionAnswer(admission, admission.challenge));
