@@ -195,7 +195,8 @@ export const chainRoutes = new Hono<AppEnv>()
   if (decision.nonce_consumed && !retry && decision.enforcement.verdict !== null) countChainVerdict(c, decision.issuer!, decision.enforcement.verdict);
   // From here the nonce is consumed: a dependency that fails now (the anchor read, the ledger's
   // note, the EvidenceChain, the registry) is 503 as anywhere, and the answer says the nonce is
-  // spent, so the caller knows a retry of this receipt would only be a replay.
+  // spent, so the caller knows a retry of this receipt would only be a replay (unless it is the
+  // same call with the same Idempotency-Key, which is answered as that call's retry).
   try {
     // CCS §14: the hop's signing key (the one the signature verified under, by fingerprint: a kid may
     // have named other keys, and the anchor may be re-pinned meanwhile) is noted on its issuer's
