@@ -176,8 +176,12 @@ export class EvidenceChain extends DurableObject<Env> {
     return held ? this.state(chainId, held) : null;
   }
 
-  /** Appends `hop` for `owner` if the chain is the owner's (or new) and the hop rule takes it as the next hop. */
-  async append(chainId: string, owner: string, hop: LiveHop): Promise<AppendResult> {
+  /**
+   * Appends `hop` for `owner` if the chain is the owner's (or new) and the hop rule takes it as the
+   * next hop. A `retry` (an Idempotency-Key retry of the call that claimed the hop's nonce) whose
+   * receipt is already at that hop is answered as appended, writing nothing.
+   */
+  async append(chainId: string, owner: string, hop: LiveHop, retry = false): Promise<AppendResult> {
     const verdict = this.ctx.storage.transactionSync(() => {
       const held = this.held();
       if (held && held.owner !== owner) return { kind: "not-owned" as const, owner: held.owner };
@@ -187,6 +191,7 @@ export class EvidenceChain extends DurableObject<Env> {
       if (broken) return { kind: "conflict" as const, code: "CHAIN_BROKEN" as FailureCode, detail: `the chain is broken at hop ${broken.hop}: the key that signed it was revoked`, held };
       const revokedAt = this.withdrawals().get(hop.key_fingerprint);
       if (revokedAt !== undefined) return { kind: "conflict" as const, code: "ANCHOR_REVOKED" as FailureCode, detail: "the key that signed this hop's receipt has been revoked", held };
+      if (retry && held?.hashes[hop.hop_count] === hop.receipt_hash) return { kind: "appended" as const, held };
       const [refused] = judgeHop({ pruned: false, ...hop }, before, false).failures;
       if (refused) return { kind: "conflict" as const, code: refused.code, detail: refused.detail, held };
       if (!held) {

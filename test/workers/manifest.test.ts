@@ -12,6 +12,7 @@ import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { webCryptoVerifier } from "../../worker/protocol/ed25519.js";
 import { fromBase64Url } from "../../worker/protocol/encoding.js";
 import { signReceipt, unsignedReceipt } from "../../worker/protocol/issue.js";
+import { buildChain } from "../../worker/protocol/chain.js";
 import { canonicalConfig, configHash } from "../../worker/protocol/issuing/config.js";
 import { manifestContent, manifestHash, MAX_MANIFEST_WINDOW, verifyManifest } from "../../worker/protocol/manifest/manifest.js";
 import { anchorFor, identity, labelHex } from "../../vectors/ccs/factory.js";
@@ -293,6 +294,11 @@ describe("MANIFEST_STALE", () => {
     const judged = await after.verify({ receipt: issued, audience: AUDIENCE, mode: "audit" });
     expect(judged.body.valid).toBe(true);
     expect(judged.body.failures).toEqual([expect.objectContaining({ code: "MANIFEST_STALE", severity: "WARNING" })]);
+    // A chain judges each kept receipt by the receipt route's predicate: the same warning, at its hop.
+    const chain = await buildChain("stale-chain", [{ receipt: issued }]);
+    const post = (h: Harness) => h.call("/v1/chains/verify", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ chain }) });
+    expect((await post(before)).body).toMatchObject({ chain_valid: true, failures: [] });
+    expect((await post(after)).body).toMatchObject({ chain_valid: true, failures: [expect.objectContaining({ code: "MANIFEST_STALE", severity: "WARNING", hop: 0 })] });
   });
 
   it("warns on a pinned issuer's receipt once its pinned manifest's profiles differ from the one its configuration bound", async () => {

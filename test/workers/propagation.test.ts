@@ -508,6 +508,29 @@ describe("live chains (EvidenceChain)", () => {
     expect([again.status, again.body.error.code, again.body.nonce_consumed]).toEqual([422, "REPLAY_DETECTED", false]);
   });
 
+  it("an append is retry-safe with an Idempotency-Key: after a failure past the claim the same call appends the hop, after a lost answer it is answered appended once; another key is a replay", async () => {
+    const { hops } = await signedChainOf("live-chain-retry", 2);
+    const chainDown = { ...env, EVIDENCE_CHAIN: { idFromName: (n: string) => env.EVIDENCE_CHAIN.idFromName(n), get: () => ({ append: () => Promise.reject(new Error("evidence chain down")) }) } } as unknown as Env;
+    const keyed = (key: string) => ({ "idempotency-key": key });
+    const h = harness(env, createExecutionContext());
+    const down = await harness(chainDown, createExecutionContext()).call("/v1/chains/live-chain-retry/hops", post(entry(hops[0], 0), keyed("append-0")));
+    expect([down.status, down.body.error.code, down.body.nonce_consumed]).toEqual([503, "VERIFIER_UNAVAILABLE", true]);
+    const retried = await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[0], 0), keyed("append-0")));
+    expect([retried.status, retried.body.appended, retried.body.total_hops, retried.body.idempotent_replay]).toEqual([200, true, 1, true]);
+    expect(retried.headers.get("idempotent-replayed")).toBe("true");
+    // The hop landed and its answer was lost: the same call again is answered appended, and nothing is appended twice.
+    const landed = await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[0], 0), keyed("append-0")));
+    expect([landed.status, landed.body.total_hops, landed.body.receipt_hashes]).toEqual([200, 1, [await hashOf(hops[0].receipt)]]);
+    expect((await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[0], 0), keyed("another-key")))).body.error.code).toBe("REPLAY_DETECTED");
+    expect((await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[0], 0)))).body.error.code).toBe("CHAIN_BROKEN");
+    const next = await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt)), keyed("append-1")));
+    expect([next.status, next.body.total_hops, next.body.idempotent_replay]).toEqual([200, 2, undefined]);
+    const nextAgain = await h.call("/v1/chains/live-chain-retry/hops", post(entry(hops[1], 1, await hashOf(hops[0].receipt)), keyed("append-1")));
+    expect([nextAgain.status, nextAgain.body.total_hops, nextAgain.body.idempotent_replay]).toEqual([200, 2, true]);
+    const state = await h.call("/v1/chains/live-chain-retry");
+    expect(state.body.receipt_hashes).toEqual(await Promise.all(hops.map((x) => hashOf(x.receipt))));
+  });
+
   it("an appended receipt must be addressed to one of the owner's audiences: else 403 AUDIENCE_NOT_ALLOWED", async () => {
     const { h, hops } = await signedChainOf("live-audience", 1, SECOND_AUDIENCE);
     const res = await h.call("/v1/chains/live-audience/hops", post(entry(hops[0], 0), asNarrow));

@@ -86,7 +86,7 @@ export const OPERATIONS: Operation[] = [
   },
   {
     method: "post", path: "/v1/chains/{chain_id}/hops", summary: "append one hop to a live chain (its nonce is consumed)", tag: "chains", auth: "relying-party", body: S.HopCall,
-    parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]")],
+    parameters: [pathParam("chain_id", "1-128 of [A-Za-z0-9._:-]"), { name: "Idempotency-Key", in: "header", description: "1-255 visible ASCII: makes the append retry-safe" }],
     responses: {
       200: { description: "appended", schema: S.HopAppended },
       400: { description: ERROR_TEXT[400], schema: S.HopRefused },
@@ -96,7 +96,7 @@ export const OPERATIONS: Operation[] = [
       409: { description: "does not fit the tail (a step-7 chain code)", schema: S.HopRefused },
       422: { description: ERROR_TEXT[422], schema: S.HopRefused },
       ...errors(413, 500),
-      503: { description: `${ERROR_TEXT[503]}; once the receipt was judged valid, nonce_consumed says its nonce is spent (a retry of it is a replay)`, schema: S.HopRefused },
+      503: { description: `${ERROR_TEXT[503]}; once the receipt was judged valid, nonce_consumed says its nonce is spent (a retry of it is a replay, unless it is the same call with the same Idempotency-Key)`, schema: S.HopRefused },
     },
   },
   {

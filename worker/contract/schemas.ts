@@ -241,7 +241,7 @@ const ChainStateFields = {
   revoked: z.object({ hop: z.number().int(), fingerprint: hex(64), revoked_at: z.number() }).nullable().meta({ description: "the revoked key and the first hop it signed" }),
 };
 export const HopAppended = z
-  .object({ appended: z.literal(true), hop_count: z.number().int(), receipt_hash: sha256Ref, nonce_consumed: z.boolean(), ...ChainStateFields })
+  .object({ appended: z.literal(true), hop_count: z.number().int(), receipt_hash: sha256Ref, nonce_consumed: z.boolean(), ...ChainStateFields, idempotent_replay: z.literal(true).optional().meta({ description: "an Idempotency-Key retry of the call that consumed the hop's nonce: the hop is appended once, the chain answered as it stands" }) })
   .meta({ id: "HopAppended" });
 export const HopRefused = z
   .object({ error: ErrorBody, failures: z.array(Failure).optional(), chain: z.object(ChainStateFields).optional(), nonce_consumed: z.boolean().optional() })

@@ -144,6 +144,8 @@ export interface UnverifiedHop {
 /** Anchors, verifier, and the issuers' ledgers for revocation; offline verifiers without a ledger judge no revocation. */
 export interface ChainDeps extends SealDeps {
   ledger?: VerifyDeps["ledger"];
+  /** As on the receipt route (MANIFEST_STALE at a kept hop); offline verifiers pass none. */
+  manifestBinding?: VerifyDeps["manifestBinding"];
   /**
    * What the verifier itself knows of revocations under this chain id (a live chain it holds):
    * failures for those of `hops` it knows were signed by a key since revoked (a pruned entry
@@ -360,7 +362,7 @@ export async function verifyChain(chain: ChainDocument, opts: ChainOptions, deps
   // Every kept receipt is judged by the receipt route's own predicate, in audit mode: no consumer
   // is judged (each hop's receipt is addressed to that hop's consumer) and a nonce already
   // consumed is not a failure (the executors consumed them); revocation still is.
-  const ledgerDeps = { anchors: deps.anchors, verifier: deps.verifier, ledger: deps.ledger ?? (() => NO_LEDGER) };
+  const ledgerDeps: VerifyDeps = { anchors: deps.anchors, verifier: deps.verifier, ledger: deps.ledger ?? (() => NO_LEDGER), manifestBinding: deps.manifestBinding };
   const decisions = await Promise.all(
     verified.map((i) => {
       const e = entries[i] as KeptEntry;

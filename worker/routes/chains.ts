@@ -11,7 +11,7 @@ import { withdrawnReceiptKvKey } from "../protocol/anchors.js";
 import { parseSeal, signSeal } from "../protocol/chain-seal.js";
 import { DEFAULT_MAX_DEPTH, isJsonObject } from "../protocol/strict-json.js";
 import { verifyReceipt, VerifierUnavailable } from "../protocol/verify.js";
-import { audienceAllowed, verifierClasses, verifyDeps } from "./decision-call.js";
+import { audienceAllowed, idempotencyOf, verifierClasses, verifyDeps } from "./decision-call.js";
 import { countChainStarted, countChainVerdict } from "../observability.js";
 import { isLevel0Shape, level0Refused } from "../protocol/conformance/level0.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
@@ -137,6 +137,7 @@ export const chainRoutes = new Hono<AppEnv>()
   if (problem) throw new ApiError(400, "MALFORMED_REQUEST", `entry ${problem}`);
   if (!isJsonObject(body.entry) || !("receipt" in body.entry)) throw new ApiError(400, "MALFORMED_REQUEST", "a live chain takes kept entries only, not pruned ones");
   const entry = body.entry as unknown as KeptEntry;
+  const idempotency = idempotencyOf(c, body);
   if (isLevel0Shape(entry.receipt)) {
     const refused = level0Refused("a live chain");
     return c.json({ error: { code: refused.code, detail: refused.detail }, failures: [refused], nonce_consumed: false }, 422);
@@ -159,6 +160,9 @@ export const chainRoutes = new Hono<AppEnv>()
   // hop's nonce is not consumed for an append the EvidenceChain would refuse anyway.
   const broken = held?.broken ? [failure("CHAIN_BROKEN", `the chain is broken at hop ${held.broken.hop}: the key that signed it was revoked`)] : [];
   const previous = entry.previous_receipt_hash ?? null;
+  // A retry (Idempotency-Key) of an append whose hop landed: the hop rule judged this receipt at
+  // this hop then, and the nonce's retry tag tells whether this is that very call again.
+  const landed = (receiptHash: string) => idempotency !== undefined && held?.hashes[entry.hop_count] === receiptHash;
   // The relying party's verifier-class floor (CCS §9) holds here as on the receipt route.
   const classes = verifierClasses(c, audience ?? "", verifyDeps(services));
   let signedBy: string | null = null;
@@ -173,9 +177,10 @@ export const chainRoutes = new Hono<AppEnv>()
       contextChecks: (r, receiptHash) => [
         ...classes.check(r.issuer),
         ...broken,
-        ...judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures,
+        ...(landed(receiptHash) ? [] : judgeHop({ pruned: false, hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: receiptHash }, before, false).failures),
       ],
       onSigned: (fingerprint) => (signedBy = fingerprint),
+      ...(idempotency ? { idempotency } : {}),
     },
     classes.deps,
   );
@@ -186,10 +191,12 @@ export const chainRoutes = new Hono<AppEnv>()
     return c.json({ error: { code: first.code, detail: first.detail }, failures, nonce_consumed: decision.nonce_consumed }, status);
   }
   // CCS 13.7: the receipt's verdict counts for its issuer once, here, as the call that consumed its nonce.
-  if (decision.nonce_consumed && decision.enforcement.verdict !== null) countChainVerdict(c, decision.issuer!, decision.enforcement.verdict);
+  const retry = decision.idempotent_replay === true;
+  if (decision.nonce_consumed && !retry && decision.enforcement.verdict !== null) countChainVerdict(c, decision.issuer!, decision.enforcement.verdict);
   // From here the nonce is consumed: a dependency that fails now (the anchor read, the ledger's
   // note, the EvidenceChain, the registry) is 503 as anywhere, and the answer says the nonce is
-  // spent, so the caller knows a retry of this receipt would only be a replay.
+  // spent, so the caller knows a retry of this receipt would only be a replay (unless it is the
+  // same call with the same Idempotency-Key, which is answered as that call's retry).
   try {
     // CCS §14: the hop's signing key (the one the signature verified under, by fingerprint: a kid may
     // have named other keys, and the anchor may be re-pinned meanwhile) is noted on its issuer's
@@ -204,18 +211,20 @@ export const chainRoutes = new Hono<AppEnv>()
     const noted = await services.ledgers.noteKeyUse(issuer, pinned.ledgerShards, fingerprint, { kind: "chain", ref: chainId, at: Math.floor(services.now()) });
     if (noted.revoked) return c.json({ error: { code: "ANCHOR_REVOKED", detail: `key ${decision.kid} of ${issuer} was revoked` }, nonce_consumed: decision.nonce_consumed }, 422);
     const hop = { hop_count: entry.hop_count, previous_receipt_hash: previous, runtime_context: entry.runtime_context, receipt_hash: decision.receipt_hash!, trace_id: entry.receipt.trace_id as string, key_fingerprint: fingerprint };
-    const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop) as Promise<AppendResult>, timeout, "evidence chain");
+    const result = await withTimeout(chainStub(c, chainId).append(chainId, party, hop, retry) as Promise<AppendResult>, timeout, "evidence chain");
     // Only reached when the registry lagged behind the EvidenceChain: the nonce was claimed by then, and the answer says so.
     if (result.kind === "not-owned") {
       const refused = notOwned(chainId);
       return c.json({ error: { code: refused.code, detail: refused.detail }, nonce_consumed: decision.nonce_consumed }, 403);
     }
     if (result.kind === "conflict") return c.json({ error: { code: result.code, detail: result.detail }, chain: shownTo(c, result.state), nonce_consumed: decision.nonce_consumed }, 409);
-    if (entry.hop_count === 0) {
+    // A retried hop 0 is registered when its first attempt's registration did not land.
+    if (entry.hop_count === 0 && !registered) {
       await services.chains.register(chainId, { owner: party, created_at: Math.floor(services.now()) });
       countChainStarted(c);
     }
-    return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...shownTo(c, result.state) });
+    if (retry) c.header("Idempotent-Replayed", "true");
+    return c.json({ appended: true, hop_count: entry.hop_count, receipt_hash: hop.receipt_hash, nonce_consumed: decision.nonce_consumed, ...shownTo(c, result.state), ...(retry ? { idempotent_replay: true as const } : {}) });
   } catch (err) {
     if (!(err instanceof VerifierUnavailable)) throw err;
     return c.json({ error: { code: "VERIFIER_UNAVAILABLE", detail: `${err.dependency} did not answer; failing closed` }, nonce_consumed: decision.nonce_consumed }, 503);

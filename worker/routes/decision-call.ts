@@ -87,14 +87,23 @@ export function parseDecisionCall(c: Context<AppEnv>, body: CommonCall, subject:
   c.set("mode", mode);
   if (!audienceAllowed(c, body.audience)) throw new ApiError(403, "AUDIENCE_NOT_ALLOWED", "this relying party may not verify for that audience");
   if (body.at !== undefined && mode !== "audit") throw new ApiError(400, "MALFORMED_REQUEST", "at is only accepted in audit mode");
-  // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there,
-  // whatever its form. The call is the route and the canonical body: a retry must be the very same call.
-  // Spaces or tabs after the key are no part of the header's value (RFC 9110 §5.5), as for a bearer token.
-  const header = mode === "enforce" ? c.req.header("idempotency-key") : undefined;
-  const key = header !== undefined ? fieldValue(header) : undefined;
-  if (key !== undefined && !IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
-  const idempotency = key !== undefined ? { caller: partyScope(c.get("relyingParty")), key, call: `${c.req.path}\n${jcs(body)}` } : undefined;
+  // Audit calls consume nothing, so they have nothing to make retry-safe: the key is ignored there, whatever its form.
+  const idempotency = mode === "enforce" ? idempotencyOf(c, body) : undefined;
   return { audience: body.audience, mode, now: body.at ?? c.get("services").now(), ...(idempotency ? { idempotency } : {}) };
+}
+
+/**
+ * The `Idempotency-Key` of a call that consumes a nonce (an enforce decision, a live chain's
+ * append), scoped to its relying party; 400 when not of its form. The call is the route and the
+ * canonical body: a retry must be the very same call. Spaces or tabs after the key are no part of
+ * the header's value (RFC 9110 §5.5), as for a bearer token.
+ */
+export function idempotencyOf(c: Context<AppEnv>, body: unknown): Idempotency | undefined {
+  const header = c.req.header("idempotency-key");
+  if (header === undefined) return undefined;
+  const key = fieldValue(header);
+  if (!IDEMPOTENCY_KEY.test(key)) throw new ApiError(400, "MALFORMED_REQUEST", "Idempotency-Key must be 1-255 visible ASCII characters");
+  return { caller: partyScope(c.get("relyingParty")), key, call: `${c.req.path}\n${jcs(body)}` };
 }
 
 /** The caller's token lists the audience, and this deployment still serves it. */
