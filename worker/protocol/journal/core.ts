@@ -7,7 +7,7 @@
  * the lifecycle does not have, an effect its state cannot carry, or an index row that disagrees.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
-import { snapshotJson, type JsonObject, type JsonValue } from "../boundary.js";
+import { isCredentialName, REDACTED, snapshotJson, type JsonObject, type JsonValue } from "../boundary.js";
 import { jcs } from "../digest.js";
 import { toHex, utf8 } from "../encoding.js";
 import { parseReceipt } from "../receipt.js";
@@ -141,10 +141,39 @@ function jsonObjectOrNull(value: unknown, what: string): JsonObject | null {
   return copy as JsonObject;
 }
 
+/** An HTTP field name (RFC 9110 token): what a flat header list holds at each even index. */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const ENTRY_NAMES = ["name", "key", "header"];
+const ENTRY_VALUES = ["value", "values"];
+
+/**
+ * Header lists as providers record them, after the snapshot has redacted by member name: there a
+ * header's name is data, not the member's, so an authorization header's value sat under an
+ * innocent `value` and was stored as sent (review rv-113). A credential-named header's value is
+ * redacted in `{name|key|header, value|values}` entries (HAR, Postman), in `[name, value]` pairs
+ * (`Headers` entries, Object.entries) and in flat `[name, value, name, value…]` lists (Node's
+ * rawHeaders: an even number of elements, every even one a field name).
+ */
+function redactHeaderLists(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) {
+    const items = value.map(redactHeaderLists);
+    const flat = items.length > 0 && items.length % 2 === 0 && items.every((x, i) => i % 2 === 1 || (typeof x === "string" && FIELD_NAME.test(x)));
+    return Object.freeze(flat ? items.map((x, i) => (i % 2 === 1 && isCredentialName(items[i - 1] as string) ? REDACTED : x)) : items);
+  }
+  if (!isJsonObject(value)) return value;
+  const out: Record<string, JsonValue> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = redactHeaderLists(v as JsonValue);
+  if (ENTRY_NAMES.some((k) => typeof out[k] === "string" && isCredentialName(out[k] as string))) {
+    for (const k of ENTRY_VALUES) if (Object.hasOwn(out, k)) out[k] = REDACTED;
+  }
+  return Object.freeze(out);
+}
+
 /**
  * Provider extensions as the journal accepts them: an object of reverse-DNS namespaces, each an
  * object, snapshotted through the strict boundary with credentials redacted (credential-named
- * members and credential-shaped strings become "[redacted]"); any other authority field, an
+ * members, credential headers' values in header lists and credential-shaped strings become
+ * "[redacted]"); any other authority field, an
  * accessor, a prototype key or a namespace out of form refuses the whole.
  */
 export function redactedExtensions(value: unknown): JsonObject | null {
@@ -152,7 +181,7 @@ export function redactedExtensions(value: unknown): JsonObject | null {
   if (!isJsonObject(value)) throw new JournalInputError("EXTENSION_INVALID", "extensions must be an object of namespaces");
   let copy: JsonValue;
   try {
-    copy = snapshotJson(value, { credentials: "redact" });
+    copy = redactHeaderLists(snapshotJson(value, { credentials: "redact" }));
   } catch (err) {
     throw new JournalInputError("EXTENSION_INVALID", `extensions: ${(err as Error).message}`);
   }
