@@ -349,3 +349,22 @@ describe("provider extensions holding header lists", () => {
     });
   });
 });
+
+describe("a deny awaiting a challenge's evidence", () => {
+  it("reports outcome confirmed, as every deny does (CCS §4.2: finalised at admission), not dispatched; an escalation awaiting approval stays dispatched (review rv-113)", () => {
+    const j = memoryJournal();
+    const awaiting = (key: string, verdict: string) => {
+      const r = j.reserve({ idempotency_key: key, action_digest: "d", at: AT });
+      if (r.kind !== "created") throw new Error(r.kind);
+      const a = j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "awaiting_approval", effect: "not-started", receipt: { ...RECEIPT, verdict, block_reason: verdict === "allow" ? "" : "SEC-005: a destructive tool needs a human approval" } }] });
+      if (a.kind !== "appended") throw new Error(a.kind);
+      return { appended: a.record, loaded: j.load(r.record.record_id) };
+    };
+    const deny = awaiting("challenged-deny", "deny");
+    expect(deny.appended).toMatchObject({ state: "awaiting_approval", verdict: "deny", outcome_status: "confirmed" });
+    expect(deny.loaded).toMatchObject({ kind: "found", record: { outcome_status: "confirmed" } });
+    expect(j.storage.rows.get(deny.appended.record_id)!.outcome_status).toBe("confirmed");
+    const escalate = awaiting("escalated", "escalate");
+    expect(escalate.appended).toMatchObject({ state: "awaiting_approval", verdict: "escalate", outcome_status: "dispatched" });
+  });
+});

@@ -261,7 +261,7 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
     const verdict: string | null = e.receipt && typeof e.receipt.verdict === "string" ? e.receipt.verdict : rec.verdict;
     rec = { ...rec, state: e.to, effect: e.effect, revision: r, verdict, updated_at: e.at };
   }
-  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed) }, size };
+  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed, rec.verdict) }, size };
 }
 
 const text = (v: JsonValue | undefined): string | null => (typeof v === "string" ? v : null);
