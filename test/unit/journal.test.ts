@@ -323,11 +323,11 @@ describe("provider extensions holding header lists", () => {
     const j = memoryJournal();
     const r = j.reserve({ idempotency_key: "ext-headers", action_digest: "d", at: AT });
     if (r.kind !== "created") throw new Error(r.kind);
-    const secrets = ["opaqueToken12345", "k3y-abcdef123456", "sid=abcdef", "proxy-0123456789", "tok-flat-999"];
+    const secrets = ["opaqueToken12345", "k3y-abcdef123456", "sid=abcdef", "proxy-0123456789", "tok-flat-999", "capitalised-999"];
     const extensions = {
       "com.example.provider": {
         har: [{ name: "Authorization", value: secrets[0] }, { name: "Content-Type", value: "application/json" }],
-        postman: [{ key: "X-Api-Key", value: secrets[1], type: "text" }, { key: "Accept", value: "*/*" }],
+        postman: [{ key: "X-Api-Key", value: secrets[1], type: "text" }, { key: "Accept", value: "*/*" }, { Name: "Set-Cookie", Value: "sid=capitalised-999" }],
         entries: [["cookie", secrets[2]], ["accept", "*/*"], ["Proxy-Authorization", secrets[3]]],
         rawHeaders: ["Host", "api.example", "X-Auth-Token", secrets[4], "Accept", "*/*"],
         tags: ["weather", "lisbon", "daily"],
@@ -341,7 +341,7 @@ describe("provider extensions holding header lists", () => {
     expect(loaded.history[1].extensions).toEqual({
       "com.example.provider": {
         har: [{ name: "Authorization", value: "[redacted]" }, { name: "Content-Type", value: "application/json" }],
-        postman: [{ key: "X-Api-Key", value: "[redacted]", type: "text" }, { key: "Accept", value: "*/*" }],
+        postman: [{ key: "X-Api-Key", value: "[redacted]", type: "text" }, { key: "Accept", value: "*/*" }, { Name: "Set-Cookie", Value: "[redacted]" }],
         entries: [["cookie", "[redacted]"], ["accept", "*/*"], ["Proxy-Authorization", "[redacted]"]],
         rawHeaders: ["Host", "api.example", "X-Auth-Token", "[redacted]", "Accept", "*/*"],
         tags: ["weather", "lisbon", "daily"],

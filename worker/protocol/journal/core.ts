@@ -150,7 +150,7 @@ const ENTRY_VALUES = ["value", "values"];
  * Header lists as providers record them, after the snapshot has redacted by member name: there a
  * header's name is data, not the member's, so an authorization header's value sat under an
  * innocent `value` and was stored as sent (review rv-113). A credential-named header's value is
- * redacted in `{name|key|header, value|values}` entries (HAR, Postman), in `[name, value]` pairs
+ * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any case), in `[name, value]` pairs
  * (`Headers` entries, Object.entries) and in flat `[name, value, name, value…]` lists (Node's
  * rawHeaders: an even number of elements, every even one a field name).
  */
@@ -163,8 +163,9 @@ function redactHeaderLists(value: JsonValue): JsonValue {
   if (!isJsonObject(value)) return value;
   const out: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(value)) out[k] = redactHeaderLists(v as JsonValue);
-  if (ENTRY_NAMES.some((k) => typeof out[k] === "string" && isCredentialName(out[k] as string))) {
-    for (const k of ENTRY_VALUES) if (Object.hasOwn(out, k)) out[k] = REDACTED;
+  const members = Object.keys(out);
+  if (members.some((k) => ENTRY_NAMES.includes(k.toLowerCase()) && typeof out[k] === "string" && isCredentialName(out[k] as string))) {
+    for (const k of members) if (ENTRY_VALUES.includes(k.toLowerCase())) out[k] = REDACTED;
   }
   return Object.freeze(out);
 }
