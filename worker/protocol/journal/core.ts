@@ -150,9 +150,9 @@ const ENTRY_VALUES = ["value", "values"];
  * Header lists as providers record them, after the snapshot has redacted by member name: there a
  * header's name is data, not the member's, so an authorization header's value sat under an
  * innocent `value` and was stored as sent (review rv-113). A credential-named header's value is
- * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any case), in `[name, value]` pairs
- * (`Headers` entries, Object.entries) and in flat `[name, value, name, value…]` lists (Node's
- * rawHeaders: an even number of elements, every even one a field name).
+ * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
+ * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
+ * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name).
  */
 function redactHeaderLists(value: JsonValue): JsonValue {
   if (Array.isArray(value)) {
@@ -174,8 +174,8 @@ function redactHeaderLists(value: JsonValue): JsonValue {
  * Provider extensions as the journal accepts them: an object of reverse-DNS namespaces, each an
  * object, snapshotted through the strict boundary with credentials redacted (credential-named
  * members, credential headers' values in header lists and credential-shaped strings become
- * "[redacted]"); any other authority field, an
- * accessor, a prototype key or a namespace out of form refuses the whole.
+ * "[redacted]"); any other authority field, an accessor, a prototype key or a namespace out of
+ * form refuses the whole.
  */
 export function redactedExtensions(value: unknown): JsonObject | null {
   if (value === undefined || value === null) return null;
