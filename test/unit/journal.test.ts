@@ -317,3 +317,54 @@ describe("leases and recovery from history", () => {
     expect(other.j.load(other.id)).toMatchObject({ kind: "corrupt", reason: expect.stringMatching(/index row/) });
   });
 });
+
+describe("provider extensions holding header lists", () => {
+  it("a credential header's value is redacted in {name, value} entries (HAR), [name, value] pairs and flat [name, value, …] lists (review rv-113)", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "ext-headers", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const secrets = ["opaqueToken12345", "k3y-abcdef123456", "sid=abcdef", "proxy-0123456789", "tok-flat-999", "capitalised-999"];
+    const extensions = {
+      "com.example.provider": {
+        har: [{ name: "Authorization", value: secrets[0] }, { name: "Content-Type", value: "application/json" }],
+        postman: [{ key: "X-Api-Key", value: secrets[1], type: "text" }, { key: "Accept", value: "*/*" }, { Name: "Set-Cookie", Value: "sid=capitalised-999" }],
+        entries: [["cookie", secrets[2]], ["accept", "*/*"], ["Proxy-Authorization", secrets[3]]],
+        rawHeaders: ["Host", "api.example", "X-Auth-Token", secrets[4], "Accept", "*/*"],
+        tags: ["weather", "lisbon", "daily"],
+      },
+    };
+    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
+    expect(a.kind).toBe("appended");
+    const loaded = j.load(r.record.record_id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    for (const s of secrets) expect(JSON.stringify(loaded)).not.toContain(s);
+    expect(loaded.history[1].extensions).toEqual({
+      "com.example.provider": {
+        har: [{ name: "Authorization", value: "[redacted]" }, { name: "Content-Type", value: "application/json" }],
+        postman: [{ key: "X-Api-Key", value: "[redacted]", type: "text" }, { key: "Accept", value: "*/*" }, { Name: "Set-Cookie", Value: "[redacted]" }],
+        entries: [["cookie", "[redacted]"], ["accept", "*/*"], ["Proxy-Authorization", "[redacted]"]],
+        rawHeaders: ["Host", "api.example", "X-Auth-Token", "[redacted]", "Accept", "*/*"],
+        tags: ["weather", "lisbon", "daily"],
+      },
+    });
+  });
+});
+
+describe("a deny awaiting a challenge's evidence", () => {
+  it("reports outcome confirmed, as every deny does (CCS §4.2: finalised at admission), not dispatched; an escalation awaiting approval stays dispatched (review rv-113)", () => {
+    const j = memoryJournal();
+    const awaiting = (key: string, verdict: string) => {
+      const r = j.reserve({ idempotency_key: key, action_digest: "d", at: AT });
+      if (r.kind !== "created") throw new Error(r.kind);
+      const a = j.appendMany({ record_id: r.record.record_id, expected_revision: 1, at: AT, transitions: [{ to: "awaiting_policy", effect: "not-started" }, { to: "awaiting_approval", effect: "not-started", receipt: { ...RECEIPT, verdict, block_reason: verdict === "allow" ? "" : "SEC-005: a destructive tool needs a human approval" } }] });
+      if (a.kind !== "appended") throw new Error(a.kind);
+      return { appended: a.record, loaded: j.load(r.record.record_id) };
+    };
+    const deny = awaiting("challenged-deny", "deny");
+    expect(deny.appended).toMatchObject({ state: "awaiting_approval", verdict: "deny", outcome_status: "confirmed" });
+    expect(deny.loaded).toMatchObject({ kind: "found", record: { outcome_status: "confirmed" } });
+    expect(j.storage.rows.get(deny.appended.record_id)!.outcome_status).toBe("confirmed");
+    const escalate = awaiting("escalated", "escalate");
+    expect(escalate.appended).toMatchObject({ state: "awaiting_approval", verdict: "escalate", outcome_status: "dispatched" });
+  });
+});

@@ -7,7 +7,7 @@
  * the lifecycle does not have, an effect its state cannot carry, or an index row that disagrees.
  */
 import { sha256 } from "@noble/hashes/sha2.js";
-import { snapshotJson, type JsonObject, type JsonValue } from "../boundary.js";
+import { isCredentialName, REDACTED, snapshotJson, type JsonObject, type JsonValue } from "../boundary.js";
 import { jcs } from "../digest.js";
 import { toHex, utf8 } from "../encoding.js";
 import { parseReceipt } from "../receipt.js";
@@ -141,18 +141,48 @@ function jsonObjectOrNull(value: unknown, what: string): JsonObject | null {
   return copy as JsonObject;
 }
 
+/** An HTTP field name (RFC 9110 token): what a flat header list holds at each even index. */
+const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const ENTRY_NAMES = ["name", "key", "header"];
+const ENTRY_VALUES = ["value", "values"];
+
+/**
+ * Header lists as providers record them, after the snapshot has redacted by member name: there a
+ * header's name is data, not the member's, so an authorization header's value sat under an
+ * innocent `value` and was stored as sent (review rv-113). A credential-named header's value is
+ * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
+ * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
+ * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name).
+ */
+function redactHeaderLists(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) {
+    const items = value.map(redactHeaderLists);
+    const flat = items.length > 0 && items.length % 2 === 0 && items.every((x, i) => i % 2 === 1 || (typeof x === "string" && FIELD_NAME.test(x)));
+    return Object.freeze(flat ? items.map((x, i) => (i % 2 === 1 && isCredentialName(items[i - 1] as string) ? REDACTED : x)) : items);
+  }
+  if (!isJsonObject(value)) return value;
+  const out: Record<string, JsonValue> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = redactHeaderLists(v as JsonValue);
+  const members = Object.keys(out);
+  if (members.some((k) => ENTRY_NAMES.includes(k.toLowerCase()) && typeof out[k] === "string" && isCredentialName(out[k] as string))) {
+    for (const k of members) if (ENTRY_VALUES.includes(k.toLowerCase())) out[k] = REDACTED;
+  }
+  return Object.freeze(out);
+}
+
 /**
  * Provider extensions as the journal accepts them: an object of reverse-DNS namespaces, each an
  * object, snapshotted through the strict boundary with credentials redacted (credential-named
- * members and credential-shaped strings become "[redacted]"); any other authority field, an
- * accessor, a prototype key or a namespace out of form refuses the whole.
+ * members, credential headers' values in header lists and credential-shaped strings become
+ * "[redacted]"); any other authority field, an accessor, a prototype key or a namespace out of
+ * form refuses the whole.
  */
 export function redactedExtensions(value: unknown): JsonObject | null {
   if (value === undefined || value === null) return null;
   if (!isJsonObject(value)) throw new JournalInputError("EXTENSION_INVALID", "extensions must be an object of namespaces");
   let copy: JsonValue;
   try {
-    copy = snapshotJson(value, { credentials: "redact" });
+    copy = redactHeaderLists(snapshotJson(value, { credentials: "redact" }));
   } catch (err) {
     throw new JournalInputError("EXTENSION_INVALID", `extensions: ${(err as Error).message}`);
   }
@@ -232,7 +262,7 @@ export function replay(recordId: string, history: readonly JournalEntry[]): Repl
     const verdict: string | null = e.receipt && typeof e.receipt.verdict === "string" ? e.receipt.verdict : rec.verdict;
     rec = { ...rec, state: e.to, effect: e.effect, revision: r, verdict, updated_at: e.at };
   }
-  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed) }, size };
+  return { ok: true, record: { ...rec, outcome_status: outcomeStatus(rec.state, rec.lease_lapsed, rec.verdict) }, size };
 }
 
 const text = (v: JsonValue | undefined): string | null => (typeof v === "string" ? v : null);

@@ -94,13 +94,15 @@ export const isTerminal = (state: JournalState): boolean => TRANSITIONS[state].l
 export const IN_FLIGHT_STATES: readonly JournalState[] = ["reserved", "awaiting_policy", "awaiting_approval", "ready", "started", "indeterminate"];
 
 /**
- * The outcome_status a record reports (CCS §4.2, §4.5): a denial is confirmed at admission; an
- * admitted action is dispatched until its result is recorded; a started execution whose lease
+ * The outcome_status a record reports (CCS §4.2, §4.5): a denial is confirmed at admission, also
+ * one awaiting a challenge's evidence (`awaiting_approval` with a deny as its latest receipt,
+ * `verdict`: nothing was dispatched, and if no evidence comes the deny stands); an admitted
+ * action is dispatched until its result is recorded; a started execution whose lease
  * lapsed without a result is `unknown` (positive evidence that it did not complete under
  * observation) until it is reconciled; a result the runtime could not see is `indeterminate`.
  * Before a decision, and for executions that never started, there is no outcome to report.
  */
-export function outcomeStatus(state: JournalState, leaseLapsed: boolean): OutcomeStatus | null {
+export function outcomeStatus(state: JournalState, leaseLapsed: boolean, verdict: string | null = null): OutcomeStatus | null {
   switch (state) {
     case "denied":
     case "succeeded":
@@ -110,8 +112,9 @@ export function outcomeStatus(state: JournalState, leaseLapsed: boolean): Outcom
     case "compensated":
     case "compensation_failed":
       return "confirmed";
-    case "ready":
     case "awaiting_approval":
+      return verdict === "deny" ? "confirmed" : "dispatched";
+    case "ready":
       return "dispatched";
     case "started":
       return leaseLapsed ? "unknown" : "dispatched";
