@@ -448,6 +448,19 @@ describe("support plane", () => {
     expect(guardSupport("The night train reached the coast in May 1923.", span).missing_atoms).toEqual(["temporal:date:1923-05", "temporal:month:may"]);
   });
 
+  it("an absolute date written in another form is not a missing number: the span's date supplies its year, month and day (review rv-114)", () => {
+    // The numeric extractor reads a date's digits as numbers: "1923-03-12" holds 03, "3 March" 3.
+    // The temporal atom already says the dates are the same, and the number atoms made the guard
+    // reject the claim anyway (missing number:03 or number:3).
+    expect(guardSupport("It opened on 1923-03-12.", "It opened on 12 March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on 3 March 1923.", "It opened on 1923-03-03.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on March 3, 1923.", "It opened on 1923-03-03.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened in 1923-03.", "It opened in March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    // Another date, or a number the span's date does not state, is still missing.
+    expect(guardSupport("It opened on 1923-03-13.", "It opened on 12 March 1923.").missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
+    expect(guardSupport("It opened on 3 March 1923 with 4 guests.", "It opened on 1923-03-03 with guests.").missing_atoms).toEqual(["number:4"]);
+  });
+
   it("entities count at the start of a sentence too, function words aside", () => {
     const span = "Aldergrove trains reached the coast in March 1923.";
     const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);

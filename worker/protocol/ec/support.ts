@@ -148,9 +148,12 @@ const SENTENCE_START_STOPWORDS = [
  */
 export const GUARD_MANIFEST = {
   extractors: {
-    numeric: { version: 2, pattern: PATTERNS.number.source, thousands_separator: "," },
+    // Version 3: a span's absolute dates also state their year, month and day as numbers (see dateStates).
+    numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not" },
     temporal: {
-      version: 3,
+      // Version 4: a span's absolute dates also state their month's name (see dateStates).
+      version: 4,
+      span_date_month: "month:<name> for each date: atom with a month",
       months: MONTHS,
       weekdays: WEEKDAYS,
       number_words: NUMBER_WORDS,
@@ -269,6 +272,26 @@ export function atoms(text: string): Atoms {
   return { numbers: [...numbers].sort(), entities: [...entities].sort(), temporal: temporalAtoms(text) };
 }
 
+/**
+ * What a text's absolute dates state, from its `date:` atoms: as numbers, the year and the month
+ * and day both zero-padded and not; as a temporal atom, the month's name. "12 March 1923" states
+ * 03 and 3 as much as "1923-03-12" states March, so a claim writing the date in another form than
+ * its span is judged by the date atom (which must match), not rejected for a missing `number:03`,
+ * `number:3` or `month:march`.
+ */
+function dateStates(temporal: string[]): { numbers: string[]; temporal: string[] } {
+  const out = { numbers: [] as string[], temporal: [] as string[] };
+  for (const atom of temporal) {
+    if (!atom.startsWith("date:")) continue;
+    const [year, ...rest] = atom.slice("date:".length).split("-");
+    out.numbers.push(year);
+    for (const part of rest) out.numbers.push(part, String(Number(part)));
+    const month = rest.length > 0 ? MONTHS[Number(rest[0]) - 1] : undefined;
+    if (month) out.temporal.push(`month:${month}`);
+  }
+  return out;
+}
+
 export type GuardReason = "GUARD_PASS" | "GUARD_LEXICAL_FAIL" | "GUARD_MISSING_ATOM" | "GUARD_CONFLICT";
 
 export interface GuardResult {
@@ -327,8 +350,9 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const sa = atoms(span);
   const spanTokens = spanPrepared.tokens;
   // Sets, not Array.includes: a claim's atoms against a long span's would otherwise be their product.
-  const spanNumbers = new Set(sa.numbers);
-  const spanTemporal = new Set(sa.temporal);
+  const stated = dateStates(sa.temporal);
+  const spanNumbers = new Set([...sa.numbers, ...stated.numbers]);
+  const spanTemporal = new Set([...sa.temporal, ...stated.temporal]);
   const missing = [
     ...ca.numbers.filter((n) => !spanNumbers.has(n)).map((n) => `number:${n}`),
     ...ca.temporal.filter((t) => !spanTemporal.has(t)).map((t) => `temporal:${t}`),
