@@ -461,6 +461,18 @@ describe("support plane", () => {
     expect(guardSupport("It opened on 3 March 1923 with 4 guests.", "It opened on 1923-03-03 with guests.").missing_atoms).toEqual(["number:4"]);
   });
 
+  it("a duration's count spelled out in the span is not a missing number for a claim writing it in digits (review rv-114)", () => {
+    // The duration atoms already normalise "eleven years" and "11 years" to P11Y; the claim's digits
+    // were then looked for among the span's numbers, where a spelled count is none.
+    expect(guardSupport("She chaired it for 11 years.", "She chaired it for eleven years.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("They arrived after 4 days.", "They arrived four days later.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("The roof fell 3 days ago.", "The roof fell three days ago.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It stood for 2 decades.", "It stood for two decades.")).toMatchObject({ passed: true, missing_atoms: [] });
+    // Another count, or a direction the span does not give, is still missing.
+    expect(guardSupport("She chaired it for 12 years.", "She chaired it for eleven years.").missing_atoms).toEqual(["number:12", "temporal:duration:P12Y"]);
+    expect(guardSupport("The roof fell 3 days later.", "The roof fell three days ago.").missing_atoms).toEqual(["temporal:relative:+P3D"]);
+  });
+
   it("entities count at the start of a sentence too, function words aside", () => {
     const span = "Aldergrove trains reached the coast in March 1923.";
     const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);

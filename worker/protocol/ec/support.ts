@@ -148,8 +148,8 @@ const SENTENCE_START_STOPWORDS = [
  */
 export const GUARD_MANIFEST = {
   extractors: {
-    // Version 3: a span's absolute dates also state their year, month and day as numbers (see dateStates).
-    numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not" },
+    // Version 3: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts).
+    numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not", span_spelled_counts: "the count of each duration match written as a number word" },
     temporal: {
       // Version 4: a span's absolute dates also state their month's name (see dateStates).
       version: 4,
@@ -292,6 +292,20 @@ function dateStates(temporal: string[]): { numbers: string[]; temporal: string[]
   return out;
 }
 
+/**
+ * The counts a text's durations spell out as words, as numbers: "for eleven years" states 11 as
+ * much as "for 11 years" does, and both are the atom `duration:P11Y`, so a claim writing the count
+ * in digits is judged by that atom (which must match), not rejected for a missing `number:11`.
+ */
+function spelledCounts(text: string): string[] {
+  const out: string[] = [];
+  for (const [, , count] of text.matchAll(PATTERNS.duration)) {
+    const n = NUMBER_WORDS[casefold(count)];
+    if (n !== undefined) out.push(String(n));
+  }
+  return out;
+}
+
 export type GuardReason = "GUARD_PASS" | "GUARD_LEXICAL_FAIL" | "GUARD_MISSING_ATOM" | "GUARD_CONFLICT";
 
 export interface GuardResult {
@@ -351,7 +365,7 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const spanTokens = spanPrepared.tokens;
   // Sets, not Array.includes: a claim's atoms against a long span's would otherwise be their product.
   const stated = dateStates(sa.temporal);
-  const spanNumbers = new Set([...sa.numbers, ...stated.numbers]);
+  const spanNumbers = new Set([...sa.numbers, ...stated.numbers, ...spelledCounts(span)]);
   const spanTemporal = new Set([...sa.temporal, ...stated.temporal]);
   const missing = [
     ...ca.numbers.filter((n) => !spanNumbers.has(n)).map((n) => `number:${n}`),
