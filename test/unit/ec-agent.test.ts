@@ -473,6 +473,15 @@ describe("support plane", () => {
     expect(guardSupport("The roof fell 3 days later.", "The roof fell three days ago.").missing_atoms).toEqual(["temporal:relative:+P3D"]);
   });
 
+  it("a compound count such as twenty-one is read whole, not as its last word (review rv-114)", () => {
+    // The count matched only its last word: "for twenty-one years" was duration:P1Y, so it passed
+    // against a span saying "for one year".
+    expect(temporalAtoms("She chaired it for twenty-one years.")).toEqual(["duration:P21Y"]);
+    expect(temporalAtoms("It reopened ninety nine days later.")).toEqual(["relative:+P99D"]);
+    expect(guardSupport("She chaired it for twenty-one years.", "She chaired it for one year.").missing_atoms).toEqual(["temporal:duration:P21Y"]);
+    expect(guardSupport("She chaired it for 21 years.", "She chaired it for twenty-one years.")).toMatchObject({ passed: true, missing_atoms: [] });
+  });
+
   it("entities count at the start of a sentence too, function words aside", () => {
     const span = "Aldergrove trains reached the coast in March 1923.";
     const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);

@@ -111,6 +111,14 @@ const NUMBER_WORDS: Record<string, number> = {
   eleven: 11, twelve: 12, thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16, seventeen: 17, eighteen: 18, nineteen: 19,
   twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90, hundred: 100,
 };
+const TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+const ONES = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+/** A count written as words, compounds included ("twenty-one", "ninety nine"), or undefined. */
+const wordCount = (count: string): number | undefined => {
+  const parts = casefold(count).split(/[\s-]+/);
+  if (parts.length === 1) return NUMBER_WORDS[parts[0]];
+  return parts.length === 2 && TENS.includes(parts[0]) && ONES.includes(parts[1]) ? NUMBER_WORDS[parts[0]] + NUMBER_WORDS[parts[1]] : undefined;
+};
 /** Unit → [ISO 8601 designator, multiplier, time part]. */
 const UNITS: Record<string, [string, number, boolean]> = {
   minute: ["M", 1, true], hour: ["H", 1, true],
@@ -129,7 +137,7 @@ const PATTERNS = {
   decade: /\b([12]\d{2}0)s\b/g,
   // The count is a whole number: with its thousands separators ("1,250 days"), never the tail of
   // a decimal or of a separated number ("1.5 days" is no five days, "2,000 years" no zero years).
-  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?(?<!\\p{Nd}[.,])\\b(\\d{1,3}(?:,\\d{3})+|\\d+|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
+  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?(?<!\\p{Nd}[.,])\\b(\\d{1,3}(?:,\\d{3})+|\\d+|(?:${TENS.join("|")})[\\s-](?:${ONES.join("|")})|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
   word: /[\p{L}\p{M}'’-]+/gu,
   sentence_end: /[.!?:]["'’”)]?$/u,
 };
@@ -151,7 +159,8 @@ export const GUARD_MANIFEST = {
     // Version 3: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts).
     numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not", span_spelled_counts: "the count of each duration match written as a number word" },
     temporal: {
-      // Version 4: a span's absolute dates also state their month's name (see dateStates).
+      // Version 4: a span's absolute dates also state their month's name (see dateStates); a
+      // duration's count may be a compound number word ("twenty-one").
       version: 4,
       span_date_month: "month:<name> for each date: atom with a month",
       months: MONTHS,
@@ -178,7 +187,7 @@ export interface Atoms {
 
 /** A duration as ISO 8601: `P4D`, `P10Y`, `PT2H`. */
 function isoDuration(count: string, unit: string): string | null {
-  const n = /^\d[\d,]*$/.test(count) ? Number(count.replace(/,/g, "")) : NUMBER_WORDS[casefold(count)];
+  const n = /^\d[\d,]*$/.test(count) ? Number(count.replace(/,/g, "")) : wordCount(count);
   const u = UNITS[casefold(unit).replace(/s$/, "")] ?? UNITS[casefold(unit)];
   if (n === undefined || !u) return null;
   return `P${u[2] ? "T" : ""}${n * u[1]}${u[0]}`;
@@ -300,7 +309,7 @@ function dateStates(temporal: string[]): { numbers: string[]; temporal: string[]
 function spelledCounts(text: string): string[] {
   const out: string[] = [];
   for (const [, , count] of text.matchAll(PATTERNS.duration)) {
-    const n = NUMBER_WORDS[casefold(count)];
+    const n = wordCount(count);
     if (n !== undefined) out.push(String(n));
   }
   return out;
