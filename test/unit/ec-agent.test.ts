@@ -482,6 +482,13 @@ describe("support plane", () => {
     expect(guardSupport("She chaired it for 21 years.", "She chaired it for twenty-one years.")).toMatchObject({ passed: true, missing_atoms: [] });
   });
 
+  it("a day written before its month with 'of' is still an absolute date (review rv-114)", () => {
+    // "the 12th of March 1923" gave only date:1923-03, so a claim dating it 12 March 1923 missed its date.
+    expect(temporalAtoms("It opened on the 12th of March, 1923.")).toEqual(["date:1923-03", "date:1923-03-12", "month:march", "year:1923"]);
+    expect(guardSupport("It opened on 12 March 1923.", "It opened on the 12th of March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on 13 March 1923.", "It opened on the 12th of March 1923.").missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
+  });
+
   it("entities count at the start of a sentence too, function words aside", () => {
     const span = "Aldergrove trains reached the coast in March 1923.";
     const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);

@@ -130,7 +130,7 @@ const BACKWARD = ["earlier", "ago", "before", "prior"];
 const PATTERNS = {
   number: /\p{Nd}+(?:[.,]\p{Nd}+)*/gu,
   iso_date: /\b(\d{4})-(\d{2})-(\d{2})\b/g,
-  day_month_year: new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)? (${MONTH_NAME}),? (\\d{4})\\b`, "g"),
+  day_month_year: new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)? (?:of )?(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
   month_day_year: new RegExp(`\\b(${MONTH_NAME}) (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4})\\b`, "g"),
   month_year: new RegExp(`\\b(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
   year: /(?<![\p{Nd},.])([12]\d{3})(?![\p{Nd}s]|,\d)/gu,
@@ -160,7 +160,7 @@ export const GUARD_MANIFEST = {
     numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not", span_spelled_counts: "the count of each duration match written as a number word" },
     temporal: {
       // Version 4: a span's absolute dates also state their month's name (see dateStates); a
-      // duration's count may be a compound number word ("twenty-one").
+      // duration's count may be a compound number word ("twenty-one"); a day may precede its month with "of".
       version: 4,
       span_date_month: "month:<name> for each date: atom with a month",
       months: MONTHS,
