@@ -448,6 +448,47 @@ describe("support plane", () => {
     expect(guardSupport("The night train reached the coast in May 1923.", span).missing_atoms).toEqual(["temporal:date:1923-05", "temporal:month:may"]);
   });
 
+  it("an absolute date written in another form is not a missing number: the span's date supplies its year, month and day (review rv-114)", () => {
+    // The numeric extractor reads a date's digits as numbers: "1923-03-12" holds 03, "3 March" 3.
+    // The temporal atom already says the dates are the same, and the number atoms made the guard
+    // reject the claim anyway (missing number:03 or number:3).
+    expect(guardSupport("It opened on 1923-03-12.", "It opened on 12 March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on 3 March 1923.", "It opened on 1923-03-03.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on March 3, 1923.", "It opened on 1923-03-03.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened in 1923-03.", "It opened in March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    // Another date, or a number the span's date does not state, is still missing.
+    expect(guardSupport("It opened on 1923-03-13.", "It opened on 12 March 1923.").missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
+    expect(guardSupport("It opened on 3 March 1923 with 4 guests.", "It opened on 1923-03-03 with guests.").missing_atoms).toEqual(["number:4"]);
+  });
+
+  it("a duration's count spelled out in the span is not a missing number for a claim writing it in digits (review rv-114)", () => {
+    // The duration atoms already normalise "eleven years" and "11 years" to P11Y; the claim's digits
+    // were then looked for among the span's numbers, where a spelled count is none.
+    expect(guardSupport("She chaired it for 11 years.", "She chaired it for eleven years.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("They arrived after 4 days.", "They arrived four days later.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("The roof fell 3 days ago.", "The roof fell three days ago.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It stood for 2 decades.", "It stood for two decades.")).toMatchObject({ passed: true, missing_atoms: [] });
+    // Another count, or a direction the span does not give, is still missing.
+    expect(guardSupport("She chaired it for 12 years.", "She chaired it for eleven years.").missing_atoms).toEqual(["number:12", "temporal:duration:P12Y"]);
+    expect(guardSupport("The roof fell 3 days later.", "The roof fell three days ago.").missing_atoms).toEqual(["temporal:relative:+P3D"]);
+  });
+
+  it("a compound count such as twenty-one is read whole, not as its last word (review rv-114)", () => {
+    // The count matched only its last word: "for twenty-one years" was duration:P1Y, so it passed
+    // against a span saying "for one year".
+    expect(temporalAtoms("She chaired it for twenty-one years.")).toEqual(["duration:P21Y"]);
+    expect(temporalAtoms("It reopened ninety nine days later.")).toEqual(["relative:+P99D"]);
+    expect(guardSupport("She chaired it for twenty-one years.", "She chaired it for one year.").missing_atoms).toEqual(["temporal:duration:P21Y"]);
+    expect(guardSupport("She chaired it for 21 years.", "She chaired it for twenty-one years.")).toMatchObject({ passed: true, missing_atoms: [] });
+  });
+
+  it("a day written before its month with 'of' is still an absolute date (review rv-114)", () => {
+    // "the 12th of March 1923" gave only date:1923-03, so a claim dating it 12 March 1923 missed its date.
+    expect(temporalAtoms("It opened on the 12th of March, 1923.")).toEqual(["date:1923-03", "date:1923-03-12", "month:march", "year:1923"]);
+    expect(guardSupport("It opened on 12 March 1923.", "It opened on the 12th of March 1923.")).toMatchObject({ passed: true, missing_atoms: [] });
+    expect(guardSupport("It opened on 13 March 1923.", "It opened on the 12th of March 1923.").missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
+  });
+
   it("entities count at the start of a sentence too, function words aside", () => {
     const span = "Aldergrove trains reached the coast in March 1923.";
     const r = guardSupport("Kingsbridge trains reached the coast in March 1923.", span);

@@ -111,6 +111,14 @@ const NUMBER_WORDS: Record<string, number> = {
   eleven: 11, twelve: 12, thirteen: 13, fourteen: 14, fifteen: 15, sixteen: 16, seventeen: 17, eighteen: 18, nineteen: 19,
   twenty: 20, thirty: 30, forty: 40, fifty: 50, sixty: 60, seventy: 70, eighty: 80, ninety: 90, hundred: 100,
 };
+const TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"];
+const ONES = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine"];
+/** A count written as words, compounds included ("twenty-one", "ninety nine"), or undefined. */
+const wordCount = (count: string): number | undefined => {
+  const parts = casefold(count).split(/[\s-]+/);
+  if (parts.length === 1) return NUMBER_WORDS[parts[0]];
+  return parts.length === 2 && TENS.includes(parts[0]) && ONES.includes(parts[1]) ? NUMBER_WORDS[parts[0]] + NUMBER_WORDS[parts[1]] : undefined;
+};
 /** Unit → [ISO 8601 designator, multiplier, time part]. */
 const UNITS: Record<string, [string, number, boolean]> = {
   minute: ["M", 1, true], hour: ["H", 1, true],
@@ -122,14 +130,14 @@ const BACKWARD = ["earlier", "ago", "before", "prior"];
 const PATTERNS = {
   number: /\p{Nd}+(?:[.,]\p{Nd}+)*/gu,
   iso_date: /\b(\d{4})-(\d{2})-(\d{2})\b/g,
-  day_month_year: new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)? (${MONTH_NAME}),? (\\d{4})\\b`, "g"),
+  day_month_year: new RegExp(`\\b(\\d{1,2})(?:st|nd|rd|th)? (?:of )?(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
   month_day_year: new RegExp(`\\b(${MONTH_NAME}) (\\d{1,2})(?:st|nd|rd|th)?,? (\\d{4})\\b`, "g"),
   month_year: new RegExp(`\\b(${MONTH_NAME}),? (\\d{4})\\b`, "g"),
   year: /(?<![\p{Nd},.])([12]\d{3})(?![\p{Nd}s]|,\d)/gu,
   decade: /\b([12]\d{2}0)s\b/g,
   // The count is a whole number: with its thousands separators ("1,250 days"), never the tail of
   // a decimal or of a separated number ("1.5 days" is no five days, "2,000 years" no zero years).
-  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?(?<!\\p{Nd}[.,])\\b(\\d{1,3}(?:,\\d{3})+|\\d+|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
+  duration: new RegExp(`(?:\\b(after|before|within|in)\\s+)?(?<!\\p{Nd}[.,])\\b(\\d{1,3}(?:,\\d{3})+|\\d+|(?:${TENS.join("|")})[\\s-](?:${ONES.join("|")})|${Object.keys(NUMBER_WORDS).join("|")})[\\s-]+(${Object.keys(UNITS).join("|")})s?\\b(?:\\s+(${[...FORWARD, ...BACKWARD].join("|")})\\b)?`, "giu"),
   word: /[\p{L}\p{M}'’-]+/gu,
   sentence_end: /[.!?:]["'’”)]?$/u,
 };
@@ -148,9 +156,13 @@ const SENTENCE_START_STOPWORDS = [
  */
 export const GUARD_MANIFEST = {
   extractors: {
-    numeric: { version: 2, pattern: PATTERNS.number.source, thousands_separator: "," },
+    // Version 3: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts).
+    numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not", span_spelled_counts: "the count of each duration match written as a number word" },
     temporal: {
-      version: 3,
+      // Version 4: a span's absolute dates also state their month's name (see dateStates); a
+      // duration's count may be a compound number word ("twenty-one"); a day may precede its month with "of".
+      version: 4,
+      span_date_month: "month:<name> for each date: atom with a month",
       months: MONTHS,
       weekdays: WEEKDAYS,
       number_words: NUMBER_WORDS,
@@ -175,7 +187,7 @@ export interface Atoms {
 
 /** A duration as ISO 8601: `P4D`, `P10Y`, `PT2H`. */
 function isoDuration(count: string, unit: string): string | null {
-  const n = /^\d[\d,]*$/.test(count) ? Number(count.replace(/,/g, "")) : NUMBER_WORDS[casefold(count)];
+  const n = /^\d[\d,]*$/.test(count) ? Number(count.replace(/,/g, "")) : wordCount(count);
   const u = UNITS[casefold(unit).replace(/s$/, "")] ?? UNITS[casefold(unit)];
   if (n === undefined || !u) return null;
   return `P${u[2] ? "T" : ""}${n * u[1]}${u[0]}`;
@@ -269,6 +281,40 @@ export function atoms(text: string): Atoms {
   return { numbers: [...numbers].sort(), entities: [...entities].sort(), temporal: temporalAtoms(text) };
 }
 
+/**
+ * What a text's absolute dates state, from its `date:` atoms: as numbers, the year and the month
+ * and day both zero-padded and not; as a temporal atom, the month's name. "12 March 1923" states
+ * 03 and 3 as much as "1923-03-12" states March, so a claim writing the date in another form than
+ * its span is judged by the date atom (which must match), not rejected for a missing `number:03`,
+ * `number:3` or `month:march`.
+ */
+function dateStates(temporal: string[]): { numbers: string[]; temporal: string[] } {
+  const out = { numbers: [] as string[], temporal: [] as string[] };
+  for (const atom of temporal) {
+    if (!atom.startsWith("date:")) continue;
+    const [year, ...rest] = atom.slice("date:".length).split("-");
+    out.numbers.push(year);
+    for (const part of rest) out.numbers.push(part, String(Number(part)));
+    const month = rest.length > 0 ? MONTHS[Number(rest[0]) - 1] : undefined;
+    if (month) out.temporal.push(`month:${month}`);
+  }
+  return out;
+}
+
+/**
+ * The counts a text's durations spell out as words, as numbers: "for eleven years" states 11 as
+ * much as "for 11 years" does, and both are the atom `duration:P11Y`, so a claim writing the count
+ * in digits is judged by that atom (which must match), not rejected for a missing `number:11`.
+ */
+function spelledCounts(text: string): string[] {
+  const out: string[] = [];
+  for (const [, , count] of text.matchAll(PATTERNS.duration)) {
+    const n = wordCount(count);
+    if (n !== undefined) out.push(String(n));
+  }
+  return out;
+}
+
 export type GuardReason = "GUARD_PASS" | "GUARD_LEXICAL_FAIL" | "GUARD_MISSING_ATOM" | "GUARD_CONFLICT";
 
 export interface GuardResult {
@@ -327,8 +373,9 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const sa = atoms(span);
   const spanTokens = spanPrepared.tokens;
   // Sets, not Array.includes: a claim's atoms against a long span's would otherwise be their product.
-  const spanNumbers = new Set(sa.numbers);
-  const spanTemporal = new Set(sa.temporal);
+  const stated = dateStates(sa.temporal);
+  const spanNumbers = new Set([...sa.numbers, ...stated.numbers, ...spelledCounts(span)]);
+  const spanTemporal = new Set([...sa.temporal, ...stated.temporal]);
   const missing = [
     ...ca.numbers.filter((n) => !spanNumbers.has(n)).map((n) => `number:${n}`),
     ...ca.temporal.filter((t) => !spanTemporal.has(t)).map((t) => `temporal:${t}`),
