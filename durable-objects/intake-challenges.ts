@@ -153,6 +153,19 @@ export class IntakeChallenges extends DurableObject<Env> {
     }
   }
 
+  /**
+   * The challenge a retry of the intake is answered with (read only): the row while it is open at
+   * `now` (Unix seconds, expires_at inclusive) and the journal recorded the attempt it belongs to
+   * (confirmed), so the deadline shown is the one that holds; else null (nothing to answer, being
+   * judged, answered, expired, or not yet confirmed).
+   */
+  pending(now: number): Pick<StoredChallenge, "gaps" | "issued_at" | "expires_at"> | null {
+    if (!this.exists()) return null;
+    const row = this.sql.exec<Pick<StoredChallenge, "gaps" | "issued_at" | "expires_at"> & { state: RowState; confirmed: number }>("SELECT gaps, issued_at, expires_at, state, confirmed FROM challenge WHERE id = 1").toArray()[0];
+    if (!row || row.state !== "open" || !row.confirmed || now > row.expires_at) return null;
+    return { gaps: row.gaps, issued_at: row.issued_at, expires_at: row.expires_at };
+  }
+
   /** Claims an open challenge at `now` (Unix seconds): open until expires_at inclusive; a claimed one answers once. */
   take(now: number): Take {
     const row = this.row();

@@ -240,6 +240,24 @@ describe("POST /v1/intake/{trace_id}/evidence", () => {
     expect(started.status).toBe(409);
   });
 
+  it("a retry of the original intake while its challenge is open is the challenged deny with that challenge: what is still missing, by the deadline that holds (review rv-116)", async () => {
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    expect(denied.challenge.missing.map((g: { evidence: string }) => g.evidence)).toEqual(["human_approval"]);
+    // A runtime that lost the first answer sends the intake again: it learns what to send and by when.
+    const again = await h.intake(c);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ idempotent_replay: true, receipt: denied.receipt, challenge: denied.challenge });
+    // Evidence that falls short leaves the challenge open until the same deadline: a retry still shows it.
+    expect((await answer(h, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: "sha256:" + "0".repeat(64) } })).body.receipt.verdict).toBe("deny");
+    expect((await h.intake(c)).body).toMatchObject({ idempotent_replay: true, receipt: denied.receipt, challenge: { expires_at: denied.challenge.expires_at, missing: denied.challenge.missing } });
+    // Past the deadline the deny stands: the retry carries no challenge.
+    const late = harness(env, ctx(), { now: () => denied.challenge.expires_at + 1 });
+    const stale = await late.intake(c);
+    expect(stale.body).toMatchObject({ idempotent_replay: true, receipt: denied.receipt });
+    expect(stale.body).not.toHaveProperty("challenge");
+  });
+
   it("a retry of the original intake after the challenge was answered is the challenged deny again, without its challenge", async () => {
     const c = command({ tool: "delete_file", params: { path: "/tmp/report.txt" } });
     const denied = (await h.intake(c)).body;

@@ -98,6 +98,21 @@ export async function confirmChallenge(c: Context<AppEnv>, admission: Admission)
   await stored(c, Promise.resolve(confirm(record, nonce)));
 }
 
+/**
+ * The challenge a retry of a challenged intake is answered with while it is still open: what is
+ * still missing and the deadline that holds. Best effort: a store that cannot be read is logged and
+ * the retry answered without it (the challenge is unchanged, and its answer route still takes it).
+ */
+export async function pendingChallenge(c: Context<AppEnv>, traceId: string): Promise<Challenge | null> {
+  try {
+    const row = await stored(c, Promise.resolve(challenges(c, traceId).pending(c.get("services").now())));
+    return row ? buildChallenge(traceId, JSON.parse(row.gaps) as EvidenceGap[], row.issued_at, row.expires_at) : null;
+  } catch (err) {
+    console.error(JSON.stringify({ event: "challenge_read_failed", trace_id: traceId, error: String(err) }));
+    return null;
+  }
+}
+
 /** The intake answer: the receipt, its runtime context, the rule results, and the challenge when evidence is missing. */
 export function admissionAnswer(admission: Admission, challenge: Challenge | null) {
   const { receipt, runtime_context, results } = admission;

@@ -30,7 +30,7 @@ import type { JournalState } from "../protocol/journal/lifecycle.js";
 import { INTAKE_TENANT } from "../journal-store.js";
 import { historySize, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../protocol/journal/core.js";
 import { VerifierUnavailable } from "../protocol/verify.js";
-import { admissionAnswer, admissionDeps, confirmChallenge, openChallenge } from "./challenges.js";
+import { admissionAnswer, admissionDeps, confirmChallenge, openChallenge, pendingChallenge } from "./challenges.js";
 import { ownKeyRevoked } from "../own-key.js";
 import type { Challenge } from "../protocol/issuing/challenge.js";
 import type { SignedContext } from "../protocol/issuing/delegation.js";
@@ -149,7 +149,21 @@ export async function signedContexts(c: Context<AppEnv>, traceId: string): Promi
 /** What the journal keeps of an admission: enough to answer a retry with it. */
 type StoredAdmission = Pick<Admission, "receipt" | "runtime_context" | "results">;
 /** A fresh admission (judged now), or the one the journal already held (a retry). */
-type Admitted = (Admission & { replay: false; challenge: Challenge | null }) | (StoredAdmission & { replay: true });
+type Admitted = (Admission & { replay: false; challenge: Challenge | null }) | (StoredAdmission & { replay: true; challenge: Challenge | null });
+
+/**
+ * A retry's answer: the admission the journal holds and, for a challenged deny whose record still
+ * awaits its evidence, the challenge while it is open (what is still missing, the deadline that
+ * holds), so a runtime that lost the first answer, or whose attempt lost the race to an identical
+ * one, still learns what to send and by when (review rv-116: it was answered the deny alone).
+ */
+async function replayOf(c: Context<AppEnv>, traceId: string, loaded: { record: { state: JournalState }; history: readonly JournalEntry[] }): Promise<Admitted> {
+  const admission = retriedAdmission(loaded.history);
+  if (!admission) throw new Error("the journal holds no admission for a decided trace_id");
+  const { approval_jcs: _approval, ...answer } = admission;
+  const awaiting = loaded.record.state === "awaiting_approval" && answer.receipt.verdict === "deny";
+  return { ...answer, replay: true as const, challenge: awaiting ? await pendingChallenge(c, traceId) : null };
+}
 type JournalPort = ReturnType<AppEnv["Variables"]["services"]["journal"]>["port"];
 
 async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, late: () => boolean): Promise<Admitted> {
@@ -213,10 +227,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, l
     // start, so an approval cannot move it on either: judging it again would sign an allow (under the
     // new key) that nothing can act on.
     const marked = escalated && approves && approval !== latest.approval_jcs && (await services.journal(INTAKE_TENANT).markOf(reserved.record.record_id)) !== null;
-    if (!escalated || !approves || approval === latest.approval_jcs || marked) {
-      const { approval_jcs: _approval, ...answer } = retriedAdmission(loaded.history)!;
-      return { ...answer, replay: true as const };
-    }
+    if (!escalated || !approves || approval === latest.approval_jcs || marked) return replayOf(c, traceId, loaded);
     expected = loaded.record.revision;
     fromApproval = true;
   }
@@ -250,7 +261,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, l
     return { ...admission, replay: false as const, challenge };
   }
   // Another attempt of the same intake got there first: its admission is the one.
-  if (appended.kind === "revision-conflict") return held(journal, reserved.record.record_id);
+  if (appended.kind === "revision-conflict") return held(c, traceId, journal, reserved.record.record_id);
   throw new Error(`journal refused the admission of ${traceId}: ${appended.kind}`);
 }
 
@@ -375,12 +386,10 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, at: AwaitingR
   await withdrawIfMarked(c, at.record_id, admission);
 }
 
-async function held(journal: JournalPort, recordId: string): Promise<Admitted> {
+async function held(c: Context<AppEnv>, traceId: string, journal: JournalPort, recordId: string): Promise<Admitted> {
   const loaded = await journal.load(recordId);
-  const admission = loaded.kind === "found" ? retriedAdmission(loaded.history) : null;
-  if (!admission) throw new Error("the journal holds no admission for a reserved trace_id");
-  const { approval_jcs: _approval, ...answer } = admission;
-  return { ...answer, replay: true as const };
+  if (loaded.kind !== "found") throw new Error("the journal holds no admission for a reserved trace_id");
+  return replayOf(c, traceId, loaded);
 }
 
 function intakeError(c: Context<AppEnv>, err: unknown, traceId: string | null): Response {
@@ -415,8 +424,9 @@ export const intakeRoutes = new Hono<AppEnv>()
   let traceId: string | null = null;
   try {
     const admission = await deadline(c, (late) => admit(c, (t) => (traceId = t), late), intakeTimeout(c.env));
-    // A retry is answered with the admission held; its challenge, if any, was opened the first time.
-    if (admission.replay) return c.json({ ...admissionAnswer({ ...admission, gaps: [] } as unknown as Admission, null), idempotent_replay: true });
+    // A retry is answered with the admission held; its challenge, if any, was opened the first time
+    // and is shown again while it is still open.
+    if (admission.replay) return c.json({ ...admissionAnswer({ ...admission, gaps: [] } as unknown as Admission, admission.challenge), idempotent_replay: true });
     return c.json(admissionAnswer(admission, admission.challenge));
   } catch (err) {
     return intakeError(c, err, traceId);
