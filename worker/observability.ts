@@ -4,7 +4,7 @@
  * A log line carries the route, the issuer, the decision, its codes, the latency and the request
  * id; never a receipt body, a token, a key or a relying party's name.
  *
- * Observability projections are exported once with `waitUntil` after the answer is built, so they
+ * Observability projections are exported once with `waitUntil` after the answer is handed back, so they
  * can neither delay nor change it. An exporter that throws or rejects is ignored, and nothing is
  * retried: the projection is a convenience, never evidence.
  */
@@ -102,7 +102,12 @@ export type Exporter = (attributes: ProjectedAttributes) => void | Promise<void>
 /** The default exporter: one JSON log line (Workers Logs keeps and indexes it). */
 export const logLineExporter: Exporter = (attributes) => console.log(JSON.stringify(attributes));
 
-/** Schedules one best-effort export of `attributes`; a request without an execution context exports nothing. */
+/**
+ * Schedules one best-effort export of `attributes`, after the response: the exporter runs on a
+ * timer, so not before the answer is handed back (a microtask queued here ran ahead of it, and
+ * the exporter's own time was spent before the response left). A request without an execution
+ * context exports nothing.
+ */
 export function exportBestEffort(c: Context, exporter: Exporter, attributes: ProjectedAttributes): void {
   let ctx: ExecutionContext;
   try {
@@ -111,7 +116,7 @@ export function exportBestEffort(c: Context, exporter: Exporter, attributes: Pro
     return;
   }
   ctx.waitUntil(
-    Promise.resolve()
+    new Promise<void>((resolve) => setTimeout(resolve, 0))
       .then(() => exporter(attributes))
       .catch(() => undefined),
   );

@@ -12,7 +12,8 @@ import type { ProjectedAttributes } from "../../worker/protocol/observability.js
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
 import { createProviderCostRecord, providerRecordKey } from "../../worker/protocol/usage/reconcile.js";
 import { partyScope, type RelyingParty } from "../../worker/protocol/relying-parties.js";
-import { AUDIENCE, harness, RP_NAME, TEST_NOW } from "../support/app-harness.js";
+import { AUDIENCE, harness, RP_NAME, RP_TOKEN, TEST_NOW } from "../support/app-harness.js";
+import { createApp } from "../../worker/app.js";
 
 const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
 const MODEL = { provider: "openai", model: "gpt-4.1-2025-04-14", profile: "fast-chat" };
@@ -289,6 +290,22 @@ describe("POST /v1/usage/receipts", () => {
     const rejecting = setup({ exporter: () => Promise.reject(new Error("down")) });
     expect((await rejecting.post("/v1/usage/receipts", { receipt: receipt() })).status).toBe(201);
     await waitOnExecutionContext(rejecting.ctx);
+  });
+});
+
+describe("the projection is exported after the response", () => {
+  it("the exporter is not called before the answer is handed back, and is called once after (review rv-117)", async () => {
+    // Before, the export ran in a microtask queued ahead of the answer, so an exporter's own time
+    // (a console.log line costs ~90 µs under wrangler dev) was spent before the response left.
+    const { h } = setup();
+    expect((await h.call("/v1/usage?invocation_id=inv-none")).status).toBe(404); // registers the harness's relying party
+    let calls = 0;
+    const ctx = createExecutionContext();
+    const app = createApp({ now: () => TEST_NOW, exporter: () => void calls++ });
+    const res = await app.request("/v1/usage/receipts", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${RP_TOKEN}` }, body: JSON.stringify({ receipt: receipt() }) }, env, ctx);
+    expect([res.status, calls]).toEqual([201, 0]);
+    await waitOnExecutionContext(ctx);
+    expect(calls).toBe(1);
   });
 });
 
