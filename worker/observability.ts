@@ -4,14 +4,15 @@
  * A log line carries the route, the issuer, the decision, its codes, the latency and the request
  * id; never a receipt body, a token, a key or a relying party's name.
  *
- * Observability projections are exported once with `waitUntil` after the answer is built, so they
+ * Observability projections are exported once with `waitUntil` after the answer is handed back, so they
  * can neither delay nor change it. An exporter that throws or rejects is ignored, and nothing is
  * retried: the projection is a convenience, never evidence.
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
 import { decisionCodes, UNPINNED, type MetricsBatch } from "./metrics.js";
-import type { ProjectedAttributes } from "./protocol/observability.js";
+import { projectToolExecutionEvent, toolExecutionEvent, type JournalStep, type ProjectedAttributes } from "./protocol/observability.js";
+import type { JournalEntry, JournalRecord } from "./protocol/journal/port.js";
 import type { Decision } from "./protocol/verify.js";
 import type { Verdict } from "./protocol/receipt.js";
 import { flushDecisions } from "./stores.js";
@@ -101,7 +102,12 @@ export type Exporter = (attributes: ProjectedAttributes) => void | Promise<void>
 /** The default exporter: one JSON log line (Workers Logs keeps and indexes it). */
 export const logLineExporter: Exporter = (attributes) => console.log(JSON.stringify(attributes));
 
-/** Schedules one best-effort export of `attributes`; a request without an execution context exports nothing. */
+/**
+ * Schedules one best-effort export of `attributes`, after the response: the exporter runs on a
+ * timer, so not before the answer is handed back (a microtask queued here ran ahead of it, and
+ * the exporter's own time was spent before the response left). A request without an execution
+ * context exports nothing.
+ */
 export function exportBestEffort(c: Context, exporter: Exporter, attributes: ProjectedAttributes): void {
   let ctx: ExecutionContext;
   try {
@@ -110,8 +116,18 @@ export function exportBestEffort(c: Context, exporter: Exporter, attributes: Pro
     return;
   }
   ctx.waitUntil(
-    Promise.resolve()
+    new Promise<void>((resolve) => setTimeout(resolve, 0))
       .then(() => exporter(attributes))
       .catch(() => undefined),
   );
+}
+
+/**
+ * Exports the tool execution events of a journal write, each projected (projectToolExecutionEvent)
+ * and scheduled once like any projection: one per entry the write appended, or, for a write that
+ * answers the record alone (a reservation, a claim), the step the record now stands at.
+ */
+export function exportToolExecution(c: Context<AppEnv>, record: JournalRecord, entries?: readonly JournalEntry[]): void {
+  const steps: readonly JournalStep[] = entries ?? [{ revision: record.revision, to: record.state, effect: record.effect, at: record.updated_at }];
+  for (const step of steps) exportBestEffort(c, c.get("services").exporter, projectToolExecutionEvent(toolExecutionEvent(record, step)));
 }

@@ -146,6 +146,11 @@ describe("createObservedModelUsageReceipt", () => {
     expect(refused(() => createObservedModelUsageReceipt(response({ native: { headers: { authorization: "Bearer x" } } }), invocation), "boundary")).toMatch(/authority_field/);
     expect(refused(() => createObservedModelUsageReceipt(response({ raw: {} }), invocation))).toMatch(/unknown field "raw"/);
   });
+
+  it("checks the parts it drops at the boundary too: an authority field name in the content refuses the response (docs/usage-evidence.md)", () => {
+    const structured = response({ content: [{ type: "json", value: { approved: true } }] });
+    expect(refused(() => createObservedModelUsageReceipt(structured, invocation), "boundary")).toMatch(/authority_field.*content\.0\.value\.approved/);
+  });
 });
 
 describe("decimal amounts", () => {

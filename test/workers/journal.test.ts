@@ -6,12 +6,13 @@
  * call what, and the rows written per finalised receipt.
  */
 import { env } from "cloudflare:workers";
-import { abortAllDurableObjects, createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigurationError, journalShards, leaseSeconds } from "../../worker/config.js";
 import { durableJournalStub, INTAKE_TENANT, journalClient, journalObjectName } from "../../worker/journal-store.js";
 import { recordIdOf } from "../../worker/protocol/journal/core.js";
 import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
+import { PROJECTED_ATTRIBUTES, type ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { ADMIN_TOKEN, AUDIENCE, harness, INTAKE_TOKEN, RP_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
 import { journalPortSuite } from "../support/journal-suite.js";
 
@@ -734,6 +735,53 @@ describe("the /v1/journal port routes", () => {
     // Just under the bound is taken.
     const fits = await rp("reserve", { idempotency_key: "order-big", action_digest: "d", attributes: { note: "x".repeat(32 * 1024 - 100) } });
     expect(fits.body.kind).toBe("created");
+  });
+});
+
+describe("tool execution events", () => {
+  it("each step the journal records is projected onto the safe attribute set and exported once, best-effort: an exporter that throws changes no answer and is not retried", async () => {
+    // Before, only a stored usage receipt was exported: projectToolExecutionEvent was called by no route.
+    const seen: ProjectedAttributes[] = [];
+    const context = ctx();
+    const x = harness(env, context, {
+      exporter: (a) => {
+        seen.push(a);
+        throw new Error("exporter down");
+      },
+    });
+    // Without a token the harness sends its relying party's (registering it first).
+    const send = (path: string, body: unknown, token?: string) => x.call(path, { method: "POST", headers: { "content-type": "application/json", ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+    const c = command();
+    expect((await x.intake(c)).status).toBe(200);
+    expect((await send(`/v1/receipts/${c.trace_id}/start`, {}, INTAKE_TOKEN)).status).toBe(200);
+    expect((await send(`/v1/receipts/${c.trace_id}/finalize`, { fence: 1, response: { results: ["sunny"] } }, INTAKE_TOKEN)).status).toBe(200);
+    await waitOnExecutionContext(context);
+    const id = recordIdOf(c.trace_id);
+    expect(seen).toEqual(["reserved", "awaiting_policy", "ready", "started", "succeeded"].map((state, i) => ({
+      "event.name": "tool_execution",
+      "event.id": `${id}:${i + 1}`,
+      "tool.name": "search_web",
+      "tool.execution.state": state,
+      "tool.execution.effect": state === "succeeded" ? "applied" : state === "started" ? "unknown" : "not-started",
+      trace_id: c.trace_id,
+      time: expect.any(Number),
+    })));
+
+    // A relying party's own lifecycle through /v1/journal: extensions, details, digests and credentials stay in the journal.
+    seen.length = 0;
+    const reserved = await send("/v1/journal/reserve", { idempotency_key: "projected-1", action_digest: "sha256:secret-digest", attributes: { tool: "pay", trace_id: "ab".repeat(8), agent_id: "agent-7" } });
+    const record = reserved.body.record.record_id as string;
+    const appended = await send("/v1/journal/append", { record_id: record, expected_revision: 1, to: "awaiting_policy", effect: "not-started", detail: { note: "d-1" }, extensions: { "com.example.vendor": { request_id: "req-9", api_token: "t-1" } } });
+    expect(appended.body.kind).toBe("appended");
+    expect((await send("/v1/journal/append", { record_id: record, expected_revision: 2, to: "ready", effect: "not-started" })).body.kind).toBe("appended");
+    expect((await send("/v1/journal/claim", { record_id: record, lease_seconds: 60 })).body.kind).toBe("claimed");
+    // Nothing recorded, nothing exported: a retried reservation, a held claim.
+    expect((await send("/v1/journal/reserve", { idempotency_key: "projected-1", action_digest: "sha256:secret-digest" })).body.kind).toBe("existing");
+    expect((await send("/v1/journal/claim", { record_id: record })).body.kind).toBe("held");
+    await waitOnExecutionContext(context);
+    expect(seen.map((a) => { const t: Record<string, unknown> = { ...a }; return [t["event.id"], t["tool.execution.state"]]; })).toEqual([[`${record}:1`, "reserved"], [`${record}:2`, "awaiting_policy"], [`${record}:3`, "ready"], [`${record}:4`, "started"]]);
+    for (const a of seen) expect(Object.keys(a).every((k) => (PROJECTED_ATTRIBUTES as readonly string[]).includes(k))).toBe(true);
+    for (const text of ["secret-digest", "d-1", "req-9", "t-1", "com.example", "agent-7"]) expect(JSON.stringify(seen)).not.toContain(text);
   });
 });
 

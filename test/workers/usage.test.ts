@@ -12,7 +12,8 @@ import type { ProjectedAttributes } from "../../worker/protocol/observability.js
 import { readUsageCounts, usageLedger } from "../../worker/usage-store.js";
 import { createProviderCostRecord, providerRecordKey } from "../../worker/protocol/usage/reconcile.js";
 import { partyScope, type RelyingParty } from "../../worker/protocol/relying-parties.js";
-import { AUDIENCE, harness, RP_NAME, TEST_NOW } from "../support/app-harness.js";
+import { AUDIENCE, harness, RP_NAME, RP_TOKEN, TEST_NOW } from "../support/app-harness.js";
+import { createApp } from "../../worker/app.js";
 
 const FULL = { input_tokens: 1200, output_tokens: 300, total_tokens: 1500, reasoning_tokens: 100, cached_input_tokens: 200 };
 const MODEL = { provider: "openai", model: "gpt-4.1-2025-04-14", profile: "fast-chat" };
@@ -218,6 +219,31 @@ describe("POST /v1/usage/receipts", () => {
     for (const id of ["inv-over", "inv-zero", "inv-proto", "inv-cred", "inv-budget", "inv-journal"]) expect((await get(id)).status).toBe(404);
   });
 
+  it("a cache reuse against a prior observation this party stored must take that receipt's observation as its baseline (review rv-117)", async () => {
+    // Before, the baseline was taken as given even when the prior invocation's own receipt, stored
+    // here, observed something else: the record said "prior observation" of a count never observed.
+    const { post, get } = setup();
+    const prior = receipt({ usage: { ...FULL, input_tokens: 2000 } });
+    expect((await post("/v1/usage/receipts", { receipt: prior })).status).toBe(201);
+    const reuse = (baseline: Record<string, number>, avoided: Record<string, number>) => ({ kind: "reuse", avoided: { kind: "prior-observation", prior_invocation_id: prior.invocation_id, baseline, avoided } });
+    const lying = receipt();
+    const refused = await post("/v1/usage/receipts", { receipt: lying, cache: reuse({ input_tokens: 5000 }, { input_tokens: 3800 }) });
+    expect([refused.status, refused.body.error.code]).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+    expect(refused.body.error.detail).toContain(`prior invocation ${prior.invocation_id} observed 2000 input_tokens`);
+    expect((await get(lying.invocation_id)).status).toBe(404);
+    // A metric the prior receipt never observed cannot be its baseline either.
+    const partialPrior = receipt({ usage: { input_tokens: 2000 }, attribution: { kind: "partial", missing: ["output_tokens", "total_tokens", "reasoning_tokens", "cached_input_tokens"] } });
+    expect((await post("/v1/usage/receipts", { receipt: partialPrior })).status).toBe(201);
+    const unobserved = await post("/v1/usage/receipts", { receipt: lying, cache: { kind: "reuse", avoided: { kind: "prior-observation", prior_invocation_id: partialPrior.invocation_id, baseline: { output_tokens: 400 }, avoided: { output_tokens: 100 } } } });
+    expect([unobserved.status, unobserved.body.error.code]).toEqual([400, "USAGE_EVIDENCE_INVALID"]);
+    // The prior observation as stored is taken, and so is a prior invocation not stored here (observed elsewhere).
+    const honest = await post("/v1/usage/receipts", { receipt: lying, cache: reuse({ input_tokens: 2000, output_tokens: 300 }, { input_tokens: 800, output_tokens: 0 }) });
+    expect(honest.status).toBe(201);
+    const elsewhere = receipt();
+    const external = await post("/v1/usage/receipts", { receipt: elsewhere, cache: { kind: "reuse", avoided: { kind: "prior-observation", prior_invocation_id: "inv-observed-elsewhere", baseline: { input_tokens: 5000 }, avoided: { input_tokens: 3800 } } } });
+    expect(external.status).toBe(201);
+  });
+
   it("takes a relying-party token: without one it is 401 and nothing is stored", async () => {
     const { post, h } = setup();
     const r = receipt();
@@ -264,6 +290,22 @@ describe("POST /v1/usage/receipts", () => {
     const rejecting = setup({ exporter: () => Promise.reject(new Error("down")) });
     expect((await rejecting.post("/v1/usage/receipts", { receipt: receipt() })).status).toBe(201);
     await waitOnExecutionContext(rejecting.ctx);
+  });
+});
+
+describe("the projection is exported after the response", () => {
+  it("the exporter is not called before the answer is handed back, and is called once after (review rv-117)", async () => {
+    // Before, the export ran in a microtask queued ahead of the answer, so an exporter's own time
+    // (a console.log line costs ~90 µs under wrangler dev) was spent before the response left.
+    const { h } = setup();
+    expect((await h.call("/v1/usage?invocation_id=inv-none")).status).toBe(404); // registers the harness's relying party
+    let calls = 0;
+    const ctx = createExecutionContext();
+    const app = createApp({ now: () => TEST_NOW, exporter: () => void calls++ });
+    const res = await app.request("/v1/usage/receipts", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${RP_TOKEN}` }, body: JSON.stringify({ receipt: receipt() }) }, env, ctx);
+    expect([res.status, calls]).toEqual([201, 0]);
+    await waitOnExecutionContext(ctx);
+    expect(calls).toBe(1);
   });
 });
 

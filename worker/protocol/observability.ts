@@ -39,6 +39,33 @@ export interface ToolExecutionEvent {
   [other: string]: unknown;
 }
 
+/** One step of a journal record, as a tool execution event is made of it. */
+export interface JournalStep {
+  revision: number;
+  to: ExecutionState;
+  effect: EffectDisposition;
+  /** Unix seconds. */
+  at: number;
+}
+
+/**
+ * The tool execution event of one step the journal recorded: `event_id` is the record's id and the
+ * step's revision, the tool and trace_id are what the record's reservation named (`attributes`),
+ * the state and effect the step's. Attributes are handed over as they are; the projection reads
+ * only those it may carry, in their expected forms.
+ */
+export function toolExecutionEvent(record: { record_id: string; attributes: Record<string, unknown> }, step: JournalStep): ToolExecutionEvent {
+  const named = (key: string): unknown => (record.attributes !== null && typeof record.attributes === "object" ? own(record.attributes, key) : undefined);
+  return {
+    event_id: `${record.record_id}:${step.revision}`,
+    tool: named("tool") as string,
+    state: step.to,
+    effect: step.effect,
+    occurred_at: step.at,
+    trace_id: named("trace_id") as string | undefined,
+  };
+}
+
 /** The attributes a tool execution projection may carry: these names, these value forms, nothing else. */
 export interface ToolExecutionAttributes {
   "event.name": "tool_execution";

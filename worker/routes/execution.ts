@@ -13,6 +13,7 @@ import { freshnessPolicy, issuing, leaseSeconds, MAX_VERIFY_BODY } from "../conf
 import { FinalizeCall, ReconcileCall, StartCall } from "../contract/schemas.js";
 import { ApiError, readOptionalStrictJson, readStrictJson, validateBody } from "../http.js";
 import { INTAKE_TENANT, markCause } from "../journal-store.js";
+import { exportToolExecution } from "../observability.js";
 import { snapshotJson } from "../protocol/boundary.js";
 import { jcs, prefixedDigest } from "../protocol/digest.js";
 import { HEX16 } from "../protocol/encoding.js";
@@ -75,6 +76,7 @@ async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history:
   if (now <= until) return;
   const appended = await journalOf(c).append({ record_id: record.record_id, expected_revision: record.revision, at: now, to: "expired", effect: "not-started", detail: { admission_expired_at: receipt.expires_at } });
   if (appended.kind === "corrupt") corrupt(appended);
+  if (appended.kind === "appended") exportToolExecution(c, appended.record, appended.entries);
   throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${seconds(now - until)}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
 }
 
@@ -216,6 +218,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
   });
   switch (result.kind) {
     case "appended":
+      exportToolExecution(c, result.record, result.entries);
       return answer(c, traceId, result.record, receipt, rules, false);
     case "revision-conflict": {
       // Raced by the same call (answer what it recorded) or by something else (a lapse, another outcome).
@@ -258,6 +261,7 @@ export const executionRoutes = new Hono<AppEnv>()
   const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: now, lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":
+      exportToolExecution(c, claimed.record);
       return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
     case "held":
       throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);

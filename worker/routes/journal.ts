@@ -7,6 +7,7 @@
  * input the journal refuses is 400, a history that does not add up is 500 JOURNAL_HISTORY_INVALID.
  */
 import { partyScope } from "../protocol/relying-parties.js";
+import type { JournalEntry, JournalRecord } from "../protocol/journal/port.js";
 import { Hono, type Context } from "hono";
 import type { z } from "zod";
 import type { AppEnv } from "../app.js";
@@ -14,6 +15,7 @@ import { leaseSeconds, MAX_VERIFY_BODY } from "../config.js";
 import { AppendCall, ClaimCall, LoadByIdempotencyCall, LoadCall, ReserveCall, VerifyFenceCall } from "../contract/schemas.js";
 import { ApiError, readStrictJson, validateBody } from "../http.js";
 import { partyTenant } from "../journal-store.js";
+import { exportToolExecution } from "../observability.js";
 
 const port = (c: Context<AppEnv>) => c.get("services").journal(partyTenant(partyScope(c.get("relyingParty")))).port;
 
@@ -26,6 +28,9 @@ function reply(c: Context<AppEnv>, result: { kind: string; record_id?: string; r
     console.error(JSON.stringify({ event: "journal_history_invalid", record_id: result.record_id, reason: result.reason }));
     throw new ApiError(500, "JOURNAL_HISTORY_INVALID", "the journal history of this record does not add up and was refused");
   }
+  // A write that recorded a step is a tool execution event: projected and exported best-effort, after the answer is built.
+  const written = result as { record?: JournalRecord; entries?: JournalEntry[] };
+  if ((result.kind === "created" || result.kind === "appended" || result.kind === "claimed") && written.record) exportToolExecution(c, written.record, written.entries);
   return c.json(result);
 }
 

@@ -14,9 +14,9 @@ import { exportBestEffort } from "../observability.js";
 import { jcs } from "../protocol/digest.js";
 import { projectModelUsage } from "../protocol/observability.js";
 import { budgetFlags, createBudgetDecisionEvidence } from "../protocol/usage/budget.js";
-import { createCacheAttributionRecord } from "../protocol/usage/cache.js";
+import { createCacheAttributionRecord, type CacheAttribution } from "../protocol/usage/cache.js";
 import { createCostEstimate, createPriceSource, deriveCostEstimate, type CostEstimate } from "../protocol/usage/cost.js";
-import { createObservedModelUsageReceipt, createUsageReceipt, type UsageReceipt } from "../protocol/usage/receipt.js";
+import { createObservedModelUsageReceipt, createUsageReceipt, USAGE_METRICS, type UsageReceipt } from "../protocol/usage/receipt.js";
 import { createProviderCostRecord, providerRecordKey, reconcileCost } from "../protocol/usage/reconcile.js";
 import { EvidenceError, IDENTIFIER } from "../protocol/usage/shape.js";
 import { normalizeDecimal } from "../protocol/usage/decimal.js";
@@ -126,6 +126,27 @@ async function checkJournalRecord(c: Context<AppEnv>, recordId: string, invocati
   if (Object.hasOwn(attributes, "invocation_id") && attributes.invocation_id !== invocationId) throw new ApiError(400, "EVIDENCE_IDENTITY_MISMATCH", "journal_record belongs to another invocation");
 }
 
+/**
+ * A cache reuse measured against a prior observation names the invocation observed: when the
+ * caller stored that invocation's receipt here, the baseline is what that receipt observed, metric
+ * for metric, and one that contradicts it is refused. A prior invocation not stored here (observed
+ * elsewhere, or not yet stored) is taken as given, checked only for its form.
+ */
+async function checkPriorObservation(c: Context<AppEnv>, cache: CacheAttribution): Promise<void> {
+  const { disposition } = cache;
+  if (disposition.kind !== "reuse" || disposition.avoided.kind !== "prior-observation") return;
+  const { prior_invocation_id: id, baseline } = disposition.avoided;
+  const prior = await ledger(c).read(id);
+  if (!prior) return;
+  const observed = (JSON.parse(prior.receipt) as UsageReceipt).usage;
+  for (const metric of USAGE_METRICS) {
+    const n = baseline[metric];
+    if (n === undefined || observed?.[metric] === n) continue;
+    const held = observed?.[metric] === undefined ? `no ${metric}` : `${observed[metric]} ${metric}`;
+    throw new ApiError(400, "USAGE_EVIDENCE_INVALID", `cache.avoided.baseline.${metric} is ${n}, but the receipt stored for the prior invocation ${id} observed ${held}: a prior observation's baseline is what was observed`);
+  }
+}
+
 /** A budget decision's identity: canonical, its threshold a decimal ("1.5" and "1.50" are one limit). */
 const decisionKey = (d: { limit: { threshold: string } }): string => jcs({ ...d, limit: { ...d.limit, threshold: normalizeDecimal(d.limit.threshold) } });
 
@@ -160,6 +181,7 @@ export const usageRoutes = new Hono<AppEnv>()
   }
   if (typeof body.journal_record === "string" && RECORD_ID.test(body.journal_record)) await checkJournalRecord(c, body.journal_record, receipt.invocation_id);
   const cache = body.cache === undefined ? null : evidence(() => createCacheAttributionRecord({ receipt, disposition: body.cache }));
+  if (cache) await checkPriorObservation(c, cache);
   const decisions = body.budget_decisions ?? [];
   if (!Array.isArray(decisions) || decisions.length > MAX_BUDGET_DECISIONS) throw new ApiError(400, "MALFORMED_REQUEST", `budget_decisions must be an array of at most ${MAX_BUDGET_DECISIONS}`);
   const budget = decisions.map((d) => evidence(() => createBudgetDecisionEvidence(d, { receipt })));
