@@ -49,6 +49,13 @@ describe("verifier classes (CCS §9)", () => {
     expect((await h.pin({ ...b.anchor, verifier_class: "B" })).body.error.code).toBe("ANCHOR_INVALID");
     expect((await h.pin({ ...b.anchor, verifier_class: "A", audit: AUDIT })).body.error.code).toBe("ANCHOR_INVALID");
     expect((await h.pin({ ...b.anchor, verifier_class: "D" })).body.error.code).toBe("ANCHOR_INVALID");
+    // Review rv-118: the date's form was all that was checked, so a day that does not exist, or an
+    // audit not yet made, was pinned as the audit a Class B anchor names.
+    for (const date of ["2026-02-31", "2025-02-29", "2026-04-31", "2030-06-01"]) {
+      const refused = await h.pin({ ...b.anchor, verifier_class: "B", audit: { ...AUDIT, date } });
+      expect([refused.status, refused.body.error.code], date).toEqual([400, "ANCHOR_INVALID"]);
+    }
+    expect((await h.pin({ ...b.anchor, verifier_class: "B", audit: { ...AUDIT, date: "2028-02-29" } })).status).toBe(200);
     expect((await h.pin({ ...b.anchor, verifier_class: "B", audit: AUDIT })).status).toBe(200);
     const view = await h.call(`/v1/issuers/${encodeURIComponent(b.id.issuer)}`);
     expect(view.body).toMatchObject({ verifier_class: "B", audit: AUDIT, level0: false });
