@@ -68,7 +68,7 @@ export function nodeEnv(vars: Partial<Env> = {}) {
       },
     },
     // Decision counts are operational figures of a deployment: offline they are dropped.
-    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => [], tally: async () => ({ allows: 0, others: 0 }) }) },
+    DECISION_STATS: { idFromName: () => ({}), get: () => ({ add: async () => [], tally: async () => ({ allows: 0, others: 0 }), flagged: async () => [] }) },
     RECEIPT_JOURNAL: memoryJournalNamespace(),
     AUDIENCES: "https://relying-party.example,https://second-party.example",
     ADMIN_TOKEN: "test-admin-token",

@@ -81,6 +81,9 @@ export class DecisionCounter {
   private verdicts = new Map<string, { allows: number; others: number }>();
   /** Issuers DecisionStats answered as flagged for review at this isolate's last flush. */
   private review = new Set<string>();
+  /** When the review flags were last learned (this counter's clock), or null: never. */
+  private reviewLearnedAt: number | null = null;
+  private reviewLoading: Promise<void> | null = null;
   private chainsStarted = 0;
   private pending = 0;
   private oldest: number | null = null;
@@ -125,6 +128,31 @@ export class DecisionCounter {
   /** What DecisionStats answered a flush with: the issuers now flagged for review (replaces the last answer). */
   learnReview(flagged: readonly string[]): void {
     this.review = new Set(flagged);
+    this.reviewLearnedAt = this.clock();
+  }
+
+  /**
+   * Keeps the review flags known without waiting for a flush. A flush teaches them, but a fresh
+   * isolate has flushed nothing (it would answer a flagged issuer with its declared class and no
+   * warning, and a relying party's class floor would accept it), and one serving audit calls only
+   * never flushes. `load` reads the flagged issuers (null when it could not). The first call, when
+   * nothing was ever learned, answers a promise to wait for; later, once the last learning is a
+   * flush interval old (at least a second), `load` is started again and handed to `background`,
+   * and the decision goes on with what is known. A failed read is not retried within the interval.
+   */
+  refreshReview(load: () => Promise<readonly string[] | null>, background: (loading: Promise<void>) => void): Promise<void> | null {
+    const learnedAt = this.reviewLearnedAt;
+    if (learnedAt !== null && this.clock() - learnedAt < Math.max(this.policy.everyMs, 1_000)) return null;
+    if (!this.reviewLoading) {
+      this.reviewLoading = load()
+        .then((flagged) => {
+          if (flagged) this.learnReview(flagged);
+          else this.reviewLearnedAt = this.clock();
+        })
+        .finally(() => (this.reviewLoading = null));
+      if (learnedAt !== null) background(this.reviewLoading);
+    }
+    return learnedAt === null ? this.reviewLoading : null;
   }
 
   /** Whether the last flush answered `issuer` as flagged for review; reads nothing. */

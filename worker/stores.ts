@@ -467,6 +467,11 @@ export async function readReview(env: Env, issuer: string, threshold: number, ti
   return { flagged: allowOnly(tally, threshold), ...tally, threshold };
 }
 
+/** CCS 13.7: the issuers the counters flag for review now (what a flush answers, without a batch). */
+export async function readFlagged(env: Env, threshold: number, timeoutMs: number): Promise<string[]> {
+  return withTimeout(decisionStats(env).flagged(threshold), timeoutMs, "decision stats");
+}
+
 /** The deployment's aggregate of decision counts over the last `minutes`. */
 export function readDecisionStats(env: Env, minutes: number, timeoutMs: number): Promise<DecisionStatsView> {
   return withTimeout(decisionStats(env).read(minutes), timeoutMs, "decision stats");

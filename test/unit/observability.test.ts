@@ -84,4 +84,43 @@ describe("decision counts batched in an isolate", () => {
     expect(batch?.decisions).toEqual([{ minute: first, label: "https://issuer.example", n: 2 }, { minute: later, label: UNPINNED, n: 1 }]);
     expect(counter.labels()).toBe(0);
   });
+
+  it("the review flags (CCS 13.7): a fresh isolate waits for them once; later they are read again in the background once a flush interval old, and a failed read is not retried within it", async () => {
+    // Review rv-118: only a flush taught them, so a fresh isolate judged a flagged issuer by its declared class.
+    let now = 1_800_000_000_000;
+    const counter = new DecisionCounter({ everyMs: 10_000, everyDecisions: 1_000 }, () => now);
+    let reads = 0;
+    let answer: string[] | null = ["https://flagged.example"];
+    const load = async () => (reads++, answer);
+    const background: Promise<void>[] = [];
+    const first = counter.refreshReview(load, (p) => background.push(p));
+    expect(first).not.toBeNull();
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBe(first); // one read for the calls waiting together
+    await first;
+    expect([reads, counter.flagged("https://flagged.example"), background.length]).toEqual([1, true, 0]);
+    now += 9_999;
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    expect(reads).toBe(1);
+    // An isolate that never flushes (audit calls only) reads them again, without holding the decision.
+    now += 1;
+    answer = [];
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    await Promise.all(background);
+    expect([reads, counter.flagged("https://flagged.example")]).toEqual([2, false]);
+    // A read that failed keeps what was known and is not tried again before the interval has passed.
+    now += 10_000;
+    answer = null;
+    counter.learnReview(["https://flagged.example"]);
+    now += 10_000;
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    await Promise.all(background);
+    expect([reads, counter.flagged("https://flagged.example")]).toEqual([3, true]);
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    expect(reads).toBe(3);
+    // A flush teaches them too: no read within the interval after it.
+    now += 10_000;
+    counter.learnReview([]);
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    expect(reads).toBe(3);
+  });
 });

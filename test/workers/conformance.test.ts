@@ -49,6 +49,13 @@ describe("verifier classes (CCS §9)", () => {
     expect((await h.pin({ ...b.anchor, verifier_class: "B" })).body.error.code).toBe("ANCHOR_INVALID");
     expect((await h.pin({ ...b.anchor, verifier_class: "A", audit: AUDIT })).body.error.code).toBe("ANCHOR_INVALID");
     expect((await h.pin({ ...b.anchor, verifier_class: "D" })).body.error.code).toBe("ANCHOR_INVALID");
+    // Review rv-118: the date's form was all that was checked, so a day that does not exist, or an
+    // audit not yet made, was pinned as the audit a Class B anchor names.
+    for (const date of ["2026-02-31", "2025-02-29", "2026-04-31", "2030-06-01"]) {
+      const refused = await h.pin({ ...b.anchor, verifier_class: "B", audit: { ...AUDIT, date } });
+      expect([refused.status, refused.body.error.code], date).toEqual([400, "ANCHOR_INVALID"]);
+    }
+    expect((await h.pin({ ...b.anchor, verifier_class: "B", audit: { ...AUDIT, date: "2028-02-29" } })).status).toBe(200);
     expect((await h.pin({ ...b.anchor, verifier_class: "B", audit: AUDIT })).status).toBe(200);
     const view = await h.call(`/v1/issuers/${encodeURIComponent(b.id.issuer)}`);
     expect(view.body).toMatchObject({ verifier_class: "B", audit: AUDIT, level0: false });
@@ -172,6 +179,28 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
     await waitOnExecutionContext(ctx);
     expect((await h.call(path)).body.review).toMatchObject({ flagged: false, others: 1 });
     expect((await h.verify(await x.body())).body).toMatchObject({ failures: [], verifier_class: "A" });
+  });
+
+  it("a fresh isolate knows the flag before its first decision: it warns and judges the issuer as Class C without having flushed, in audit mode too, and a class floor refuses it", async () => {
+    // Review rv-118: an isolate learned the flag only from its own flushes, so after a restart (or in
+    // any new isolate) a flagged issuer was answered with its declared class and no warning, an
+    // isolate serving audit calls only never learned it, and a party's Class A floor accepted it.
+    const { ctx, h, x, path } = await reviewed("review-fresh-isolate");
+    for (let i = 0; i < 3; i++) expect((await h.verify(await x.body())).body.decision).toBe("accept");
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(path)).body.review).toMatchObject({ flagged: true, allows: 3 });
+    // Another isolate's memory: a new app that has flushed nothing and flushes only every 10 s.
+    const fresh = harness(env, createExecutionContext(), { reviewThreshold: 3, decisionFlush: { everyMs: 10_000, everyDecisions: 1_000 } });
+    const audited = (await fresh.verify(await x.body({}, { mode: "audit" }))).body;
+    expect(audited).toMatchObject({ valid: true, decision: "audit", verifier_class: "C" });
+    expect(codes(audited)).toEqual(["VERIFIER_REVIEW_REQUIRED"]);
+    const token = "review-fresh-floor-token-0123456789abcdef";
+    expect((await fresh.admin("POST", "/v1/admin/relying-parties", { name: "review-fresh-floor", audiences: [AUDIENCE], token, min_verifier_class: "A" })).status).toBe(201);
+    const floored = harness(env, createExecutionContext(), { reviewThreshold: 3, decisionFlush: { everyMs: 10_000, everyDecisions: 1_000 } });
+    const body = await x.body();
+    const refused = await floored.call("/v1/receipts/verify", { method: "POST", headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
+    expect(refused.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, verifier_class: "C" });
+    expect(codes(refused.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT", "VERIFIER_REVIEW_REQUIRED"]);
   });
 
   it("counts each receipt once: a relying party repeating one call with its Idempotency-Key, or one Level 0 receipt, cannot flag the issuer for every other party", async () => {

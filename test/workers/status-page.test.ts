@@ -158,3 +158,24 @@ describe("the capability manifest section, when there is none to show", () => {
     expect(page.text).toContain("this deployment has no signing identity configured, so it publishes none");
   });
 });
+
+describe("the 13.7 review flag on the status page", () => {
+  it("names a flagged issuer even when it is past the issuers the page lists", async () => {
+    // Review rv-118: the flag was drawn only in the listed issuers' rows (the first 50 in key
+    // order), so an issuer flagged for review past them was nowhere on the page.
+    const ctx = createExecutionContext();
+    const h = harness(env, ctx, { reviewThreshold: 3, decisionFlush: { everyMs: 0, everyDecisions: 1 } });
+    for (let n = 0; n < 50; n++) {
+      const id = await identity(`status-review/listed-${n}`, `https://aa-status-listed-${String(n).padStart(2, "0")}.example`, "k1");
+      expect((await h.pin({ issuer: id.issuer, org_id: null, keys: [{ kid: id.kid, alg: "Ed25519", public_key: id.publicKey }] })).status).toBe(200);
+    }
+    const flagged = await issuerFor("zz-status-review-flagged");
+    await h.pin(flagged.anchor);
+    for (let i = 0; i < 3; i++) expect((await h.verify(await flagged.body())).body.decision).toBe("accept");
+    await waitOnExecutionContext(ctx);
+    expect((await h.call(`/v1/issuers/${encodeURIComponent(flagged.id.issuer)}`)).body.review).toMatchObject({ flagged: true });
+    const page = (await harness(env, createExecutionContext(), { reviewThreshold: 3 }).call("/")).text;
+    expect(page).toContain("more are pinned and not shown");
+    expect(page).toMatch(new RegExp(`review required: allow-only</span> \\(CCS 13\\.7\\), pinned and not listed above: <code>${flagged.id.issuer.replace(/[.]/g, "\\.")}</code>`));
+  });
+});

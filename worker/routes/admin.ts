@@ -1,4 +1,5 @@
 import { decodeSharedSecret } from "../protocol/conformance/level0.js";
+import { auditDateProblem } from "../protocol/conformance/verifier-class.js";
 import { forgetOwnKeyCheck } from "../own-key.js";
 import { Hono, type Context } from "hono";
 import type { AppEnv } from "../app.js";
@@ -255,6 +256,8 @@ export const adminRoutes = new Hono<AppEnv>()
   const at = Math.floor(now());
   const built = await buildAnchorRecord(await readStrictJson(c, MAX_ADMIN_BODY), at);
   if (built.kind === "invalid") throw new ApiError(400, built.code, built.errors.join("; "));
+  const auditProblem = built.record.audit ? auditDateProblem(built.record.audit.date, now()) : null;
+  if (auditProblem) throw new ApiError(400, "ANCHOR_INVALID", auditProblem);
   const shards = built.record.ledger_shards ?? 1;
   requireShardKey(shards, ledgerShardKey(c.env));
   // An HMAC key shared with another organisation is no trust domain: Level 0 stays inside this one.

@@ -5,7 +5,7 @@
 import { partyScope } from "../protocol/relying-parties.js";
 import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
-import { audiences } from "../config.js";
+import { audiences, dependencyTimeout } from "../config.js";
 import { ApiError, clipFailureDetails, fieldValue } from "../http.js";
 import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
@@ -14,6 +14,7 @@ import { withoutForeignNonceState } from "../protocol/nonce-state.js";
 import type { PinnedIssuer } from "../protocol/anchors.js";
 import type { Failure } from "../protocol/codes.js";
 import { checkVerifierClass, reviewWarning, strictestFloor, type VerifierClass } from "../protocol/conformance/verifier-class.js";
+import { readFlagged } from "../stores.js";
 
 /** A decision as the decision routes answer it: with the issuer's verifier class (CCS §9). */
 export type ClassedDecision = Decision & { verifier_class: VerifierClass | null };
@@ -36,10 +37,25 @@ export function verifierClasses(c: Context<AppEnv>, audience: string | readonly 
   // One audience (every decision call, on the verify path) is one look-up.
   const floor = typeof audience === "string" ? floorFor(audience) : strictestFloor(audience.map(floorFor));
   const effective = (issuer: string, pinned: PinnedIssuer): VerifierClass => (decisions.flagged(issuer) ? "C" : pinned.verifierClass);
+  // The flags are learned at this isolate's flushes; one that has not learned them yet reads them
+  // beside its first anchor read, so no decision judges a flagged issuer by its declared class.
+  const readReview = () =>
+    readFlagged(c.env, reviewThreshold, dependencyTimeout(c.env)).catch((err) => {
+      console.error(JSON.stringify({ event: "review_flags_unread", error: String(err) }));
+      return null;
+    });
+  const background = (loading: Promise<void>) => {
+    try {
+      c.executionCtx.waitUntil(loading);
+    } catch {
+      // No execution context (a bare app.request): the read runs on by itself.
+    }
+  };
   const deps: VerifyDeps = {
     ...base,
     anchors: async (issuer) => {
-      const pinned = await base.anchors(issuer);
+      const review = decisions.refreshReview(readReview, background);
+      const pinned = review ? (await Promise.all([base.anchors(issuer), review]))[0] : await base.anchors(issuer);
       seen.set(issuer, pinned);
       return pinned;
     },

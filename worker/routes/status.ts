@@ -104,12 +104,16 @@ async function statusView(c: Context<AppEnv>): Promise<StatusView> {
   // CCS 13.7: the flag each issuer carries, from the same counters; unknown when they did not answer.
   const review = figures ? new Set(figures.review) : null;
   if (listed) for (const i of listed.issuers) i.review = review ? review.has(i.issuer) : null;
+  // A flagged issuer past the listed ones is named too: the flag is on the page whatever the list shows.
+  const shown = new Set(listed?.issuers.map((i) => i.issuer));
+  const unlisted = figures && listed ? figures.review.filter((i) => !shown.has(i)) : [];
   return {
     generatedAt: Math.floor(Date.now() / 1000),
     self: c.env.ISSUER || null,
     issuers: listed?.issuers ?? null,
     issuerLimit: STATUS_ISSUER_LIMIT,
     moreIssuers: listed ? !listed.complete : false,
+    flaggedUnlisted: { issuers: unlisted.slice(0, STATUS_ISSUER_LIMIT), more: Math.max(0, unlisted.length - STATUS_ISSUER_LIMIT) },
     shardBudget: STATUS_SHARD_BUDGET,
     series: figures ? { ...figures.series, minutes: STATUS_MINUTES } : null,
     liveChains: figures?.chainsStarted ?? null,

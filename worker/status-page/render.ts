@@ -52,6 +52,8 @@ export interface StatusView {
   issuerLimit: number;
   /** More issuers are pinned than listed. */
   moreIssuers: boolean;
+  /** CCS 13.7: issuers flagged for review that the list does not show (at most `issuerLimit` of them), and how many more there are. */
+  flaggedUnlisted?: { issuers: string[]; more: number };
   /** At most this many ledger shards are asked per page. */
   shardBudget: number;
   /** Minute series of decisions, or null when DecisionStats did not answer. */
@@ -113,7 +115,11 @@ function issuersSection(v: StatusView): string {
     }),
   );
   const limits = `Listed: the first ${v.issuerLimit} pinned issuers (in key order)${v.moreIssuers ? " — more are pinned and not shown" : ""}. Nonces held are summed over each issuer's ledger shards, at most ${v.shardBudget} shards per page.`;
-  return `<table><thead><tr><th>issuer</th><th>kid</th><th>fingerprint (short)</th><th>not before</th><th>not after</th><th>revoked</th><th class="num">nonces held</th></tr></thead><tbody>${rows.join("")}</tbody></table><p class="note">${limits}</p>`;
+  const f = v.flaggedUnlisted;
+  const unlisted = f && f.issuers.length > 0
+    ? `<p class="note"><span class="revoked">review required: allow-only</span> (CCS 13.7), pinned and not listed above: ${f.issuers.map((i) => `<code>${esc(i)}</code>`).join(", ")}${f.more > 0 ? ` and ${f.more} more` : ""}.</p>`
+    : "";
+  return `${unlisted}<table><thead><tr><th>issuer</th><th>kid</th><th>fingerprint (short)</th><th>not before</th><th>not after</th><th>revoked</th><th class="num">nonces held</th></tr></thead><tbody>${rows.join("")}</tbody></table><p class="note">${limits}</p>`;
 }
 
 function figure(title: string, from: number, series: Series[]): string {

@@ -19,6 +19,21 @@ export interface AuditReference {
   date: string;
 }
 
+/**
+ * What the schema's YYYY-MM-DD form cannot say of a Class B audit's date: it is a day of the
+ * calendar (not 2026-02-31) and it has come somewhere on Earth by `now` (Unix seconds): an audit
+ * not yet made vouches for nothing.
+ */
+export function auditDateProblem(date: string, now: number): string | null {
+  const [y, m, d] = date.split("-").map(Number);
+  const day = Date.UTC(y, m - 1, d);
+  const back = new Date(day);
+  if (back.getUTCFullYear() !== y || back.getUTCMonth() !== m - 1 || back.getUTCDate() !== d) return `audit.date ${date} is not a day of the calendar`;
+  // UTC+14 is the earliest any day begins.
+  if (day / 1000 > now + 14 * 3600) return `audit.date ${date} is in the future: an audit not yet made vouches for nothing`;
+  return null;
+}
+
 /** The draft's 13.7 detection condition: this many allow verdicts and nothing else flags an issuer. */
 export const DEFAULT_REVIEW_THRESHOLD = 10_000;
 
