@@ -164,7 +164,7 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) {
       // wrangler is gone, but the workerd it started may not be: killed or crashed alone, wrangler
-      // leaves workerd in its group still serving the port (review rv-65). Stopped the same way.
+      // leaves workerd in its group still serving the port. Stopped the same way.
       if (!groupLeft()) return;
       kill("SIGTERM");
       for (const until = Date.now() + 5000; groupLeft() && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
