@@ -31,7 +31,7 @@ import { readUtf8 } from "./input.js";
 
 /**
  * Whether a directory entry is there, a link that leads nowhere included: existsSync follows a
- * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there (review rv-109).
+ * link, so keygen without --force replaced a dangling PREFIX.key link as if nothing were there.
  */
 const entryExists = (path: string): boolean => {
   try {
@@ -161,7 +161,7 @@ const need = (value: string | undefined, flag: string): string => {
 /**
  * Standard input ("-") read by one input at most: the first to read it took it all and the next
  * read nothing, so `verify - --anchors -` answered the call as a malformed anchors file and
- * `sign --command - --response -` "response - is not strict JSON" (review rv-109).
+ * `sign --command - --response -` "response - is not strict JSON".
  */
 function oneStdin(inputs: [string, string | undefined][]): void {
   const from = inputs.filter(([, path]) => path === "-").map(([what]) => what);
@@ -204,7 +204,7 @@ async function keygen(io: Io, args: string[]): Promise<number> {
   const prefix = values.out ?? "countersign-key";
   if (prefix === "") throw new UsageError("--out must name a file prefix");
   // A path that ends in a directory (`.`, `..`, `keys/`) is no prefix: its files would be hidden
-  // ones named .key and .pub.json inside it (`--out .` wrote ..key and ..pub.json; review rv-83).
+  // ones named .key and .pub.json inside it (`--out .` wrote ..key and ..pub.json).
   if (/(^|[\\/])\.{0,2}$/.test(prefix)) throw new UsageError(`--out must name a file prefix, not the directory ${prefix} (e.g. --out ${prefix.replace(/[\\/]+$/, "")}/my-issuer)`);
   if (values.issuer !== undefined) httpsUri(values.issuer, "--issuer");
   const kid = values.kid ?? `key-${new Date().toISOString().slice(0, 10)}`;
@@ -289,7 +289,7 @@ async function sign(io: Io, args: string[]): Promise<number> {
   const command = readJson(io, need(values.command, "--command"), "command");
   const problem = requestProblem(command);
   // intake_version is what a Command sent to POST /v1/intake carries beside the request; the
-  // receipt binds the request alone, so that Command is refused here by name (review rv-83).
+  // receipt binds the request alone, so that Command is refused here by name.
   const intakeHint = problem?.includes('"intake_version"') ? " (intake_version is sent to POST /v1/intake, never signed; sign takes the request, {agent_id, tool, params, timestamp, trace_id}: drop it)" : "";
   if (problem) throw new UsageError(`command: ${problem.replace(/^request/, "the Command")}${intakeHint}`);
   const request = command as PresentedRequest;
@@ -495,7 +495,7 @@ async function replay(io: Io, args: string[]): Promise<number> {
   const { values, positionals } = parse(args, { out: { type: "string" }, expect: { type: "string" } }, 1);
   if (values.expect !== undefined && !SHA256_REF.test(values.expect)) throw new UsageError('--expect takes the pinned outer bundle digest, "sha256:" + 64 lowercase hex');
   const file = need(positionals[0], "the bundle file");
-  // "-" reads standard input, but as --out it wrote a file named "-", and nothing on stdout (review rv-109).
+  // "-" reads standard input, but as --out it wrote a file named "-", and nothing on stdout.
   if (values.out === "-") throw new UsageError("--out - would write a file named -: without --out the report goes to standard output");
   if (values.out !== undefined) refuseOverwritingInput(values.out, [file]);
   const report = await replayBundle(readJson(io, file, "bundle"), { expectedBundleDigest: values.expect ?? null });
@@ -513,7 +513,7 @@ const DEFAULT_REMOTE_TIMEOUT_MS = 10_000;
 /**
  * The most bytes of an answer read from a remote instance. The admin API answers a few KiB (its
  * bodies are capped at 64 KiB); the whole answer was read into memory, so a server that streamed
- * without end grew the process by ~190 MB a second until the timeout (review rv-109).
+ * without end grew the process by ~190 MB a second until the timeout.
  */
 const MAX_REMOTE_ANSWER_BYTES = 8 * 1024 * 1024;
 
@@ -584,7 +584,7 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   }
   // A token in clear over a network: the admin token (every command sends it when given), or a
   // relying party's token, supplied in the body or answered (relying-parties add and rotate).
-  // Only loopback is taken as http:// without --insecure-http (review rv-73: any host was).
+  // Only loopback is taken as http:// without --insecure-http (any host was).
   const carriesToken = Boolean(token) || path.startsWith("/v1/admin/relying-parties");
   if (parsed.protocol === "http:" && carriesToken && !isLoopbackHost(parsed.hostname) && values["insecure-http"] !== true) {
     throw new UsageError(`${which} is http:// to ${parsed.hostname}, not loopback: the ${token ? "admin token" : "relying party's token"} would cross the network in clear; use https://, or pass --insecure-http`);
@@ -600,7 +600,7 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   try {
     // No redirect is followed: fetch resent the body (a relying party's token among it) to whatever
     // origin a 307/308 named, http:// and any host included, and the answer of that origin was
-    // reported as the service's (review rv-73). The admin API answers none.
+    // reported as the service's. The admin API answers none.
     res = await io.fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs), redirect: "manual" });
     text = await boundedText(res, MAX_REMOTE_ANSWER_BYTES);
   } catch (err) {
@@ -628,8 +628,8 @@ async function admin(io: Io, values: { url?: string; "admin-token"?: string; tim
   }
   // A success that is not a JSON object is no answer of the admin API (every one is an object): a
   // proxy's login page or another program on the port. It was shown as text and exit 0, "done",
-  // for a pin, revocation or registration that never reached the service (review rv-109; a bare
-  // JSON value such as null or "ok", review rv-110).
+  // for a pin, revocation or registration that never reached the service (a bare
+  // JSON value such as null or "ok").
   if (res.ok && !isJsonObject(doc)) {
     const detail = `${url} answered ${res.status} with a body that is not ${isJson ? "a JSON object" : "JSON"}: not the countersign admin API`;
     emit(io, values.json === true, unavailableDoc(res.status, detail), `${method} ${path}: VERIFIER_UNAVAILABLE (${detail})`);
@@ -760,7 +760,7 @@ export async function main(argv: string[], io: Io = nodeIo): Promise<number> {
     io.err(`unknown command ${command}\n${USAGE}`);
     return 2;
   }
-  // Only as an option: after "--" it names a file (`verify -- --help` printed the usage, exit 0; review rv-109).
+  // Only as an option: after "--" it names a file (`verify -- --help` printed the usage, exit 0).
   const end = args.indexOf("--");
   const options = end === -1 ? args : args.slice(0, end);
   if (options.includes("--help") || options.includes("-h")) {

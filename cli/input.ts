@@ -14,7 +14,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  * The most bytes read from one input: the longest string the runtime holds (2^29 − 24 code units
  * on 64-bit Node, about 512 MiB), so no file this CLI could decode is refused. Read whole, an
  * endless source (`/dev/zero`, `yes |`) grew the process until the system killed it, and a larger
- * file (a 1 GiB one) was read whole and then answered "not valid UTF-8" (review rv-109).
+ * file (a 1 GiB one) was read whole and then answered "not valid UTF-8".
  */
 export const MAX_INPUT_BYTES: number = constants.MAX_STRING_LENGTH;
 

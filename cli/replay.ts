@@ -24,7 +24,7 @@ try {
 }
 const file = args!.positionals[0];
 const { out, expect } = args!.values;
-// "-" as --out wrote a file named "-" (review rv-109): the report goes to stdout without --out.
+// "-" as --out wrote a file named "-": the report goes to stdout without --out.
 if (!file || args!.positionals.length > 1 || (expect !== undefined && !SHA256_REF.test(expect)) || out === "-") usage();
 try {
   if (out !== undefined) refuseOverwritingInput(out, [file]);

@@ -27,7 +27,7 @@ export function ensureDevVars(root: string): string[] {
  * bundles): `export ` allowed before a name, a value in '…', "…" or `…` taken without its quotes
  * ("…" with \n and \r expanded), and an unquoted value ending at a `#` comment. Read otherwise
  * (quotes kept), a `ADMIN_TOKEN="…"` that wrangler serves unquoted made npm start present the
- * token with its quotes and stop, 401, "pinning the demo issuer failed" (review rv-83).
+ * token with its quotes and stop, 401, "pinning the demo issuer failed".
  */
 export function readDevVars(path: string): Record<string, string> {
   return parseDotenv(readFileSync(path, "utf8"));

@@ -90,13 +90,23 @@ async function waitHealthy(url: string, child: ChildProcess, timeoutMs: number, 
   throw new Error(`wrangler dev did not become healthy within ${timeoutMs} ms\n${output()}`);
 }
 
-/** Refuses a port something else already listens on: its /healthz would otherwise pass for ours. */
+/**
+ * Refuses a port something else already listens on: its /healthz would otherwise pass for ours.
+ * On either loopback: the instance serves 127.0.0.1, but `localhost:PORT` (the README's curl
+ * lines) reaches [::1] first where the hosts file names it first, and a server told to listen on
+ * "localhost" there takes [::1] alone. A host without IPv6 has no [::1] to be busy.
+ */
 export async function ensurePortFree(port: number): Promise<void> {
-  await new Promise<void>((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", (err: NodeJS.ErrnoException) => fail(new Error(err.code === "EADDRINUSE" ? `port ${port} is busy: stop what listens there or set PORT` : `port ${port}: ${err.message}`)));
-    srv.listen(port, "127.0.0.1", () => srv.close(() => ok()));
-  });
+  for (const host of ["127.0.0.1", "::1"]) {
+    await new Promise<void>((ok, fail) => {
+      const srv = createServer();
+      srv.once("error", (err: NodeJS.ErrnoException) => {
+        if (host === "::1" && (err.code === "EADDRNOTAVAIL" || err.code === "EAFNOSUPPORT")) ok();
+        else fail(new Error(err.code === "EADDRINUSE" ? `port ${port} is busy: stop what listens there or set PORT` : `port ${port}: ${err.message}`));
+      });
+      srv.listen(port, host, () => srv.close(() => ok()));
+    });
+  }
 }
 
 function wranglerDevArgs(o: LocalServerOptions, config: string, port: number, inspectorPort: number): string[] {
@@ -154,7 +164,7 @@ export async function startLocalServer(o: LocalServerOptions): Promise<LocalServ
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) {
       // wrangler is gone, but the workerd it started may not be: killed or crashed alone, wrangler
-      // leaves workerd in its group still serving the port (review rv-65). Stopped the same way.
+      // leaves workerd in its group still serving the port. Stopped the same way.
       if (!groupLeft()) return;
       kill("SIGTERM");
       for (const until = Date.now() + 5000; groupLeft() && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));

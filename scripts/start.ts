@@ -29,7 +29,7 @@ const persistTo = resolve(PROJECT_ROOT, process.env.COUNTERSIGN_STATE_DIR ?? ".w
 // setup instance boots or works, between the two, while the service boots on PORT, or once it
 // serves. wrangler runs in a process group of its own, so a Ctrl-C, or the hangup of a terminal or
 // SSH session closed under npm start, reaches it only through here (unhandled, a SIGHUP ended npm
-// start and left wrangler and workerd serving PORT with no parent: review rv-65).
+// start and left wrangler and workerd serving PORT with no parent).
 const stopping = new AbortController();
 let server: LocalServer | null = null;
 const stop = () => {
@@ -114,7 +114,7 @@ try {
   // The noted digest says which token this start registered, not which the party holds now: a
   // rotation since (POST /v1/admin/relying-parties/{name}/token, relying-parties rotate) may have
   // left DEMO_RP_TOKEN refused, or freed it for another party registered with it (a probe with the
-  // token, 401 or not, cannot tell that party from the demo one: review rv-68). So the kept party
+  // token, 401 or not, cannot tell that party from the demo one). So the kept party
   // is handed a throwaway token and then DEMO_RP_TOKEN, in place (its journal and usage records
   // kept): the second rotation succeeds only when no other party holds DEMO_RP_TOKEN.
   const kept = demo && demo.audiences.join(",") === DEMO_AUDIENCE && sameToken;
@@ -134,8 +134,8 @@ try {
     let registered = await register();
     // A token a party gave up stays taken for RETIRED_TOKEN_TTL_SECONDS (worker/stores.ts): the demo
     // party deleted just now (above) or shortly before this start held DEMO_RP_TOKEN, and the new
-    // registration may take it only once KV expired that record. Before, the start failed 409 here
-    // (review rv-82); it now waits that long, then says DEMO_RP_TOKEN is another party's.
+    // registration may take it only once KV expired that record. Before, the start failed 409 here;
+    // it now waits that long, then says DEMO_RP_TOKEN is another party's.
     if (registered.status === 409) {
       console.log(`  DEMO_RP_TOKEN was given up by a relying party less than ${RETIRED_TOKEN_TTL_SECONDS} s ago (the demo party, deleted and registered again): waiting until it is free`);
       for (const deadline = Date.now() + (RETIRED_TOKEN_TTL_SECONDS + 30) * 1000; registered.status === 409 && Date.now() < deadline; ) {

@@ -74,7 +74,7 @@ async function answered<T>(work: () => Promise<Committed<T>>): Promise<Committed
 /**
  * The KV calls a registry call made and that have not settled yet. A KV call that timed out
  * (VerifierUnavailable after DEPENDENCY_TIMEOUT_MS) is abandoned, not cancelled: its write can
- * still land after the next call's read, and write over it (review rv-74). The queue waits for
+ * still land after the next call's read, and write over it. The queue waits for
  * them before the next call starts, up to a bound so a call that never settles cannot stop it.
  */
 export class PendingKv {
@@ -105,7 +105,7 @@ export class PendingKv {
   /**
    * Resolves once every call noted so far has settled, or after the bound: `boundMs` from the first
    * wait for each call. A call still unsettled past its bound is forgotten: one that never settles
-   * holds the queue once, not every call after it (review rv-78).
+   * holds the queue once, not every call after it.
    */
   settled(): Promise<void> {
     const now = Date.now();
@@ -189,7 +189,7 @@ export async function commitManifestDrop(anchors: AnchorStore, issuer: string, f
  * the manifest's published_at or at the pin's time (a re-pin narrowed its window), or when a
  * manifest published later is pinned by now; otherwise written beside the current anchor, with the
  * configurations given (`added`) joined to the bindings held now, not to those the route read:
- * pins of one verifier sent at once each keep the others' configurations (review rv-74).
+ * pins of one verifier sent at once each keep the others' configurations.
  */
 export async function commitManifest(anchors: AnchorStore, ledgers: LedgerClient, issuer: string, pinned: PinnedManifest, added: readonly ManifestBindingRecord[]): Promise<Committed<AnchorRecord>> {
   const current = await anchors.fresh(issuer);

@@ -130,7 +130,7 @@ export async function closeExpiredChallenge(journal: JournalClient["port"], trac
  * Why a record was marked for reconciliation (CCS §14), for an answer's detail: the admission's own
  * key was revoked, or a key its delegation rests on. `delegatedUnder` (the admission's
  * `detail.delegated_under`, the parent's signer first) tells the parent's own key from one further
- * up: a grandchild's parent may be signed under a key that is still trusted (review rv-78).
+ * up: a grandchild's parent may be signed under a key that is still trusted.
  */
 export const markCause = (mark: Pick<ReconciliationMark, "via" | "revoked_at" | "fingerprint">, delegatedUnder?: readonly string[]): string => {
   if (mark.via !== "delegation") return `was signed under a key revoked at ${mark.revoked_at}`;

@@ -22,8 +22,8 @@ export async function ownKeyRevoked(c: Context<AppEnv>, { identity }: Pick<Issui
   const writes = cacheWrites(ownKeyChecks);
   const revoked = (await c.get("services").anchors.revokedKey(identity.fingerprint)) !== null;
   // A revocation this isolate served while the read was in flight cleared the check: what was read
-  // before it answers this call but is not kept over it (review rv-110: the unrevoked answer was
-  // kept for 10 s more on the isolate that served the revocation, as rv-106/rv-107 found for the other caches).
+  // before it answers this call but is not kept over it (the unrevoked answer was
+  // kept for 10 s more on the isolate that served the revocation, as the other caches were).
   if (revoked || cacheWrites(ownKeyChecks) === writes) ownKeyChecks.set(identity.fingerprint, { at: Date.now(), revoked });
   return revoked;
 }

@@ -94,7 +94,7 @@ function readKeyHolder(text: string | null): KeyHolder | null {
  * Per isolate cache, how many writes this isolate made to it (anchors pinned, relying parties
  * deleted or rotated, issuer views evicted, the own-key check cleared): a read started before
  * such a write and finished after it holds what the write replaced, so it answers its own call but
- * is not cached (reviews rv-106, rv-107, rv-110). A reader notes `cacheWrites(cache)` before its
+ * is not cached. A reader notes `cacheWrites(cache)` before its
  * reads and caches only if it is unchanged.
  */
 const writeCounts = new WeakMap<object, number>();
@@ -125,7 +125,7 @@ export function kvAnchorStore(env: Env, timeoutMs: number, cache: AnchorCache): 
     const raw = await kv(env.ANCHORS.get(anchorKvKey(issuer), "json"));
     if (raw === null) return null;
     // A pin this isolate served while the read was in flight cached what it wrote: the read, made
-    // before that write, answers this call but does not replace it (review rv-106: a rotated-out
+    // before that write, answers this call but does not replace it (a rotated-out
     // key verified again here for 30 s).
     return cacheWrites(cache) === writes ? remember(readAnchorRecord(raw)) : entryOf(readAnchorRecord(raw));
   };
@@ -331,8 +331,8 @@ const tokenKey = (tokenSha256: string) => `rp-token:${tokenSha256}`;
  * longer named by its party's `rp:<name>` (so it authenticates nothing), until KV expires it. Other
  * isolates cache a found token for RELYING_PARTY_CACHE_TTL_MS and KV takes up to ~60 s to reach
  * other locations: a token handed to another party (or to a new registration of the name) within
- * that time authenticated there as the party that gave it up, reading and writing its records
- * (review rv-79). Past both, it may be supplied again; the registration that gave it up may take
+ * that time authenticated there as the party that gave it up, reading and writing its records.
+ * Past both, it may be supplied again; the registration that gave it up may take
  * it back by a rotation at any time.
  */
 export const RETIRED_TOKEN_TTL_SECONDS = 120;
@@ -352,7 +352,7 @@ export function kvRelyingPartyWrites(env: Env, timeoutMs: number): RelyingPartyW
    * RETIRED_TOKEN_TTL_SECONDS, then expired by KV. It authenticates nothing meanwhile, since the
    * party's `rp:<name>` no longer names it (deleted, or naming the new token). Before the writes
    * were serialised, two calls supplying one token at once could both pass the token check and
-   * leave the token's record holding the other party (review rv-62): such a record is still left alone.
+   * leave the token's record holding the other party: such a record is still left alone.
    */
   const dropTokenOf = async (party: RelyingParty): Promise<void> => {
     const held = await get(tokenKey(party.token_sha256));
@@ -424,7 +424,7 @@ export function kvRelyingPartyStore(env: Env, timeoutMs: number, cache: RelyingP
       const named = await get(partyKey(party.name));
       if (!named || named.token_sha256 !== party.token_sha256 || named.registration !== party.registration) return null;
       // A delete or rotation this isolate served while the reads were in flight evicted the token:
-      // what was read before it answers this call, but is not cached again (review rv-106: the
+      // what was read before it answers this call, but is not cached again (the
       // token was taken for 30 s more by the isolate that served the delete).
       if (cacheWrites(cache) !== evictions) return party;
       if (cache.size >= RELYING_PARTY_CACHE_SIZE) cache.clear();

@@ -29,7 +29,7 @@ const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/);
 const jsonObject = z.unknown().refine(isJsonObject, "Invalid input: expected an object").meta({ type: "object" });
 /**
  * `.max` counts UTF-16 code units (what maxLength documents); the refinement holds the bound the
- * description states, in UTF-8 bytes (rv-64: `exclude` took 125 × "é", 258 bytes, and echoed it).
+ * description states, in UTF-8 bytes (`exclude` took 125 × "é", 258 bytes, and echoed it).
  */
 export const Uri = z
   .string()

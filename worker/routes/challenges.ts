@@ -76,7 +76,7 @@ async function challengeOf(c: Context<AppEnv>, admission: Admission): Promise<{ 
 /**
  * Opens the challenge of an admission that lacks evidence, before the journal records it, and
  * answers it; null when nothing is missing. The attempt is named by its receipt's nonce. A
- * challenge an earlier attempt's recorded admission confirmed is kept as it is (review rv-71).
+ * challenge an earlier attempt's recorded admission confirmed is kept as it is.
  */
 export async function openChallenge(c: Context<AppEnv>, admission: Admission): Promise<Challenge | null> {
   if (admission.gaps.length === 0) return null;

@@ -176,7 +176,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     // The clock is read once, for the draft and the receipt signed alike: read twice, the draft
     // could fall on a whole second (issued_at 1796100298, four time fields printed without
     // decimals) and the receipt on 1796100298.123, 16 bytes longer than the step sized, which the
-    // journal then refused after a sequence number and a signature were spent (review rv-65).
+    // journal then refused after a sequence number and a signature were spent.
     const issuedAt = (overrides.now ?? services.now)();
     const finalising = {
       now: () => issuedAt,
@@ -186,7 +186,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
     };
     // The final receipt outgrows the admission (response_hash, rule_summary, block_reason) and the
     // step carries the output rules' results, so the check above can pass a step the journal then
-    // refuses, after a sequence number and a signature were spent (review rv-60: extensions of
+    // refuses, after a sequence number and a signature were spent (extensions of
     // 30,839 characters were refused 400 after signing, twice, skipping two sequence numbers). So
     // the step is judged once more as it will be, with a stand-in signature of the same length, the
     // largest sequence number and the same issue time, before anything is spent: the receipt then

@@ -251,7 +251,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, l
     exportToolExecution(c, appended.record, appended.entries);
     await withdrawIfMarked(c, reserved.record.record_id, admission);
     // Identical intakes sent at once each opened a challenge: the recorded one is put in place, so
-    // the deadline this answer announces is the one that holds (review rv-71). The record is written
+    // the deadline this answer announces is the one that holds. The record is written
     // either way, so a store that fails here is logged, not answered: the challenge it holds is
     // then the last attempt's to open, whose deadline is at most that attempt's judging time later.
     if (challenge) {
@@ -292,8 +292,8 @@ async function withdrawIfMarked(c: Context<AppEnv>, recordId: string, admission:
  * journal's MAX_TRANSITION_BYTES, counted as canonical JSON: the runtime context is kept there as a
  * JSON string (each `"` and `\` of its canonical text written twice, a control character as
  * `\u00XX`), beside the approver, the tool (twice in the receipt) and the reasons quoting the
- * params (twice: block_reason and rules), each within its own limit but not all together (review
- * rv-56: a runtime_context of 8,000 backslashes, 16 KiB canonical, answered 500 INTAKE_FAILED with
+ * params (twice: block_reason and rules), each within its own limit but not all together (a
+ * runtime_context of 8,000 backslashes, 16 KiB canonical, answered 500 INTAKE_FAILED with
  * the journal's JournalInputError in the log). One that does not fit is refused INTAKE_OVERFLOW.
  */
 function decisionOf(admission: Admission, approval: string | null, admittedUnder: string) {
@@ -328,7 +328,7 @@ type Decision = ReturnType<typeof decisionOf>;
 
 /**
  * Judges the Command once and measures the journal record its admission decides before a sequence
- * number or a signature is spent on it (review rv-71: an admission past the 32 KiB record was
+ * number or a signature is spent on it (an admission past the 32 KiB record was
  * refused INTAKE_OVERFLOW only after it was signed, each refusal skipping a sequence number). The
  * draft is signed with a stand-in signer under the largest sequence number; the receipt then signed
  * is the draft with its sequence (no longer) and signatures (as long) replaced: same judgment, same
@@ -386,7 +386,7 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, at: AwaitingR
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
   exportToolExecution(c, appended.record, appended.entries);
   // A revocation that landed between the answer's mark check and this append marked the record and
-  // withdrew only the receipts it held then: this answer's receipt is withdrawn here (review rv-82).
+  // withdrew only the receipts it held then: this answer's receipt is withdrawn here.
   await withdrawIfMarked(c, at.record_id, admission);
 }
 

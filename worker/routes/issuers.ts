@@ -28,7 +28,7 @@ export type IssuerViewCache = Map<string, { at: number; review: unknown; pages: 
 /**
  * Drops one issuer's entry (or every entry) after an admin write through this isolate or a flush
  * of its decision counts; counted, so a view read in flight across it is answered as read but not
- * cached over it (review rv-107: a view in flight across a revocation here put the unrevoked state
+ * cached over it (a view in flight across a revocation here put the unrevoked state
  * back for 5 s).
  */
 export function forgetIssuerView(cache: IssuerViewCache, issuer?: string): void {

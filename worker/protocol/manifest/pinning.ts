@@ -96,7 +96,7 @@ export async function buildPinnedManifest(body: unknown, anchor: AnchorRecord, k
 /**
  * The bindings held, less those the configurations given now replace, followed by these (newest
  * last), one per config_hash (a configuration given twice in one pin is bound once, at its last
- * place: review rv-78, 16 copies of one left 16 bindings of it), the oldest dropped past
+ * place; 16 copies of one once left 16 bindings of it), the oldest dropped past
  * MAX_MANIFEST_BINDINGS.
  */
 export function joinBindings(held: readonly ManifestBindingRecord[], added: readonly ManifestBindingRecord[]): ManifestBindingRecord[] {
