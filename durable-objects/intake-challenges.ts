@@ -106,7 +106,7 @@ export class IntakeChallenges extends DurableObject<Env> {
    * recorded admission confirmed (an attempt whose record was not written: the retry judges anew),
    * never a confirmed one: identical intakes sent at once each judge and open, the journal records
    * one, and an attempt that lost that race must not move the recorded challenge's deadline or
-   * reopen a challenge already answered (review rv-71). Whether it opened.
+   * reopen a challenge already answered. Whether it opened.
    */
   open(c: StoredChallenge, attempt: string): boolean {
     this.table();
@@ -124,7 +124,7 @@ export class IntakeChallenges extends DurableObject<Env> {
    * opened last. A row already confirmed is kept, unless the earlier version opened it (no
    * `attempt`): the journal recording this attempt means that row's attempt was never recorded, and
    * its deadline, set when it was judged (minutes earlier, say, before a failed write and the
-   * upgrade), is not the one this admission announced (review rv-75). This attempt's own row is
+   * upgrade), is not the one this admission announced. This attempt's own row is
    * only marked confirmed. Another attempt's row that an answer has taken meanwhile (an answer can
    * come as soon as the record awaits evidence) keeps its state and evidence and takes this
    * attempt's deadline; an open one is replaced by this attempt's challenge.
@@ -144,8 +144,8 @@ export class IntakeChallenges extends DurableObject<Env> {
       this.sql.exec("UPDATE challenge SET issued_at = ?, expires_at = ?, attempt = ?, confirmed = 1 WHERE id = 1", c.issued_at, c.expires_at, attempt);
       if (held.state !== "closing" && held.state !== "closed") void this.ctx.storage.setAlarm(c.expires_at * 1000);
     }
-    // The deadline's alarm ran before the journal held this admission (it found no record to close,
-    // review rv-78): the record awaits evidence now, so the row is open again and the alarm runs at
+    // The deadline's alarm ran before the journal held this admission (it found no record to close):
+    // the record awaits evidence now, so the row is open again and the alarm runs at
     // once (or at the deadline) to close it. A record it did close is left as it is by that run.
     if (held && (held.state === "closed" || held.state === "closing")) {
       this.sql.exec("UPDATE challenge SET state = 'open' WHERE id = 1");

@@ -218,8 +218,8 @@ export class ReceiptJournal extends DurableObject<Env> {
    * presented is refused there. Read from the journal's own entries, inside SQLite: only the
    * receipts issued before the record started (effect `not-started`: the admission, a challenge's
    * answer, an approval), which authorise an execution; a final receipt (finalize, reconcile) is the
-   * outcome evidence of an execution started before the revocation and is not withdrawn. Before
-   * (review rv-82) it was, by a second revocation of the key only: the first runs before it exists.
+   * outcome evidence of an execution started before the revocation and is not withdrawn (it used
+   * to be, by a second revocation of the key only: the first runs before it exists).
    */
   delegatedReceipts(fingerprint: string): { issuer: string; nonce: string; expires_at: number; max_clock_skew: number | null }[] {
     if (!this.hasRevocationSchema || !this.hasSchema) return [];

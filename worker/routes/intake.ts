@@ -44,7 +44,7 @@ class SigningKeyRevoked extends Error {}
  * Runs the intake under its deadline. The work is told when the deadline has passed (`late`) and
  * then starts nothing that lasts (admit: no reservation, sequence number, challenge or journal
  * append), so an intake answered INTAKE_TIMEOUT leaves no admission behind that a retry would be
- * answered with (review rv-112: a sequence number that came late was still signed and journaled).
+ * answered with (a sequence number that came late used to be signed and journaled still).
  * Only a journal write already under way at the deadline may still land. A timed-out work is kept
  * alive until it has stopped (waitUntil), its result and its rejection dropped.
  */
@@ -156,7 +156,7 @@ type Admitted = (Admission & { replay: false; challenge: Challenge | null }) | (
  * A retry's answer: the admission the journal holds and, for a challenged deny whose record still
  * awaits its evidence, the challenge while it is open (what is still missing, the deadline that
  * holds), so a runtime that lost the first answer, or whose attempt lost the race to an identical
- * one, still learns what to send and by when (review rv-116: it was answered the deny alone).
+ * one, still learns what to send and by when.
  */
 async function replayOf(c: Context<AppEnv>, traceId: string, loaded: { record: { state: JournalState }; history: readonly JournalEntry[] }): Promise<Admitted> {
   const admission = retriedAdmission(loaded.history);

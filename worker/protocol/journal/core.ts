@@ -149,7 +149,7 @@ const ENTRY_VALUES = ["value", "values"];
 /**
  * Header lists as providers record them, after the snapshot has redacted by member name: there a
  * header's name is data, not the member's, so an authorization header's value sat under an
- * innocent `value` and was stored as sent (review rv-113). A credential-named header's value is
+ * innocent `value` and was stored as sent. A credential-named header's value is
  * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
  * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
  * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name).
