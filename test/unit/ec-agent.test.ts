@@ -76,6 +76,7 @@ describe("evidence spans count Unicode code points", () => {
     ["reversed offsets", (r) => ({ ...r, start: r.end, end: r.start }), "OFFSET_REVERSED"],
     ["a non-integer offset", (r) => ({ ...r, start: r.start + 0.5 }), "OFFSET_NOT_INTEGER"],
     ["an out-of-range offset", (r) => ({ ...r, end: 10_000 }), "OFFSET_OUT_OF_RANGE"],
+    ["a quote written null (not emitted is left out)", (r) => ({ ...r, quote: null }), "SCHEMA_INVALID"],
   ];
   it.each(refCases)("%s fails with its own reason code", async (_name, mutate, code) => {
     const ref = mutate(sample.evidence[0]);
