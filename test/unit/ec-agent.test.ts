@@ -460,6 +460,11 @@ describe("support plane", () => {
     // Another date, or a number the span's date does not state, is still missing.
     expect(guardSupport("It opened on 1923-03-13.", "It opened on 12 March 1923.").missing_atoms).toEqual(["number:13", "temporal:date:1923-03-13"]);
     expect(guardSupport("It opened on 3 March 1923 with 4 guests.", "It opened on 1923-03-03 with guests.").missing_atoms).toEqual(["number:4"]);
+    // A span's date states its month's number only for the claim's own date: a count written beside
+    // it is judged as a number ("3 floors" is not stated by "12 March 1923", whose month is 3).
+    expect(guardSupport("It opened with 3 floors on 12 March 1923.", "It opened with 12 floors on 12 March 1923.").missing_atoms).toEqual(["number:3"]);
+    expect(guardSupport("It opened on 1923-03-12 with 3 floors.", "It opened on 1923-03-12 with 12 floors.").missing_atoms).toEqual(["number:3"]);
+    expect(guardSupport("It opened on 3 March 1923 and had 3 floors.", "It opened on 1923-03-03 and had floors.").missing_atoms).toEqual(["number:3"]);
   });
 
   it("a duration's count spelled out in the span is not a missing number for a claim writing it in digits (review rv-114)", () => {

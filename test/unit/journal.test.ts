@@ -348,6 +348,28 @@ describe("provider extensions holding header lists", () => {
       },
     });
   });
+
+  it("a flat header list holding HTTP/2 pseudo-headers is still read as one; a [name, object] pair is evidence, not a header", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "ext-h2-headers", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const extensions = {
+      "com.example.provider": {
+        rawHeaders: [":method", "GET", ":path", "/v1/items", ":authority", "api.example", "authorization", "h2-opaque-0123"],
+        steps: ["password_reset", { via: "email", ticket: "T-1234" }],
+      },
+    };
+    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
+    expect(a.kind).toBe("appended");
+    const loaded = j.load(r.record.record_id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    expect(loaded.history[1].extensions).toEqual({
+      "com.example.provider": {
+        rawHeaders: [":method", "GET", ":path", "/v1/items", ":authority", "api.example", "authorization", "[redacted]"],
+        steps: ["password_reset", { via: "email", ticket: "T-1234" }],
+      },
+    });
+  });
 });
 
 describe("a deny awaiting a challenge's evidence", () => {

@@ -176,6 +176,6 @@ describe("the 13.7 review flag on the status page", () => {
     expect((await h.call(`/v1/issuers/${encodeURIComponent(flagged.id.issuer)}`)).body.review).toMatchObject({ flagged: true });
     const page = (await harness(env, createExecutionContext(), { reviewThreshold: 3 }).call("/")).text;
     expect(page).toContain("more are pinned and not shown");
-    expect(page).toMatch(new RegExp(`review required: allow-only</span> \\(CCS 13\\.7\\), pinned and not listed above: <code>${flagged.id.issuer.replace(/[.]/g, "\\.")}</code>`));
+    expect(page).toMatch(new RegExp(`review required: allow-only</span> \\(CCS 13\\.7\\), pinned and not in the table below: <code>${flagged.id.issuer.replace(/[.]/g, "\\.")}</code>`));
   });
 });

@@ -117,7 +117,7 @@ function issuersSection(v: StatusView): string {
   const limits = `Listed: the first ${v.issuerLimit} pinned issuers (in key order)${v.moreIssuers ? " — more are pinned and not shown" : ""}. Nonces held are summed over each issuer's ledger shards, at most ${v.shardBudget} shards per page.`;
   const f = v.flaggedUnlisted;
   const unlisted = f && f.issuers.length > 0
-    ? `<p class="note"><span class="revoked">review required: allow-only</span> (CCS 13.7), pinned and not listed above: ${f.issuers.map((i) => `<code>${esc(i)}</code>`).join(", ")}${f.more > 0 ? ` and ${f.more} more` : ""}.</p>`
+    ? `<p class="note"><span class="revoked">review required: allow-only</span> (CCS 13.7), pinned and not in the table below: ${f.issuers.map((i) => `<code>${esc(i)}</code>`).join(", ")}${f.more > 0 ? ` and ${f.more} more` : ""}.</p>`
     : "";
   return `${unlisted}<table><thead><tr><th>issuer</th><th>kid</th><th>fingerprint (short)</th><th>not before</th><th>not after</th><th>revoked</th><th class="num">nonces held</th></tr></thead><tbody>${rows.join("")}</tbody></table><p class="note">${limits}</p>`;
 }

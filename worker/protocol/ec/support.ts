@@ -156,8 +156,9 @@ const SENTENCE_START_STOPWORDS = [
  */
 export const GUARD_MANIFEST = {
   extractors: {
-    // Version 3: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts).
-    numeric: { version: 3, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded and not", span_spelled_counts: "the count of each duration match written as a number word" },
+    // Version 4: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts);
+    // a claim's numbers written inside an absolute date the span states are judged by that date (see datedNumbers).
+    numeric: { version: 4, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded", span_spelled_counts: "the count of each duration match written as a number word", claim_dated_numbers: "a claim's numbers inside an iso_date, day_month_year, month_day_year or month_year match whose date: atom the span states are not judged as numbers" },
     temporal: {
       // Version 4: a span's absolute dates also state their month's name (see dateStates); a
       // duration's count may be a compound number word ("twenty-one"); a day may precede its month with "of".
@@ -260,15 +261,48 @@ export function opensSentence(text: string, index: number): boolean {
   return end === 0 || PATTERNS.sentence_end.test(text.slice(Math.max(0, end - 2), end));
 }
 
+/** A text's numbers, thousands separators removed. */
+function numbersOf(text: string): Set<string> {
+  const numbers = new Set<string>();
+  // A number without a comma has no thousands separator to remove: no replace per number.
+  for (const [n] of text.matchAll(PATTERNS.number)) numbers.add(n.includes(",") ? n.replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "") : n);
+  return numbers;
+}
+
+/** A claim's absolute dates: each one's `date:` atom and the numbers written inside it. */
+interface DatedNumbers {
+  atom: string;
+  numbers: Set<string>;
+}
+
+/**
+ * What a claim's numbers are judged by: those written outside its absolute dates, and for each
+ * date the numbers written inside it. A date's own digits ("1923-03-12", the 3 of "3 March 1923")
+ * need no `number:` atom in the span once that date's atom is there; a number written beside it
+ * ("3 floors on 12 March 1923") does.
+ */
+function datedNumbers(text: string): { outside: Set<string>; dated: DatedNumbers[] } {
+  const dated: DatedNumbers[] = [];
+  let masked = text;
+  const add = (m: RegExpExecArray | RegExpMatchArray, atom: string) => {
+    const at = m.index ?? 0;
+    dated.push({ atom, numbers: numbersOf(m[0]) });
+    masked = masked.slice(0, at) + " ".repeat(m[0].length) + masked.slice(at + m[0].length);
+  };
+  for (const m of text.matchAll(PATTERNS.iso_date)) add(m, `date:${m[1]}-${m[2]}-${m[3]}`);
+  for (const m of text.matchAll(PATTERNS.day_month_year)) add(m, `date:${m[3]}-${monthNumber(m[2])}-${m[1].padStart(2, "0")}`);
+  for (const m of text.matchAll(PATTERNS.month_day_year)) add(m, `date:${m[3]}-${monthNumber(m[1])}-${m[2].padStart(2, "0")}`);
+  for (const m of text.matchAll(PATTERNS.month_year)) add(m, `date:${m[2]}-${monthNumber(m[1])}`);
+  return { outside: numbersOf(masked), dated };
+}
+
 /**
  * Numbers (thousands separators removed), temporal atoms, and entities: capitalised words,
  * case-folded, including at the start of a sentence unless they are a function word there.
  */
 export function atoms(text: string): Atoms {
-  const numbers = new Set<string>();
+  const numbers = numbersOf(text);
   const entities = new Set<string>();
-  // A number without a comma has no thousands separator to remove: no replace per number.
-  for (const [n] of text.matchAll(PATTERNS.number)) numbers.add(n.includes(",") ? n.replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "") : n);
   for (const m of text.matchAll(PATTERNS.word)) {
     const word = m[0];
     if (!capitalised(word)) continue;
@@ -282,11 +316,11 @@ export function atoms(text: string): Atoms {
 }
 
 /**
- * What a text's absolute dates state, from its `date:` atoms: as numbers, the year and the month
- * and day both zero-padded and not; as a temporal atom, the month's name. "12 March 1923" states
- * 03 and 3 as much as "1923-03-12" states March, so a claim writing the date in another form than
- * its span is judged by the date atom (which must match), not rejected for a missing `number:03`,
- * `number:3` or `month:march`.
+ * What a text's absolute dates state, from its `date:` atoms: as numbers, the year, month and day
+ * as the ISO form writes them (zero-padded); as a temporal atom, the month's name. "12 March 1923"
+ * states 03 as much as "1923-03-12" states March. A claim's own date is judged by its date atom
+ * (datedNumbers), so its digits need not be here; a number written outside a date is not stated
+ * by a span's date unless written there: "12 March 1923" states no count of 3.
  */
 function dateStates(temporal: string[]): { numbers: string[]; temporal: string[] } {
   const out = { numbers: [] as string[], temporal: [] as string[] };
@@ -294,7 +328,7 @@ function dateStates(temporal: string[]): { numbers: string[]; temporal: string[]
     if (!atom.startsWith("date:")) continue;
     const [year, ...rest] = atom.slice("date:".length).split("-");
     out.numbers.push(year);
-    for (const part of rest) out.numbers.push(part, String(Number(part)));
+    out.numbers.push(...rest);
     const month = rest.length > 0 ? MONTHS[Number(rest[0]) - 1] : undefined;
     if (month) out.temporal.push(`month:${month}`);
   }
@@ -358,12 +392,14 @@ export interface PreparedClaim {
   entityTokens: [string, string[]][];
   /** The pair members the claim mentions. */
   members: Set<string>;
+  /** The claim's numbers outside its absolute dates, and those inside each date. */
+  numbers: { outside: Set<string>; dated: DatedNumbers[] };
 }
 
 export function prepareClaim(claim: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG): PreparedClaim {
   const lexical = prepareSpan(claim);
   const ca = atoms(claim);
-  return { lexical, atoms: ca, entityTokens: ca.entities.map((e) => [e, [...tokens(e)]]), members: members(lexical.tokens, config) };
+  return { lexical, atoms: ca, entityTokens: ca.entities.map((e) => [e, [...tokens(e)]]), members: members(lexical.tokens, config), numbers: datedNumbers(claim) };
 }
 
 export function guardSupport(claim: string, span: string, config: SupportConfig = DEFAULT_SUPPORT_CONFIG, prepared: PreparedClaim = prepareClaim(claim, config)): GuardResult {
@@ -376,8 +412,11 @@ export function guardSupport(claim: string, span: string, config: SupportConfig 
   const stated = dateStates(sa.temporal);
   const spanNumbers = new Set([...sa.numbers, ...stated.numbers, ...spelledCounts(span)]);
   const spanTemporal = new Set([...sa.temporal, ...stated.temporal]);
+  // A claim's number is judged unless every place it is written is a date the span states.
+  const judged = new Set(prepared.numbers.outside);
+  for (const d of prepared.numbers.dated) if (!spanTemporal.has(d.atom)) for (const n of d.numbers) judged.add(n);
   const missing = [
-    ...ca.numbers.filter((n) => !spanNumbers.has(n)).map((n) => `number:${n}`),
+    ...ca.numbers.filter((n) => judged.has(n) && !spanNumbers.has(n)).map((n) => `number:${n}`),
     ...ca.temporal.filter((t) => !spanTemporal.has(t)).map((t) => `temporal:${t}`),
     ...prepared.entityTokens.filter(([, toks]) => toks.some((t) => !spanTokens.has(t))).map(([e]) => `entity:${e}`),
   ];

@@ -141,8 +141,14 @@ function jsonObjectOrNull(value: unknown, what: string): JsonObject | null {
   return copy as JsonObject;
 }
 
-/** An HTTP field name (RFC 9110 token): what a flat header list holds at each even index. */
-const FIELD_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/**
+ * An HTTP field name (RFC 9110 token), or an HTTP/2 pseudo-header (`:method`, `:path`, which
+ * Node's http2 rawHeaders list beside the others): what a flat header list holds at each even index.
+ */
+const FIELD_NAME = /^:?[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** What a header list holds at each odd index: a field value, or the values of a repeated field; never an object. */
+const scalar = (x: JsonValue): boolean => x === null || typeof x !== "object";
+const fieldValues = (x: JsonValue): boolean => scalar(x) || (Array.isArray(x) && x.every(scalar));
 const ENTRY_NAMES = ["name", "key", "header"];
 const ENTRY_VALUES = ["value", "values"];
 
@@ -152,12 +158,14 @@ const ENTRY_VALUES = ["value", "values"];
  * innocent `value` and was stored as sent. A credential-named header's value is
  * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
  * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
- * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name).
+ * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name,
+ * every odd one a value or a list of them, so a pair whose second member is an object is
+ * evidence, not a header).
  */
 function redactHeaderLists(value: JsonValue): JsonValue {
   if (Array.isArray(value)) {
     const items = value.map(redactHeaderLists);
-    const flat = items.length > 0 && items.length % 2 === 0 && items.every((x, i) => i % 2 === 1 || (typeof x === "string" && FIELD_NAME.test(x)));
+    const flat = items.length > 0 && items.length % 2 === 0 && items.every((x, i) => (i % 2 === 1 ? fieldValues(x) : typeof x === "string" && FIELD_NAME.test(x)));
     return Object.freeze(flat ? items.map((x, i) => (i % 2 === 1 && isCredentialName(items[i - 1] as string) ? REDACTED : x)) : items);
   }
   if (!isJsonObject(value)) return value;
