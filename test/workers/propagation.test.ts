@@ -58,6 +58,26 @@ const hashOf = async (r: Receipt | Record<string, unknown>) => receiptHashOf(awa
 const failuresOf = (res: { body: { failures: { hop: number; code: string }[] } }) => res.body.failures.map((f) => `${f.hop}:${f.code}`);
 const verifyChainCall = (h: Harness, body: unknown) => h.call("/v1/chains/verify", post(body));
 
+describe("POST /v1/envelopes/verify at hop 0", () => {
+  it("an envelope at hop 0 has no predecessor: previous_receipt_hash left out or null is not an error; from hop 1 on it is required", async () => {
+    const { h, hops } = await signedChainOf("envelope-hop-0", 3);
+    const envelopeOf = async (receipt: Receipt | Record<string, unknown>, hop: number) => ({
+      envelope_version: "1.3", original_receipt: receipt, parent_trace_id: receipt.trace_id, child_trace_id: "0123456789abcdef",
+      delegation_reason: "root", hop_count: hop, previous_receipt_hash: await hashOf(receipt),
+    });
+    const { previous_receipt_hash: _left, ...absent } = await envelopeOf(hops[0].receipt, 0);
+    const leftOut = await h.call("/v1/envelopes/verify", post({ envelope: absent, audience: AUDIENCE }));
+    expect([leftOut.status, leftOut.body.valid, leftOut.body.decision, leftOut.body.failures]).toEqual([200, true, "accept", []]);
+    const nulled = await h.call("/v1/envelopes/verify", post({ envelope: { ...(await envelopeOf(hops[1].receipt, 0)), previous_receipt_hash: null }, audience: AUDIENCE }));
+    expect([nulled.status, nulled.body.valid, nulled.body.decision]).toEqual([200, true, "accept"]);
+    const { previous_receipt_hash: _gone, ...hop1 } = await envelopeOf(hops[2].receipt, 1);
+    for (const envelope of [hop1, { ...hop1, previous_receipt_hash: null }]) {
+      const refused = await h.call("/v1/envelopes/verify", post({ envelope, audience: AUDIENCE }));
+      expect([refused.status, refused.body.error.code, refused.body.nonce_consumed]).toEqual([400, "ENVELOPE_MALFORMED", false]);
+    }
+  });
+});
+
 describe("POST /v1/chains/verify", () => {
   it("changes the summary hash when any receipt changes", async () => {
     const { hops, chain } = await signedChainOf("summary-sensitivity", 4);

@@ -125,7 +125,7 @@ export const Envelope = z
     child_trace_id: hex(16),
     delegation_reason: z.string(),
     hop_count: z.number().int().min(0),
-    previous_receipt_hash: sha256Ref,
+    previous_receipt_hash: sha256Ref.nullable().optional().meta({ description: "the original receipt's receipt_hash; left out or null at hop 0 only" }),
     sender_org_id: Uri.optional(),
     receiver_org_id: Uri.optional(),
     trust_anchor_reference: hex(64).optional(),

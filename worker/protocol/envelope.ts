@@ -22,7 +22,8 @@ export interface Envelope {
   child_trace_id: string;
   delegation_reason: string;
   hop_count: number;
-  previous_receipt_hash: string;
+  /** Null (or left out) at hop 0 only: a chain of length zero has no predecessor (CCS §11). */
+  previous_receipt_hash: string | null;
 }
 
 export interface CrossOrg {
@@ -48,7 +49,7 @@ export function parseEnvelope(value: unknown): EnvelopeParse {
   const malformed = (detail: string): EnvelopeParse => ({ ok: false, failures: [failure("ENVELOPE_MALFORMED", detail)] });
   if (!isObject(value)) return malformed("envelope must be a JSON object");
   for (const key of Object.keys(value)) if (!ALL_FIELDS.has(key)) return malformed(`unknown field ${JSON.stringify(key)}`);
-  for (const key of BASE_FIELDS) if (!Object.hasOwn(value, key)) return malformed(`missing field ${key}`);
+  for (const key of BASE_FIELDS) if (!Object.hasOwn(value, key) && key !== "previous_receipt_hash") return malformed(`missing field ${key}`);
   const e = value as Record<string, unknown>;
   if (e.envelope_version !== ENVELOPE_VERSION) return malformed(`envelope_version must be "${ENVELOPE_VERSION}"`);
   if (!isObject(e.original_receipt)) return malformed("original_receipt must be a JSON object");
@@ -56,8 +57,11 @@ export function parseEnvelope(value: unknown): EnvelopeParse {
   if (typeof e.child_trace_id !== "string" || !HEX16.test(e.child_trace_id)) return malformed("child_trace_id must be 16 lowercase hex");
   if (typeof e.delegation_reason !== "string") return malformed("delegation_reason must be a string");
   if (!Number.isSafeInteger(e.hop_count) || (e.hop_count as number) < 0) return malformed("hop_count must be an integer >= 0");
-  if (typeof e.previous_receipt_hash !== "string" || !SHA256_REF.test(e.previous_receipt_hash)) return malformed('previous_receipt_hash must be "sha256:" + 64 lowercase hex');
-  const envelope = e as unknown as Envelope;
+  // Hop 0 has no predecessor, and that is no error: its previous_receipt_hash may be left out or null.
+  const previous = Object.hasOwn(e, "previous_receipt_hash") ? e.previous_receipt_hash : undefined;
+  if ((previous === undefined || previous === null) && e.hop_count !== 0) return malformed(previous === undefined ? "missing field previous_receipt_hash" : "previous_receipt_hash may be null at hop 0 only");
+  if (previous !== undefined && previous !== null && (typeof previous !== "string" || !SHA256_REF.test(previous))) return malformed('previous_receipt_hash must be "sha256:" + 64 lowercase hex');
+  const envelope = { ...e, previous_receipt_hash: previous ?? null } as unknown as Envelope;
   if (!CROSS_ORG_FIELDS.some((k) => Object.hasOwn(e, k))) return { ok: true, envelope, crossOrg: null };
 
   if (!isHttpsUri(e.sender_org_id)) return malformed("a cross-org envelope needs sender_org_id, an https:// URI");
@@ -91,7 +95,7 @@ export function checkEnvelope(
 ): Failure[] {
   const out: Failure[] = [];
   if (e.parent_trace_id !== r.trace_id) out.push(failure("CHAIN_BROKEN", "parent_trace_id is not the original receipt's trace_id"));
-  if (e.previous_receipt_hash !== receiptHash) out.push(failure("CHAIN_BROKEN", "previous_receipt_hash is not the original receipt's receipt_hash"));
+  if (e.previous_receipt_hash !== null && e.previous_receipt_hash !== receiptHash) out.push(failure("CHAIN_BROKEN", "previous_receipt_hash is not the original receipt's receipt_hash"));
   if (e.hop_count > MAX_HOP_COUNT) out.push(failure("HOP_LIMIT_EXCEEDED", `hop_count ${e.hop_count} exceeds ${MAX_HOP_COUNT}`));
   if (crossOrg) {
     if (context.orgId === null || crossOrg.receiver_org_id !== context.orgId) {

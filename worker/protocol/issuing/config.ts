@@ -14,7 +14,7 @@ import { DEFAULT_POLICY_FLOOR, type SecurityProfile } from "./policy-floor.js";
  * `config_hash`: bumped whenever a rule could judge some Command or output differently
  * (test/unit/rules-version.test.ts fails until it is).
  */
-export const VERIFIER_VERSION = "countersign/0.2.57";
+export const VERIFIER_VERSION = "countersign/0.2.58";
 export const SCHEMA_VERSION = "1.3";
 
 export interface CanonicalConfig {
