@@ -26,8 +26,10 @@ export interface AuditReference {
  */
 export function auditDateProblem(date: string, now: number): string | null {
   const [y, m, d] = date.split("-").map(Number);
-  const day = Date.UTC(y, m - 1, d);
-  const back = new Date(day);
+  // setUTCFullYear, not Date.UTC: Date.UTC reads a year below 100 as 1900 + year.
+  const back = new Date(0);
+  back.setUTCFullYear(y, m - 1, d);
+  const day = back.getTime();
   if (back.getUTCFullYear() !== y || back.getUTCMonth() !== m - 1 || back.getUTCDate() !== d) return `audit.date ${date} is not a day of the calendar`;
   // UTC+14 is the earliest any day begins.
   if (day / 1000 > now + 14 * 3600) return `audit.date ${date} is in the future: an audit not yet made vouches for nothing`;
