@@ -45,10 +45,9 @@ describe("find actions read in linear time", () => {
   it("reads a find run by a find's action in the same pass: no copy, no recursion a level (review rv-54: 5,500 levels overflowed the stack, 500)", async () => {
     const verdict = async (c: string) => (await judged("run_shell", { command: c })).find((r) => r.name === "SEC-002")?.verdict;
     const nested = "find / " + "-exec find ".repeat(6_000);
-    const started = performance.now();
+    // The test's timeout bounds the time (no timed assertion; a stack overflow was the failure).
     expect(await verdict(nested + ";")).toBe("allow");
     expect(await verdict(nested + "-exec sh -c 'rm -rf /' \\;")).toBe("deny");
-    expect(performance.now() - started).toBeLessThan(3_000);
     // What a nested find hands a shell is read as before, and the outer find's later actions too.
     expect(await verdict("find / -exec find /tmp -name x -exec sh -c 'rm -rf /' \\;")).toBe("deny");
     expect(await verdict("find / -exec find /tmp -exec echo {} \\; -exec sh -c 'rm -rf /' \\;")).toBe("deny");
@@ -57,10 +56,10 @@ describe("find actions read in linear time", () => {
 
   it("judges each action's program word once, however many actions find it past a wrapper's options (review rv-54)", async () => {
     const verdict = async (c: string) => (await judged("run_shell", { command: c })).find((r) => r.name === "SEC-002")?.verdict;
-    const started = performance.now();
-    expect(await verdict("find / " + "-ok sudo ".repeat(5_000) + "x$a".repeat(5_000) + " ;")).toBe("allow");
-    expect(await verdict("find / " + "-ok sudo ".repeat(5_000) + "r${x}m" + " ;")).toBe("escalate");
-    expect(performance.now() - started).toBeLessThan(1_000);
-  }, 60_000);
+    // The test's timeout is the bound, no timed assertion: read once a word, these take a few seconds at
+    // most; read again from every action (as before 0.2.17), 7,000 took 6 s, so 20,000 nearly a minute.
+    expect(await verdict("find / " + "-ok sudo ".repeat(20_000) + "x$a".repeat(5_000) + " ;")).toBe("allow");
+    expect(await verdict("find / " + "-ok sudo ".repeat(20_000) + "r${x}m" + " ;")).toBe("escalate");
+  }, 30_000);
 });
 

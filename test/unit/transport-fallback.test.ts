@@ -64,10 +64,10 @@ describe("the typed client's gate calls", () => {
   });
 
   it("a verifier that never answers is a reject once the timeout passes", async () => {
-    const started = Date.now();
+    // A verifier that never answers holds the call until the client's timeout: the test's own timeout
+    // (5 s) is what fails without it, no timed assertion.
     expect(await gateVerify(countersignClient(`http://127.0.0.1:${silentPort}`, { timeoutMs: 200 }), CALL)).toMatchObject(denied);
-    expect(Date.now() - started).toBeLessThan(5_000);
-  });
+  }, 5_000);
 
   it("a redirect is a reject with VERIFIER_UNAVAILABLE, and is not followed: the call's body goes to no other origin", async () => {
     const before = honestCalls;
