@@ -171,6 +171,25 @@ describe("credential redaction inside strings and by name", () => {
     for (const name of ["author", "authority", "keyId", "requestId", "content-type", "passes", "tokens", "max_tokens", "tool"]) expect(isCredentialName(name), name).toBe(false);
   });
 
+  it("names signing and HMAC keys, bearer and JWT members, subscription keys and OpenTelemetry's dotted header names as credentials (stored as sent before)", () => {
+    const names = [
+      "signingKey", "signing_key", "webhookSigningKey", "hmac", "hmac_key", "request_hmac", "bearer", "jwt", "id_jwt", "Ocp-Apim-Subscription-Key", "subscription_key",
+      "http.request.header.authorization", "http.request.header.x-api-key", "http.request.header.cookie", "http.response.header.set-cookie", "http.request.header.proxy-authorization",
+    ];
+    for (const name of names) expect(isCredentialName(name), name).toBe(true);
+    // What names a key or counts tokens, and the other OpenTelemetry attributes, are evidence.
+    const kept = [
+      "key_id", "kid", "keyId", "public_key", "signing_key_id", "signingKeyId", "token_count", "input_tokens", "max_tokens", "jwt_algorithm", "jwks_uri",
+      "hmac_algorithm", "bearer_format", "subscription_id", "http.request.method", "http.request.header.content-type", "http.response.status_code", "gen_ai.usage.input_tokens",
+    ];
+    for (const name of kept) expect(isCredentialName(name), name).toBe(false);
+    expect(redactCredentialParts("http.request.header.cookie: lang=en; sid=s3\nnext")).toBe("http.request.header.cookie: [redacted]\nnext");
+    expect(redactCredentialParts("signing_key=k-1 hmac=abc kid=k2 jwt: x.y")).toBe("signing_key=[redacted] hmac=[redacted] kid=k2 jwt: [redacted]");
+    expect(snapshotJson({ ns: { "http.request.header.authorization": ["opaque-1"], "http.request.method": "GET" } }, { credentials: "redact" })).toEqual({
+      ns: { "http.request.header.authorization": REDACTED, "http.request.method": "GET" },
+    });
+  });
+
   it("stores what it redacts in place, in redact mode only; refuse mode copies strings as they are", () => {
     expect(snapshotJson({ log: "password=hunter2", dsn: "https://a:b@h/" }, { credentials: "redact" })).toEqual({ log: "password=[redacted]", dsn: "https://[redacted]@h/" });
     expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });

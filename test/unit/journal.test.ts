@@ -370,6 +370,38 @@ describe("provider extensions holding header lists", () => {
       },
     });
   });
+
+  it("{field, value} and {header_name, header_value} entries, OpenTelemetry's header attributes and signing, HMAC, JWT and subscription keys are redacted; key ids and token counts kept (stored as sent before)", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "ext-more-names", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const secrets = ["SECRET-field-1", "SECRET-header-2", "SECRET-camel-3", "SECRET-otel-4", "SECRET-otel-5", "SECRET-sign-6", "SECRET-sign-7", "SECRET-hmac-8", "SECRET-bearer-9", "SECRET-jwt-10", "SECRET-apim-11"];
+    const extensions = {
+      "com.example.provider": {
+        headers: [{ field: "Authorization", value: secrets[0] }, { header_name: "X-Api-Key", header_value: secrets[1] }, { headerName: "Cookie", headerValue: secrets[2] }, { field: "Accept", value: "*/*" }],
+        "http.request.header.authorization": [secrets[3]],
+        "http.request.header.cookie": [`lang=en; sid=${secrets[4]}`],
+        "http.request.method": "GET",
+        signingKey: secrets[5], signing_key: secrets[6], hmac: secrets[7], bearer: secrets[8], jwt: secrets[9], "Ocp-Apim-Subscription-Key": secrets[10],
+        key_id: "k-1", kid: "k-2", public_key: "MCowBQYDK2VwAyEA", token_count: 12, input_tokens: 3, max_tokens: 100,
+      },
+    };
+    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
+    expect(a.kind).toBe("appended");
+    const loaded = j.load(r.record.record_id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    for (const s of secrets) expect(JSON.stringify(loaded), s).not.toContain(s);
+    expect(loaded.history[1].extensions).toEqual({
+      "com.example.provider": {
+        headers: [{ field: "Authorization", value: "[redacted]" }, { header_name: "X-Api-Key", header_value: "[redacted]" }, { headerName: "Cookie", headerValue: "[redacted]" }, { field: "Accept", value: "*/*" }],
+        "http.request.header.authorization": "[redacted]",
+        "http.request.header.cookie": "[redacted]",
+        "http.request.method": "GET",
+        signingKey: "[redacted]", signing_key: "[redacted]", hmac: "[redacted]", bearer: "[redacted]", jwt: "[redacted]", "Ocp-Apim-Subscription-Key": "[redacted]",
+        key_id: "k-1", kid: "k-2", public_key: "MCowBQYDK2VwAyEA", token_count: 12, input_tokens: 3, max_tokens: 100,
+      },
+    });
+  });
 });
 
 describe("a deny awaiting a challenge's evidence", () => {

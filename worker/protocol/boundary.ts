@@ -61,20 +61,26 @@ export const REDACTED = "[redacted]";
 /**
  * Names (compared as authority fields are: without case, `_` or `-`, so camelCase and snake_case
  * forms agree) whose value is a credential, whatever it looks like: these names exactly, any
- * name containing one of the parts, any name ending in one of the suffixes.
+ * name containing one of the parts, any name ending in one of the suffixes. A dotted name is
+ * also judged by its last part, as OpenTelemetry names a header (`http.request.header.cookie`).
  */
 const CREDENTIAL_NAMES = new Set([
   "token", "auth", "authorization", "proxyauthorization", "cookie", "cookies", "setcookie", "credential", "credentials", "cred", "creds",
-  "signedurl", "privatekey", "sessionid", "pwd", "passcode", "passphrase", "secretkey",
+  "signedurl", "privatekey", "sessionid", "pwd", "passcode", "passphrase", "secretkey", "bearer",
 ]);
 const CREDENTIAL_PARTS = ["password", "passwd", "passphrase", "secret", "credential", "privatekey", "apikey"];
 const CREDENTIAL_SUFFIXES = [
   // "token" covers every `*_token` form (api_token, github_token, client_token); "tokens" (a count) is not one.
-  "pwd", "creds", "auth", "accesskey", "token", "signature",
+  // "signingkey", "hmackey" and "subscriptionkey" are keys themselves; `*_key_id`, `kid` and `public_key` name none.
+  "pwd", "creds", "auth", "accesskey", "token", "signature", "signingkey", "hmac", "hmackey", "jwt", "subscriptionkey",
 ];
+const credentialNamed = (name: string): boolean =>
+  CREDENTIAL_NAMES.has(name) || CREDENTIAL_PARTS.some((p) => name.includes(p)) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
+/** The last part of a dotted name (`http.request.header.authorization` → `authorization`); an undotted name whole. */
+const lastPart = (name: string): string => name.slice(name.lastIndexOf(".") + 1);
 export const isCredentialName = (key: string): boolean => {
   const name = authorityName(key);
-  return CREDENTIAL_NAMES.has(name) || CREDENTIAL_PARTS.some((p) => name.includes(p)) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
+  return credentialNamed(name) || (name.includes(".") && credentialNamed(lastPart(name)));
 };
 
 /**
@@ -179,7 +185,7 @@ export function redactCredentialParts(s: string): string {
   const authorizationValues = new RegExp(AUTHORIZATION_VALUE.source, AUTHORIZATION_VALUE.flags);
   for (let m = names.exec(text); m; m = names.exec(text)) {
     if (!isCredentialName(m[1])) continue;
-    const name = authorityName(m[1]);
+    const name = lastPart(authorityName(m[1]));
     const values = COOKIE_NAMES.has(name) ? cookieValues : AUTHORIZATION_NAMES.has(name) ? authorizationValues : pairValues;
     values.lastIndex = names.lastIndex;
     const value = values.exec(text);

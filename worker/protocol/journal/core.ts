@@ -149,15 +149,17 @@ const FIELD_NAME = /^:?[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** What a header list holds at each odd index: a field value, or the values of a repeated field; never an object. */
 const scalar = (x: JsonValue): boolean => x === null || typeof x !== "object";
 const fieldValues = (x: JsonValue): boolean => scalar(x) || (Array.isArray(x) && x.every(scalar));
-const ENTRY_NAMES = ["name", "key", "header"];
-const ENTRY_VALUES = ["value", "values"];
+/** Members of a header list's entry, compared without case, `_` or `-` (`header_name`, `headerValue`, `Field-Name`). */
+const ENTRY_NAMES = ["name", "key", "header", "field", "headername", "fieldname"];
+const ENTRY_VALUES = ["value", "values", "headervalue", "headervalues", "fieldvalue", "fieldvalues"];
+const entryMember = (k: string): string => k.replace(/[_-]/g, "").toLowerCase();
 
 /**
  * Header lists as providers record them, after the snapshot has redacted by member name: there a
  * header's name is data, not the member's, so an authorization header's value sat under an
  * innocent `value` and was stored as sent. A credential-named header's value is
- * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
- * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
+ * redacted in `{name|key|header|field|header_name|field_name, value|values|header_value|field_value}`
+ * entries (HAR, Postman; member names without case, `_` or `-`), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
  * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name,
  * every odd one a value or a list of them, so a pair whose second member is an object is
  * evidence, not a header).
@@ -172,8 +174,8 @@ function redactHeaderLists(value: JsonValue): JsonValue {
   const out: Record<string, JsonValue> = {};
   for (const [k, v] of Object.entries(value)) out[k] = redactHeaderLists(v as JsonValue);
   const members = Object.keys(out);
-  if (members.some((k) => ENTRY_NAMES.includes(k.toLowerCase()) && typeof out[k] === "string" && isCredentialName(out[k] as string))) {
-    for (const k of members) if (ENTRY_VALUES.includes(k.toLowerCase())) out[k] = REDACTED;
+  if (members.some((k) => ENTRY_NAMES.includes(entryMember(k)) && typeof out[k] === "string" && isCredentialName(out[k] as string))) {
+    for (const k of members) if (ENTRY_VALUES.includes(entryMember(k))) out[k] = REDACTED;
   }
   return Object.freeze(out);
 }
