@@ -83,6 +83,8 @@ export class DecisionCounter {
   private review = new Set<string>();
   /** When the review flags were last learned (this counter's clock), or null: never. */
   private reviewLearnedAt: number | null = null;
+  /** A read of the flags failed before they were ever learned. */
+  private reviewUnread = false;
   private reviewLoading: Promise<void> | null = null;
   private chainsStarted = 0;
   private pending = 0;
@@ -135,24 +137,33 @@ export class DecisionCounter {
    * Keeps the review flags known without waiting for a flush. A flush teaches them, but a fresh
    * isolate has flushed nothing (it would answer a flagged issuer with its declared class and no
    * warning, and a relying party's class floor would accept it), and one serving audit calls only
-   * never flushes. `load` reads the flagged issuers (null when it could not). The first call, when
-   * nothing was ever learned, answers a promise to wait for; later, once the last learning is a
-   * flush interval old (at least a second), `load` is started again and handed to `background`,
-   * and the decision goes on with what is known. A failed read is not retried within the interval.
+   * never flushes. `load` reads the flagged issuers (null when it could not). Until they are
+   * learned, a promise to wait for is answered to the first decision and to every decision whose
+   * class floor depends on them (`floored`: a floor above Class C); the others go on, the read
+   * handed to `background`, and a failed read is tried again at the next call. Once learned, they
+   * are read again in the background when the last learning is a flush interval old (at least a
+   * second); a failed read then keeps them and is not retried within the interval.
    */
-  refreshReview(load: () => Promise<readonly string[] | null>, background: (loading: Promise<void>) => void): Promise<void> | null {
+  refreshReview(load: () => Promise<readonly string[] | null>, background: (loading: Promise<void>) => void, floored = false): Promise<void> | null {
     const learnedAt = this.reviewLearnedAt;
     if (learnedAt !== null && this.clock() - learnedAt < Math.max(this.policy.everyMs, 1_000)) return null;
+    const wait = learnedAt === null && (floored || !this.reviewUnread);
     if (!this.reviewLoading) {
       this.reviewLoading = load()
         .then((flagged) => {
           if (flagged) this.learnReview(flagged);
-          else this.reviewLearnedAt = this.clock();
+          else if (this.reviewLearnedAt !== null) this.reviewLearnedAt = this.clock();
+          else this.reviewUnread = true;
         })
         .finally(() => (this.reviewLoading = null));
-      if (learnedAt !== null) background(this.reviewLoading);
+      if (!wait) background(this.reviewLoading);
     }
-    return learnedAt === null ? this.reviewLoading : null;
+    return wait ? this.reviewLoading : null;
+  }
+
+  /** Whether the review flags were ever learned in this isolate (a flush or a read answered them). */
+  reviewKnown(): boolean {
+    return this.reviewLearnedAt !== null;
   }
 
   /** Whether the last flush answered `issuer` as flagged for review; reads nothing. */

@@ -123,4 +123,32 @@ describe("decision counts batched in an isolate", () => {
     expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
     expect(reads).toBe(3);
   });
+
+  it("the review flags never read: a failed first read is tried again at the next call; calls with a class floor wait for it, the others do not", async () => {
+    // A failed first read was taken as learned: the isolate judged every issuer by its declared class for a whole interval.
+    const now = 1_800_000_000_000;
+    const counter = new DecisionCounter({ everyMs: 10_000, everyDecisions: 1_000 }, () => now);
+    let reads = 0;
+    let answer: string[] | null = null;
+    const load = async () => (reads++, answer);
+    const background: Promise<void>[] = [];
+    const first = counter.refreshReview(load, (p) => background.push(p));
+    expect(first).not.toBeNull();
+    await first;
+    expect([reads, counter.reviewKnown(), background.length]).toEqual([1, false, 0]);
+    // A call without a floor goes on; the read is tried again beside it.
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    await Promise.all(background);
+    expect([reads, counter.reviewKnown(), background.length]).toEqual([2, false, 1]);
+    // A call with a floor waits for its own read, at once: no interval.
+    const floored = counter.refreshReview(load, (p) => background.push(p), true);
+    expect(floored).not.toBeNull();
+    await floored;
+    expect([reads, counter.reviewKnown()]).toEqual([3, false]);
+    answer = ["https://flagged.example"];
+    await counter.refreshReview(load, (p) => background.push(p), true);
+    expect([reads, counter.reviewKnown(), counter.flagged("https://flagged.example")]).toEqual([4, true, true]);
+    expect(counter.refreshReview(load, (p) => background.push(p), true)).toBeNull();
+    expect(reads).toBe(4);
+  });
 });

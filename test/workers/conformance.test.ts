@@ -15,6 +15,7 @@ import { legacyMac, level0Payload } from "../../worker/protocol/conformance/leve
 import { legacyPayload } from "../../worker/protocol/issuing/legacy-hmac.js";
 import { fromHex } from "../../worker/protocol/encoding.js";
 import type { Receipt } from "../../worker/protocol/receipt.js";
+import type { Env } from "../../worker/env.js";
 import { AUDIENCE, harness, issuerFor, SECOND_AUDIENCE, TEST_NOW } from "../support/app-harness.js";
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -201,6 +202,51 @@ describe("13.7: an allow-only issuer is flagged for review from the decision cou
     const refused = await floored.call("/v1/receipts/verify", { method: "POST", headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` }, body: JSON.stringify(body) });
     expect(refused.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, verifier_class: "C" });
     expect(codes(refused.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT", "VERIFIER_REVIEW_REQUIRED"]);
+  });
+
+  it("fails closed while the flags were never read: a floor the declared class meets is 503 VERIFIER_UNAVAILABLE (nothing consumed) on the decision and chain routes, a call without a floor is answered, and the next call reads again", async () => {
+    // A fresh isolate whose first read of the flags failed judged every issuer by its declared class
+    // for a whole flush interval: a flagged Class A issuer was accepted for a party with a Class A floor.
+    const { ctx, h, x } = await reviewed("review-unread");
+    for (let i = 0; i < 3; i++) expect((await h.verify(await x.body())).body.decision).toBe("accept");
+    await waitOnExecutionContext(ctx);
+    const token = "review-unread-floor-token-0123456789abcdef";
+    expect((await h.admin("POST", "/v1/admin/relying-parties", { name: "review-unread-floor", audiences: [AUDIENCE], token, min_verifier_class: "A" })).status).toBe(201);
+    // Another isolate, whose DecisionStats fails until `down` is cleared.
+    let down = true;
+    const stats = env.DECISION_STATS;
+    const failing = {
+      idFromName: (name: string) => stats.idFromName(name),
+      get: (id: DurableObjectId) => ({
+        flagged: (threshold: number) => (down ? Promise.reject(new Error("decision stats is down")) : stats.get(id).flagged(threshold)),
+        add: () => Promise.reject(new Error("decision stats is down")),
+        tally: () => Promise.reject(new Error("decision stats is down")),
+      }),
+    };
+    const freshCtx = createExecutionContext();
+    const fresh = harness({ ...env, DECISION_STATS: failing } as unknown as Env, freshCtx, { reviewThreshold: 3, decisionFlush: { everyMs: 10_000, everyDecisions: 1_000 } });
+    const asFloor = { ...JSON_HEADERS, authorization: `Bearer ${token}` };
+    const body = await x.body();
+    const unavailable = await fresh.call("/v1/receipts/verify", { method: "POST", headers: asFloor, body: JSON.stringify(body) });
+    expect([unavailable.status, unavailable.body.error?.code, unavailable.body.nonce_consumed]).toEqual([503, "VERIFIER_UNAVAILABLE", false]);
+    const { receipt } = await x.receipt();
+    const envelope = await fresh.call("/v1/envelopes/verify", { method: "POST", headers: asFloor, body: JSON.stringify({ envelope: await envelopeOf(receipt), audience: AUDIENCE }) });
+    expect([envelope.status, envelope.body.error?.code, envelope.body.nonce_consumed]).toEqual([503, "VERIFIER_UNAVAILABLE", false]);
+    const chain = await buildChain("review-unread-doc", [{ receipt }]);
+    const verified = await fresh.call("/v1/chains/verify", { method: "POST", headers: asFloor, body: JSON.stringify({ chain }) });
+    expect([verified.status, verified.body.error?.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    const hop = await fresh.call("/v1/chains/review-unread-live/hops", { method: "POST", headers: asFloor, body: JSON.stringify({ entry: { hop_count: 0, receipt } }) });
+    expect([hop.status, hop.body.error?.code]).toEqual([503, "VERIFIER_UNAVAILABLE"]);
+    // A party without a floor is answered, by the declared class (the flags are not known here).
+    expect((await fresh.verify(await x.body({}, { mode: "audit" }))).body).toMatchObject({ valid: true, decision: "audit", verifier_class: "A" });
+    await waitOnExecutionContext(freshCtx);
+    // Once DecisionStats answers, the next call reads the flags: no flush interval is waited.
+    down = false;
+    const refused = await fresh.call("/v1/receipts/verify", { method: "POST", headers: asFloor, body: JSON.stringify(body) });
+    expect(refused.body).toMatchObject({ valid: false, decision: "reject", nonce_consumed: false, verifier_class: "C" });
+    expect(codes(refused.body)).toEqual(["VERIFIER_CLASS_INSUFFICIENT", "VERIFIER_REVIEW_REQUIRED"]);
+    // The receipt was never consumed: a party without a floor still takes it.
+    expect((await fresh.verify(body)).body).toMatchObject({ valid: true, decision: "accept", nonce_consumed: true, verifier_class: "C" });
   });
 
   it("counts each receipt once: a relying party repeating one call with its Idempotency-Key, or one Level 0 receipt, cannot flag the issuer for every other party", async () => {

@@ -7,7 +7,7 @@ import type { Context } from "hono";
 import type { AppEnv, Services } from "../app.js";
 import { audiences, dependencyTimeout } from "../config.js";
 import { ApiError, clipFailureDetails, fieldValue } from "../http.js";
-import type { Decision, Idempotency, Mode, VerifyDeps } from "../protocol/verify.js";
+import { VerifierUnavailable, type Decision, type Idempotency, type Mode, type VerifyDeps } from "../protocol/verify.js";
 import { jcs } from "../protocol/digest.js";
 import { observeDecision } from "../observability.js";
 import { withoutForeignNonceState } from "../protocol/nonce-state.js";
@@ -26,7 +26,9 @@ export type ClassedDecision = Decision & { verifier_class: VerifierClass | null 
  * the stateless checks (a refused receipt consumes no nonce); `report` adds the class to the
  * decision and, when the counters flag the issuer as allow-only, the VERIFIER_REVIEW_REQUIRED
  * warning. A flagged issuer is judged as Class C whatever it declares: the draft's 13.7 asks the
- * relying party to treat it so until it is reviewed.
+ * relying party to treat it so until it is reviewed. While this isolate has never learned the
+ * flags, a floor above Class C that the declared class meets cannot be judged: `check` throws
+ * VerifierUnavailable (503, nothing consumed) rather than accept on the declared class.
  */
 export function verifierClasses(c: Context<AppEnv>, audience: string | readonly string[], base: VerifyDeps) {
   const seen = new Map<string, PinnedIssuer | null>();
@@ -36,9 +38,11 @@ export function verifierClasses(c: Context<AppEnv>, audience: string | readonly 
   const floorFor = (a: string) => (Object.hasOwn(floors, a) ? floors[a] : null);
   // One audience (every decision call, on the verify path) is one look-up.
   const floor = typeof audience === "string" ? floorFor(audience) : strictestFloor(audience.map(floorFor));
+  // Only a floor above Class C can refuse an issuer for its flag: the common call has none.
+  const floored = floor !== null && floor !== "C";
   const effective = (issuer: string, pinned: PinnedIssuer): VerifierClass => (decisions.flagged(issuer) ? "C" : pinned.verifierClass);
   // The flags are learned at this isolate's flushes; one that has not learned them yet reads them
-  // beside its first anchor read, so no decision judges a flagged issuer by its declared class.
+  // beside its first anchor read, and again beside that of each call with a floor until a read succeeds.
   const readReview = () =>
     readFlagged(c.env, reviewThreshold, dependencyTimeout(c.env)).catch((err) => {
       console.error(JSON.stringify({ event: "review_flags_unread", error: String(err) }));
@@ -54,7 +58,7 @@ export function verifierClasses(c: Context<AppEnv>, audience: string | readonly 
   const deps: VerifyDeps = {
     ...base,
     anchors: async (issuer) => {
-      const review = decisions.refreshReview(readReview, background);
+      const review = decisions.refreshReview(readReview, background, floored);
       const pinned = review ? (await Promise.all([base.anchors(issuer), review]))[0] : await base.anchors(issuer);
       seen.set(issuer, pinned);
       return pinned;
@@ -66,7 +70,11 @@ export function verifierClasses(c: Context<AppEnv>, audience: string | readonly 
     saw: (issuer: string, pinned: PinnedIssuer | null) => void seen.set(issuer, pinned),
     check: (issuer: string): Failure[] => {
       const pinned = seen.get(issuer);
-      return pinned ? checkVerifierClass(issuer, effective(issuer, pinned), floor) : [];
+      if (!pinned) return [];
+      const failures = checkVerifierClass(issuer, effective(issuer, pinned), floor);
+      // Fail closed: an issuer that meets the floor only by its declared class may be flagged, unknown here.
+      if (floored && failures.length === 0 && !decisions.reviewKnown()) throw new VerifierUnavailable("decision stats", new Error("the review flags (CCS 13.7) could not be read in this isolate yet"));
+      return failures;
     },
     report: <D extends Decision>(d: D): D & { verifier_class: VerifierClass | null } => {
       const pinned = d.issuer !== null ? seen.get(d.issuer) : undefined;
