@@ -149,6 +149,16 @@ const FIELD_NAME = /^:?[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** What a header list holds at each odd index: a field value, or the values of a repeated field; never an object. */
 const scalar = (x: JsonValue): boolean => x === null || typeof x !== "object";
 const fieldValues = (x: JsonValue): boolean => scalar(x) || (Array.isArray(x) && x.every(scalar));
+/** A header named inside a dotted attribute name: `http.request.header.authorization` (OpenTelemetry), `http.request.headers.cookie`. */
+const DOTTED_HEADER = /(?:^|\.)headers?\.([^.]+)$/i;
+/**
+ * Whether a name is a credential header's: the name itself, or the header a dotted attribute
+ * name ends in (`http.request.header.authorization`, which no credential name matches whole).
+ */
+const credentialHeader = (name: string): boolean => {
+  const dotted = DOTTED_HEADER.exec(name);
+  return isCredentialName(name) || (dotted !== null && isCredentialName(dotted[1]));
+};
 const ENTRY_NAMES = ["name", "key", "header"];
 const ENTRY_VALUES = ["value", "values"];
 
@@ -157,7 +167,7 @@ const ENTRY_VALUES = ["value", "values"];
  * header's name is data, not the member's, so an authorization header's value sat under an
  * innocent `value` and was stored as sent. A credential-named header's value is
  * redacted in `{name|key|header, value|values}` entries (HAR, Postman; member names in any
- * case), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
+ * case; OpenTelemetry's attributes `{key: "http.request.header.<name>", value: {…}}`), in `[name, value]` pairs (`Headers` entries, Object.entries) and in flat `[name, value,
  * name, value…]` lists (Node's rawHeaders: an even number of elements, every even one a field name,
  * every odd one a value or a list of them, so a pair whose second member is an object is
  * evidence, not a header).
@@ -166,13 +176,14 @@ function redactHeaderLists(value: JsonValue): JsonValue {
   if (Array.isArray(value)) {
     const items = value.map(redactHeaderLists);
     const flat = items.length > 0 && items.length % 2 === 0 && items.every((x, i) => (i % 2 === 1 ? fieldValues(x) : typeof x === "string" && FIELD_NAME.test(x)));
-    return Object.freeze(flat ? items.map((x, i) => (i % 2 === 1 && isCredentialName(items[i - 1] as string) ? REDACTED : x)) : items);
+    return Object.freeze(flat ? items.map((x, i) => (i % 2 === 1 && credentialHeader(items[i - 1] as string) ? REDACTED : x)) : items);
   }
   if (!isJsonObject(value)) return value;
   const out: Record<string, JsonValue> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = redactHeaderLists(v as JsonValue);
+  // A member named as a header's attribute is redacted as a credential-named member is.
+  for (const [k, v] of Object.entries(value)) out[k] = credentialHeader(k) ? REDACTED : redactHeaderLists(v as JsonValue);
   const members = Object.keys(out);
-  if (members.some((k) => ENTRY_NAMES.includes(k.toLowerCase()) && typeof out[k] === "string" && isCredentialName(out[k] as string))) {
+  if (members.some((k) => ENTRY_NAMES.includes(k.toLowerCase()) && typeof out[k] === "string" && credentialHeader(out[k] as string))) {
     for (const k of members) if (ENTRY_VALUES.includes(k.toLowerCase())) out[k] = REDACTED;
   }
   return Object.freeze(out);
