@@ -465,6 +465,11 @@ describe("support plane", () => {
     expect(guardSupport("It opened with 3 floors on 12 March 1923.", "It opened with 12 floors on 12 March 1923.").missing_atoms).toEqual(["number:3"]);
     expect(guardSupport("It opened on 1923-03-12 with 3 floors.", "It opened on 1923-03-12 with 12 floors.").missing_atoms).toEqual(["number:3"]);
     expect(guardSupport("It opened on 3 March 1923 and had 3 floors.", "It opened on 1923-03-03 and had floors.").missing_atoms).toEqual(["number:3"]);
+    // A number a date match only ends or starts inside is not the date's: "1923,500" is one number
+    // (the date pattern's \b stops at the comma), and "3.12" is no day of the month.
+    expect(guardSupport("On 12 March 1923,500 people came.", "On 12 March 1923 people came.").missing_atoms).toEqual(["number:1923500"]);
+    expect(guardSupport("It cost 3.12 March 1923.", "It cost 3 on 12 March 1923.").missing_atoms).toEqual(["number:3.12"]);
+    expect(guardSupport("It opened in March 1923.5 floors high.", "It opened in March 1923, 5 floors high.").missing_atoms).toEqual(["number:1923.5"]);
   });
 
   it("a duration's count spelled out in the span is not a missing number for a claim writing it in digits (review rv-114)", () => {

@@ -402,6 +402,38 @@ describe("provider extensions holding header lists", () => {
       },
     });
   });
+
+  it("a header recorded as OpenTelemetry names it (http.request.header.<name>) is a header: as an attribute {key, value} and as a member", () => {
+    const j = memoryJournal();
+    const r = j.reserve({ idempotency_key: "ext-otel-headers", action_digest: "d", at: AT });
+    if (r.kind !== "created") throw new Error(r.kind);
+    const secrets = ["otel-opaque-0123", "otel-sid-4567", "otel-member-89ab"];
+    const extensions = {
+      "com.example.provider": {
+        attributes: [
+          { key: "http.request.header.authorization", value: { stringValue: secrets[0] } },
+          { key: "http.request.header.cookie", value: { arrayValue: { values: [{ stringValue: `sid=${secrets[1]}` }] } } },
+          { key: "http.request.method", value: { stringValue: "GET" } },
+        ],
+        tags: { "http.request.header.authorization": [secrets[2]], "http.response.status_code": 200 },
+      },
+    };
+    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
+    expect(a.kind).toBe("appended");
+    const loaded = j.load(r.record.record_id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    for (const secret of secrets) expect(JSON.stringify(loaded)).not.toContain(secret);
+    expect(loaded.history[1].extensions).toEqual({
+      "com.example.provider": {
+        attributes: [
+          { key: "http.request.header.authorization", value: "[redacted]" },
+          { key: "http.request.header.cookie", value: "[redacted]" },
+          { key: "http.request.method", value: { stringValue: "GET" } },
+        ],
+        tags: { "http.request.header.authorization": "[redacted]", "http.response.status_code": 200 },
+      },
+    });
+  });
 });
 
 describe("a deny awaiting a challenge's evidence", () => {

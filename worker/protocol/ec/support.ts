@@ -156,9 +156,9 @@ const SENTENCE_START_STOPWORDS = [
  */
 export const GUARD_MANIFEST = {
   extractors: {
-    // Version 4: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts);
-    // a claim's numbers written inside an absolute date the span states are judged by that date (see datedNumbers).
-    numeric: { version: 4, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded", span_spelled_counts: "the count of each duration match written as a number word", claim_dated_numbers: "a claim's numbers inside an iso_date, day_month_year, month_day_year or month_year match whose date: atom the span states are not judged as numbers" },
+    // Version 5: a span's absolute dates and spelled duration counts also state numbers (see dateStates, spelledCounts);
+    // a claim's numbers written wholly inside an absolute date the span states are judged by that date (see datedNumbers).
+    numeric: { version: 5, pattern: PATTERNS.number.source, thousands_separator: ",", span_date_components: "year, month and day of each date: atom, zero-padded", span_spelled_counts: "the count of each duration match written as a number word", claim_dated_numbers: "a claim's numbers wholly inside an iso_date, day_month_year, month_day_year or month_year match whose date: atom the span states are not judged as numbers" },
     temporal: {
       // Version 4: a span's absolute dates also state their month's name (see dateStates); a
       // duration's count may be a compound number word ("twenty-one"); a day may precede its month with "of".
@@ -261,11 +261,14 @@ export function opensSentence(text: string, index: number): boolean {
   return end === 0 || PATTERNS.sentence_end.test(text.slice(Math.max(0, end - 2), end));
 }
 
+/** A number as an atom states it: thousands separators removed. */
+const numberAtom = (n: string) => (n.includes(",") ? n.replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "") : n);
+
 /** A text's numbers, thousands separators removed. */
 function numbersOf(text: string): Set<string> {
   const numbers = new Set<string>();
   // A number without a comma has no thousands separator to remove: no replace per number.
-  for (const [n] of text.matchAll(PATTERNS.number)) numbers.add(n.includes(",") ? n.replace(/,(?=\p{Nd}{3}(?!\p{Nd}))/gu, "") : n);
+  for (const [n] of text.matchAll(PATTERNS.number)) numbers.add(numberAtom(n));
   return numbers;
 }
 
@@ -279,21 +282,37 @@ interface DatedNumbers {
  * What a claim's numbers are judged by: those written outside its absolute dates, and for each
  * date the numbers written inside it. A date's own digits ("1923-03-12", the 3 of "3 March 1923")
  * need no `number:` atom in the span once that date's atom is there; a number written beside it
- * ("3 floors on 12 March 1923") does.
+ * ("3 floors on 12 March 1923") does, and so does one a date only starts or ends inside ("1923,500",
+ * "3.12 March 1923"): a number is a date's only when the date's match holds all of it.
  */
 function datedNumbers(text: string): { outside: Set<string>; dated: DatedNumbers[] } {
-  const dated: DatedNumbers[] = [];
-  let masked = text;
-  const add = (m: RegExpExecArray | RegExpMatchArray, atom: string) => {
-    const at = m.index ?? 0;
-    dated.push({ atom, numbers: numbersOf(m[0]) });
-    masked = masked.slice(0, at) + " ".repeat(m[0].length) + masked.slice(at + m[0].length);
-  };
-  for (const m of text.matchAll(PATTERNS.iso_date)) add(m, `date:${m[1]}-${m[2]}-${m[3]}`);
-  for (const m of text.matchAll(PATTERNS.day_month_year)) add(m, `date:${m[3]}-${monthNumber(m[2])}-${m[1].padStart(2, "0")}`);
-  for (const m of text.matchAll(PATTERNS.month_day_year)) add(m, `date:${m[3]}-${monthNumber(m[1])}-${m[2].padStart(2, "0")}`);
-  for (const m of text.matchAll(PATTERNS.month_year)) add(m, `date:${m[2]}-${monthNumber(m[1])}`);
-  return { outside: numbersOf(masked), dated };
+  // Each pattern's matches, in text order and not overlapping one another.
+  const matches = (pattern: RegExp, atom: (m: RegExpMatchArray) => string) =>
+    [...text.matchAll(pattern)].map((m) => ({ start: m.index!, end: m.index! + m[0].length, atom: atom(m), numbers: new Set<string>() }));
+  const kinds = [
+    matches(PATTERNS.iso_date, (m) => `date:${m[1]}-${m[2]}-${m[3]}`),
+    matches(PATTERNS.day_month_year, (m) => `date:${m[3]}-${monthNumber(m[2])}-${m[1].padStart(2, "0")}`),
+    matches(PATTERNS.month_day_year, (m) => `date:${m[3]}-${monthNumber(m[1])}-${m[2].padStart(2, "0")}`),
+    matches(PATTERNS.month_year, (m) => `date:${m[2]}-${monthNumber(m[1])}`),
+  ];
+  const next = kinds.map(() => 0);
+  const outside = new Set<string>();
+  // The numbers come in text order too, so each pattern's matches are walked once.
+  for (const m of text.matchAll(PATTERNS.number)) {
+    const start = m.index!;
+    const end = start + m[0].length;
+    let inside = false;
+    kinds.forEach((dates, k) => {
+      while (next[k] < dates.length && dates[next[k]].end <= start) next[k]++;
+      const date = dates[next[k]];
+      if (date && date.start <= start && end <= date.end) {
+        date.numbers.add(numberAtom(m[0]));
+        inside = true;
+      }
+    });
+    if (!inside) outside.add(numberAtom(m[0]));
+  }
+  return { outside, dated: kinds.flat() };
 }
 
 /**
