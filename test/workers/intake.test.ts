@@ -187,6 +187,9 @@ describe("POST /v1/intake receipts", () => {
       const bad = await harness({ ...env, RECEIPT_TTL: ttl } as Env, ctx()).intake(command());
       expectIntakeError(bad, "INTAKE_FAILED", 500);
     }
+    // The other routes that read it (the signing identity's manifest, here) answer SERVICE_MISCONFIGURED.
+    const manifest = await harness({ ...env, RECEIPT_TTL: "0" } as Env, ctx()).call("/.well-known/ccs-manifest");
+    expect([manifest.status, manifest.body.error?.code]).toEqual([500, "SERVICE_MISCONFIGURED"]);
     const c = command();
     const ok = await harness({ ...env, RECEIPT_TTL: "120" } as Env, ctx()).intake(c);
     expect(ok.body.receipt.expires_at - ok.body.receipt.issued_at).toBeCloseTo(120, 6);
