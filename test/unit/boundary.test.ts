@@ -190,6 +190,15 @@ describe("credential redaction inside strings and by name", () => {
     });
   });
 
+  it("keeps a boolean or null under a credential name: no credential is one, and whether HMAC or a JWT was used is evidence", () => {
+    expect(snapshotJson({ ns: { use_hmac: true, verify_jwt: false, requires_auth: true, password: null, hmac: "abc", pwd: 1234, oauth: { id: "x" } } }, { credentials: "redact" })).toEqual({
+      ns: { use_hmac: true, verify_jwt: false, requires_auth: true, password: null, hmac: REDACTED, pwd: REDACTED, oauth: REDACTED },
+    });
+    // An accessor is still never invoked.
+    const getter = Object.defineProperty({}, "use_hmac", { get: () => true, enumerable: true });
+    expect(snapshotJson({ ns: getter }, { credentials: "redact" })).toEqual({ ns: { use_hmac: REDACTED } });
+  });
+
   it("stores what it redacts in place, in redact mode only; refuse mode copies strings as they are", () => {
     expect(snapshotJson({ log: "password=hunter2", dsn: "https://a:b@h/" }, { credentials: "redact" })).toEqual({ log: "password=[redacted]", dsn: "https://[redacted]@h/" });
     expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });

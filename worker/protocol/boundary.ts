@@ -297,7 +297,10 @@ function copyObject(value: object, path: JsonPath, depth: number, maxDepth: numb
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
     const name = redact ? redactedName(key) : key;
     if (redact && isCredentialName(key)) {
-      put(name, REDACTED, at);
+      // No credential is a boolean or null: `use_hmac: true`, `verify_jwt: false` are evidence, kept.
+      const d = Object.getOwnPropertyDescriptor(value, key)!;
+      const flag = "value" in d && d.enumerable && (d.value === null || typeof d.value === "boolean");
+      put(name, flag ? (d.value as boolean | null) : REDACTED, at);
       continue;
     }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
