@@ -83,8 +83,8 @@ export class DecisionCounter {
   private review = new Set<string>();
   /** When the review flags were last learned (this counter's clock), or null: never. */
   private reviewLearnedAt: number | null = null;
-  /** A read of the flags failed before they were ever learned. */
-  private reviewUnread = false;
+  /** When a read of the flags last failed before they were ever learned (this counter's clock), or null. */
+  private reviewFailedAt: number | null = null;
   private reviewLoading: Promise<void> | null = null;
   private chainsStarted = 0;
   private pending = 0;
@@ -140,20 +140,24 @@ export class DecisionCounter {
    * never flushes. `load` reads the flagged issuers (null when it could not). Until they are
    * learned, a promise to wait for is answered to the first decision and to every decision whose
    * class floor depends on them (`floored`: a floor above Class C); the others go on, the read
-   * handed to `background`, and a failed read is tried again at the next call. Once learned, they
+   * handed to `background`, and a failed read is tried again at the next call with a floor, or in
+   * the background at most once a second (a DecisionStats that fails fast is not read once per
+   * call of every isolate that never learned them). Once learned, they
    * are read again in the background when the last learning is a flush interval old (at least a
    * second); a failed read then keeps them and is not retried within the interval.
    */
   refreshReview(load: () => Promise<readonly string[] | null>, background: (loading: Promise<void>) => void, floored = false): Promise<void> | null {
     const learnedAt = this.reviewLearnedAt;
     if (learnedAt !== null && this.clock() - learnedAt < Math.max(this.policy.everyMs, 1_000)) return null;
-    const wait = learnedAt === null && (floored || !this.reviewUnread);
+    const failedAt = this.reviewFailedAt;
+    const wait = learnedAt === null && (floored || failedAt === null);
+    if (!wait && learnedAt === null && failedAt !== null && this.clock() - failedAt < 1_000) return null;
     if (!this.reviewLoading) {
       this.reviewLoading = load()
         .then((flagged) => {
           if (flagged) this.learnReview(flagged);
           else if (this.reviewLearnedAt !== null) this.reviewLearnedAt = this.clock();
-          else this.reviewUnread = true;
+          else this.reviewFailedAt = this.clock();
         })
         .finally(() => (this.reviewLoading = null));
       if (!wait) background(this.reviewLoading);

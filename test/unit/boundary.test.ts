@@ -190,6 +190,24 @@ describe("credential redaction inside strings and by name", () => {
     });
   });
 
+  it("names auth keys, and a signature or HMAC named with its digest, as credentials (stored as sent before)", () => {
+    for (const name of ["X-Auth-Key", "auth_key", "DeepL-Auth-Key", "X-Hub-Signature-256", "X-Shopify-Hmac-Sha256", "hmac_sha256", "signature_sha1", "x-signature-512"]) expect(isCredentialName(name), name).toBe(true);
+    for (const name of ["X-Auth-Email", "hmac_algorithm", "signature_count", "sha256", "digest_sha256", "key_256"]) expect(isCredentialName(name), name).toBe(false);
+    expect(snapshotJson({ ns: { "X-Hub-Signature-256": "sha256=0123abcd", "X-Auth-Key": "c2547eb745079dac9320b638f5e225cf483cc5cfdda41" } }, { credentials: "redact" })).toEqual({
+      ns: { "X-Hub-Signature-256": REDACTED, "X-Auth-Key": REDACTED },
+    });
+    expect(redactCredentialParts("X-Shopify-Hmac-Sha256: q1w2e3r4=")).toBe("X-Shopify-Hmac-Sha256: [redacted]");
+  });
+
+  it("keeps a boolean or null under a credential name: no credential is one, and whether HMAC or a JWT was used is evidence", () => {
+    expect(snapshotJson({ ns: { use_hmac: true, verify_jwt: false, requires_auth: true, password: null, hmac: "abc", pwd: 1234, oauth: { id: "x" } } }, { credentials: "redact" })).toEqual({
+      ns: { use_hmac: true, verify_jwt: false, requires_auth: true, password: null, hmac: REDACTED, pwd: REDACTED, oauth: REDACTED },
+    });
+    // An accessor is still never invoked.
+    const getter = Object.defineProperty({}, "use_hmac", { get: () => true, enumerable: true });
+    expect(snapshotJson({ ns: getter }, { credentials: "redact" })).toEqual({ ns: { use_hmac: REDACTED } });
+  });
+
   it("stores what it redacts in place, in redact mode only; refuse mode copies strings as they are", () => {
     expect(snapshotJson({ log: "password=hunter2", dsn: "https://a:b@h/" }, { credentials: "redact" })).toEqual({ log: "password=[redacted]", dsn: "https://[redacted]@h/" });
     expect(snapshotJson({ log: "password=hunter2" })).toEqual({ log: "password=hunter2" });

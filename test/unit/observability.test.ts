@@ -126,7 +126,7 @@ describe("decision counts batched in an isolate", () => {
 
   it("the review flags never read: a failed first read is tried again at the next call; calls with a class floor wait for it, the others do not", async () => {
     // A failed first read was taken as learned: the isolate judged every issuer by its declared class for a whole interval.
-    const now = 1_800_000_000_000;
+    let now = 1_800_000_000_000;
     const counter = new DecisionCounter({ everyMs: 10_000, everyDecisions: 1_000 }, () => now);
     let reads = 0;
     let answer: string[] | null = null;
@@ -136,7 +136,8 @@ describe("decision counts batched in an isolate", () => {
     expect(first).not.toBeNull();
     await first;
     expect([reads, counter.reviewKnown(), background.length]).toEqual([1, false, 0]);
-    // A call without a floor goes on; the read is tried again beside it.
+    // A call without a floor goes on; a second later the read is tried again beside it.
+    now += 1_000;
     expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
     await Promise.all(background);
     expect([reads, counter.reviewKnown(), background.length]).toEqual([2, false, 1]);
@@ -150,5 +151,30 @@ describe("decision counts batched in an isolate", () => {
     expect([reads, counter.reviewKnown(), counter.flagged("https://flagged.example")]).toEqual([4, true, true]);
     expect(counter.refreshReview(load, (p) => background.push(p), true)).toBeNull();
     expect(reads).toBe(4);
+  });
+
+  it("the review flags never read: calls without a floor retry a failed read at most once a second, those with one at once", async () => {
+    // Each call without a floor started a read of a DecisionStats that failed: one read per call, in every fresh isolate.
+    let now = 1_800_000_000_000;
+    const counter = new DecisionCounter({ everyMs: 10_000, everyDecisions: 1_000 }, () => now);
+    let reads = 0;
+    const load = async () => (reads++, null);
+    const background: Promise<void>[] = [];
+    await counter.refreshReview(load, (p) => background.push(p));
+    for (let i = 0; i < 50; i++) {
+      expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+      await Promise.all(background);
+      now += 10;
+    }
+    expect(reads).toBe(1);
+    now += 500;
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    await Promise.all(background);
+    expect(counter.refreshReview(load, (p) => background.push(p))).toBeNull();
+    await Promise.all(background);
+    expect(reads).toBe(2);
+    // A call with a floor is refused unless a read answers, so it reads at once.
+    await counter.refreshReview(load, (p) => background.push(p), true);
+    expect([reads, counter.reviewKnown()]).toEqual([3, false]);
   });
 });

@@ -72,10 +72,13 @@ const CREDENTIAL_PARTS = ["password", "passwd", "passphrase", "secret", "credent
 const CREDENTIAL_SUFFIXES = [
   // "token" covers every `*_token` form (api_token, github_token, client_token); "tokens" (a count) is not one.
   // "signingkey", "hmackey" and "subscriptionkey" are keys themselves; `*_key_id`, `kid` and `public_key` name none.
-  "pwd", "creds", "auth", "accesskey", "token", "signature", "signingkey", "hmac", "hmackey", "jwt", "subscriptionkey",
+  // "authkey": X-Auth-Key, auth_key, DeepL-Auth-Key.
+  "pwd", "creds", "auth", "accesskey", "token", "signature", "signingkey", "hmac", "hmackey", "jwt", "subscriptionkey", "authkey",
 ];
+/** A signature or HMAC named with its digest: `X-Hub-Signature-256`, `X-Shopify-Hmac-Sha256`, `hmac_sha256`. */
+const DIGEST_NAMED = /(?:signature|hmac)(?:sha(?:1|224|256|384|512)|256|512)$/;
 const credentialNamed = (name: string): boolean =>
-  CREDENTIAL_NAMES.has(name) || CREDENTIAL_PARTS.some((p) => name.includes(p)) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s));
+  CREDENTIAL_NAMES.has(name) || CREDENTIAL_PARTS.some((p) => name.includes(p)) || CREDENTIAL_SUFFIXES.some((s) => name.endsWith(s)) || DIGEST_NAMED.test(name);
 /** The last part of a dotted name (`http.request.header.authorization` → `authorization`); an undotted name whole. */
 const lastPart = (name: string): string => name.slice(name.lastIndexOf(".") + 1);
 export const isCredentialName = (key: string): boolean => {
@@ -297,7 +300,10 @@ function copyObject(value: object, path: JsonPath, depth: number, maxDepth: numb
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
     const name = redact ? redactedName(key) : key;
     if (redact && isCredentialName(key)) {
-      put(name, REDACTED, at);
+      // No credential is a boolean or null: `use_hmac: true`, `verify_jwt: false` are evidence, kept.
+      const d = Object.getOwnPropertyDescriptor(value, key)!;
+      const flag = "value" in d && d.enumerable && (d.value === null || typeof d.value === "boolean");
+      put(name, flag ? (d.value as boolean | null) : REDACTED, at);
       continue;
     }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
