@@ -446,7 +446,7 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     expect((await answer(late, c.trace_id, evidence)).body.error.code).toBe("CHALLENGE_EXPIRED");
     expect((await answer(late, c.trace_id, evidence)).body.error.code).toBe("CHALLENGE_EXPIRED");
     await waitOnExecutionContext(context);
-    expect(seen).toEqual([{ "event.name": "tool_execution", "event.id": `${recordIdOf(c.trace_id)}:4`, "tool.name": "drop_table", "tool.execution.state": "denied", "tool.execution.effect": "not-started", trace_id: c.trace_id, time: denied.challenge.expires_at }]);
+    expect(seen).toEqual([{ "event.name": "tool_execution", "event.id": `${recordIdOf(c.trace_id)}:4`, "tool.name": "drop_table", "tool.execution.state": "denied", "tool.execution.effect": "not-started", "tool.execution.journal": "intake", trace_id: c.trace_id, time: denied.challenge.expires_at }]);
   });
 
   it("the challenge's alarm closes it at the deadline with no answer at all; then an answer is CHALLENGE_EXPIRED, and the row is deleted after its retention", async () => {

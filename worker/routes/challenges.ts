@@ -163,7 +163,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     else {
       // The deny stands, unless an answer was recorded: the record stops waiting now, if the challenge's alarm has not closed it yet.
       try {
-        answered = (await closeExpiredChallenge(journal, traceId, taken.expires_at, (record, entries) => exportToolExecution(c, record, entries))) === "answered";
+        answered = (await closeExpiredChallenge(journal, traceId, taken.expires_at, (record, entries) => exportToolExecution(c, "intake", record, entries))) === "answered";
       } catch (err) {
         // The answer is the same either way; the alarm tries again.
         console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(err) }));
