@@ -9,7 +9,7 @@ import type { Invalid, ReceiptJournal } from "../durable-objects/receipt-journal
 import type { Env } from "./env.js";
 import { withTimeout } from "./http.js";
 import { checkIdempotencyKey, JournalInputError, prepareTransition, recordIdOf } from "./protocol/journal/core.js";
-import type { JournalQuery, LoadResult, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
+import type { JournalEntry, JournalQuery, JournalRecord, LoadResult, ReconciliationMark, RecordSummary, ReservationResult, ToolReceiptJournal } from "./protocol/journal/port.js";
 
 /** The tenant of the records intake writes: this deployment's own CCS evidence store. */
 export const INTAKE_TENANT = "ccs";
@@ -103,9 +103,15 @@ export function answeredByEvidence(loaded: LoadResult): boolean {
  * the entry dated at the deadline and naming it in its detail. A record that no longer waits is
  * left alone: `answered` when an answer's evidence moved it on (answeredByEvidence), else
  * `not-waiting` (closed already, or waiting on an escalation rather than a deny); a record that
- * changed under the call is read again (a few times at most).
+ * changed under the call is read again (a few times at most). `onClosed` is handed the closure
+ * this call wrote (a call that closes it exports its tool execution event; the alarm does not).
  */
-export async function closeExpiredChallenge(journal: JournalClient["port"], traceId: string, expiresAt: number): Promise<"closed" | "answered" | "not-waiting" | "not-found"> {
+export async function closeExpiredChallenge(
+  journal: JournalClient["port"],
+  traceId: string,
+  expiresAt: number,
+  onClosed?: (record: JournalRecord, entries: readonly JournalEntry[]) => void,
+): Promise<"closed" | "answered" | "not-waiting" | "not-found"> {
   for (let attempt = 0; attempt < 3; attempt++) {
     const loaded = await journal.loadByIdempotency(traceId);
     if (loaded.kind === "not-found") return "not-found";
@@ -120,7 +126,10 @@ export async function closeExpiredChallenge(journal: JournalClient["port"], trac
       effect: "not-started",
       detail: { challenge_expired_at: expiresAt },
     });
-    if (appended.kind === "appended") return "closed";
+    if (appended.kind === "appended") {
+      onClosed?.(appended.record, appended.entries);
+      return "closed";
+    }
     if (appended.kind !== "revision-conflict") throw new Error(`journal refused closing the expired challenge of ${traceId}: ${appended.kind}`);
   }
   throw new Error(`the journal record of ${traceId} kept changing while its expired challenge was being closed`);

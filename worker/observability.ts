@@ -11,7 +11,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app.js";
 import { decisionCodes, UNPINNED, type MetricsBatch } from "./metrics.js";
-import { projectToolExecutionEvent, toolExecutionEvent, type JournalStep, type ProjectedAttributes } from "./protocol/observability.js";
+import { projectToolExecutionEvent, toolExecutionEvent, type ExecutionJournal, type JournalStep, type ProjectedAttributes } from "./protocol/observability.js";
 import type { JournalEntry, JournalRecord } from "./protocol/journal/port.js";
 import type { Decision } from "./protocol/verify.js";
 import type { Verdict } from "./protocol/receipt.js";
@@ -125,9 +125,10 @@ export function exportBestEffort(c: Context, exporter: Exporter, attributes: Pro
 /**
  * Exports the tool execution events of a journal write, each projected (projectToolExecutionEvent)
  * and scheduled once like any projection: one per entry the write appended, or, for a write that
- * answers the record alone (a reservation, a claim), the step the record now stands at.
+ * answers the record alone (a reservation, a claim), the step the record now stands at. `journal`
+ * says whose journal it is: this deployment's own (`intake`) or a relying party's.
  */
-export function exportToolExecution(c: Context<AppEnv>, record: JournalRecord, entries?: readonly JournalEntry[]): void {
+export function exportToolExecution(c: Context<AppEnv>, journal: ExecutionJournal, record: JournalRecord, entries?: readonly JournalEntry[]): void {
   const steps: readonly JournalStep[] = entries ?? [{ revision: record.revision, to: record.state, effect: record.effect, at: record.updated_at }];
-  for (const step of steps) exportBestEffort(c, c.get("services").exporter, projectToolExecutionEvent(toolExecutionEvent(record, step)));
+  for (const step of steps) exportBestEffort(c, c.get("services").exporter, projectToolExecutionEvent(toolExecutionEvent(record, step, journal)));
 }

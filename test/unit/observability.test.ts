@@ -45,6 +45,12 @@ describe("the observability projection", () => {
     expect(smuggled["tool.name"]).toBeUndefined();
   });
 
+  it("says whose journal recorded the step, only as one of its two names", () => {
+    expect(projectToolExecutionEvent({ ...event(), journal: "relying_party" })["tool.execution.journal"]).toBe("relying_party");
+    expect(projectToolExecutionEvent({ ...event(), journal: "intake" })["tool.execution.journal"]).toBe("intake");
+    expect(projectToolExecutionEvent({ ...event(), journal: "SECRET" as never })).not.toHaveProperty("tool.execution.journal");
+  });
+
   it("reads no accessor: a getter on the event is never called", () => {
     let called = false;
     const e = Object.defineProperty(event(), "tool", { get: () => ((called = true), "x"), enumerable: true });

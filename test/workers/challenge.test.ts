@@ -5,11 +5,13 @@
  * before the evidence is there.
  */
 import { env } from "cloudflare:workers";
-import { createExecutionContext, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, runDurableObjectAlarm, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import type { IntakeChallenges } from "../../durable-objects/intake-challenges.js";
 import type { Env } from "../../worker/env.js";
 import { durableJournalStub, type JournalStub } from "../../worker/journal-store.js";
+import { recordIdOf } from "../../worker/protocol/journal/core.js";
+import type { ProjectedAttributes } from "../../worker/protocol/observability.js";
 import { jcs, prefixedDigest } from "../../worker/protocol/digest.js";
 import { AUDIENCE, harness, INTAKE_TOKEN, TEST_NOW, type Harness } from "../support/app-harness.js";
 
@@ -431,6 +433,20 @@ describe("after the deadline the journal record stops waiting: the deny stands (
     // Again: the same answer, nothing more written.
     expect((await answer(late, c.trace_id, { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } })).body.error.code).toBe("CHALLENGE_EXPIRED");
     expect((await h.call(`/v1/evidence/${c.trace_id}`, { headers: intakeAuth })).body.history).toHaveLength(4);
+  });
+
+  it("a late answer that closes it exports the closure's tool execution event once; a late answer to a closed one exports nothing (review rv-127)", async () => {
+    // Before, the denied step a late answer's call wrote was exported by nothing.
+    const c = command();
+    const denied = (await h.intake(c)).body;
+    const seen: ProjectedAttributes[] = [];
+    const context = ctx();
+    const late = harness(env, context, { now: () => denied.challenge.expires_at + 1, exporter: (a) => void seen.push(a) });
+    const evidence = { human_approval: { approver: "ops@example.org", request_hash: await requestHash(c) } };
+    expect((await answer(late, c.trace_id, evidence)).body.error.code).toBe("CHALLENGE_EXPIRED");
+    expect((await answer(late, c.trace_id, evidence)).body.error.code).toBe("CHALLENGE_EXPIRED");
+    await waitOnExecutionContext(context);
+    expect(seen).toEqual([{ "event.name": "tool_execution", "event.id": `${recordIdOf(c.trace_id)}:4`, "tool.name": "drop_table", "tool.execution.state": "denied", "tool.execution.effect": "not-started", "tool.execution.journal": "intake", trace_id: c.trace_id, time: denied.challenge.expires_at }]);
   });
 
   it("the challenge's alarm closes it at the deadline with no answer at all; then an answer is CHALLENGE_EXPIRED, and the row is deleted after its retention", async () => {

@@ -763,6 +763,7 @@ describe("tool execution events", () => {
       "tool.name": "search_web",
       "tool.execution.state": state,
       "tool.execution.effect": state === "succeeded" ? "applied" : state === "started" ? "unknown" : "not-started",
+      "tool.execution.journal": "intake",
       trace_id: c.trace_id,
       time: expect.any(Number),
     })));
@@ -782,6 +783,24 @@ describe("tool execution events", () => {
     expect(seen.map((a) => { const t: Record<string, unknown> = { ...a }; return [t["event.id"], t["tool.execution.state"]]; })).toEqual([[`${record}:1`, "reserved"], [`${record}:2`, "awaiting_policy"], [`${record}:3`, "ready"], [`${record}:4`, "started"]]);
     for (const a of seen) expect(Object.keys(a).every((k) => (PROJECTED_ATTRIBUTES as readonly string[]).includes(k))).toBe(true);
     for (const text of ["secret-digest", "d-1", "req-9", "t-1", "com.example", "agent-7"]) expect(JSON.stringify(seen)).not.toContain(text);
+    for (const a of seen) expect(a).toMatchObject({ "tool.execution.journal": "relying_party" });
+  });
+
+  it("a relying party that reserves an intake's trace_id as its own key cannot export events the deployment's own are taken for (review rv-127)", async () => {
+    // A record's id is derived from its idempotency key alone: before, the party's events for that key
+    // carried the intake record's very event.id, tool and trace_id, indistinguishable from it in the log.
+    const seen: ProjectedAttributes[] = [];
+    const context = ctx();
+    const x = harness(env, context, { exporter: (a) => void seen.push(a) });
+    const c = command();
+    expect((await x.intake(c)).status).toBe(200);
+    const send = (path: string, body: unknown) => x.call(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    expect((await send("/v1/journal/reserve", { idempotency_key: c.trace_id, action_digest: "sha256:x", attributes: { tool: c.tool, trace_id: c.trace_id } })).body.kind).toBe("created");
+    await waitOnExecutionContext(context);
+    const reserved = seen.filter((a) => "tool.execution.state" in a && a["tool.execution.state"] === "reserved");
+    expect(reserved).toHaveLength(2);
+    expect(reserved[0]).not.toEqual(reserved[1]);
+    expect(reserved.map((a) => ("tool.execution.journal" in a ? a["tool.execution.journal"] : null))).toEqual(["intake", "relying_party"]);
   });
 });
 

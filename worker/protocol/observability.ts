@@ -20,6 +20,15 @@ export const EFFECT_DISPOSITIONS = ["not-started", "none", "applied", "partial",
 export type EffectDisposition = (typeof EFFECT_DISPOSITIONS)[number];
 
 /**
+ * Whose journal recorded the step: this deployment's own (intake, start, finalise, reconcile, a
+ * challenge) or a relying party's, driven through `/v1/journal`. A record's id is derived from its
+ * idempotency key alone, so without it a party reserving an intake's trace_id as its key would
+ * export events with the very ids and trace_id of the deployment's own.
+ */
+export const EXECUTION_JOURNALS = ["intake", "relying_party"] as const;
+export type ExecutionJournal = (typeof EXECUTION_JOURNALS)[number];
+
+/**
  * A tool execution event as the journal emits it. Only the first group is ever projected; the
  * rest is named so that the projection's refusal to read it is visible in the type.
  */
@@ -31,6 +40,7 @@ export interface ToolExecutionEvent {
   /** Unix seconds. */
   occurred_at: number;
   trace_id?: string;
+  journal?: ExecutionJournal;
   idempotency_key?: string;
   action_digest?: string;
   evidence_refs?: unknown[];
@@ -54,7 +64,7 @@ export interface JournalStep {
  * the state and effect the step's. Attributes are handed over as they are; the projection reads
  * only those it may carry, in their expected forms.
  */
-export function toolExecutionEvent(record: { record_id: string; attributes: Record<string, unknown> }, step: JournalStep): ToolExecutionEvent {
+export function toolExecutionEvent(record: { record_id: string; attributes: Record<string, unknown> }, step: JournalStep, journal: ExecutionJournal): ToolExecutionEvent {
   const named = (key: string): unknown => (record.attributes !== null && typeof record.attributes === "object" ? own(record.attributes, key) : undefined);
   return {
     event_id: `${record.record_id}:${step.revision}`,
@@ -63,6 +73,7 @@ export function toolExecutionEvent(record: { record_id: string; attributes: Reco
     effect: step.effect,
     occurred_at: step.at,
     trace_id: named("trace_id") as string | undefined,
+    journal,
   };
 }
 
@@ -73,6 +84,7 @@ export interface ToolExecutionAttributes {
   "tool.name"?: string;
   "tool.execution.state"?: ExecutionState;
   "tool.execution.effect"?: EffectDisposition;
+  "tool.execution.journal"?: ExecutionJournal;
   "trace_id"?: string;
   "time"?: number;
 }
@@ -93,7 +105,7 @@ export interface ModelUsageAttributes {
 export type ProjectedAttributes = ToolExecutionAttributes | ModelUsageAttributes;
 
 export const PROJECTED_ATTRIBUTES = [
-  "event.name", "event.id", "tool.name", "tool.execution.state", "tool.execution.effect", "trace_id", "time",
+  "event.name", "event.id", "tool.name", "tool.execution.state", "tool.execution.effect", "tool.execution.journal", "trace_id", "time",
   "model.provider", "usage.attribution", "usage.pricing",
 ] as const;
 
@@ -139,10 +151,12 @@ export function projectToolExecutionEvent(event: ToolExecutionEvent): ToolExecut
   const effect = own(event, "effect");
   const trace = own(event, "trace_id");
   const at = own(event, "occurred_at");
+  const journal = own(event, "journal");
   if (typeof id === "string" && EVENT_ID.test(id)) out["event.id"] = id;
   if (typeof tool === "string" && TOOL_NAME.test(tool)) out["tool.name"] = tool;
   if ((EXECUTION_STATES as readonly unknown[]).includes(state)) out["tool.execution.state"] = state as ExecutionState;
   if ((EFFECT_DISPOSITIONS as readonly unknown[]).includes(effect)) out["tool.execution.effect"] = effect as EffectDisposition;
+  if ((EXECUTION_JOURNALS as readonly unknown[]).includes(journal)) out["tool.execution.journal"] = journal as ExecutionJournal;
   if (typeof trace === "string" && TRACE_ID.test(trace)) out.trace_id = trace;
   if (typeof at === "number" && Number.isFinite(at) && at >= 0) out.time = at;
   return out;

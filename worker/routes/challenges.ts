@@ -22,6 +22,7 @@ import { verifyDelegation } from "../protocol/issuing/delegation.js";
 import type { Admission, IssuingDeps } from "../protocol/issuing/lifecycle.js";
 import { dependencyTimeout } from "../config.js";
 import { answeredByEvidence, closeExpiredChallenge, INTAKE_TENANT, markCause } from "../journal-store.js";
+import { exportToolExecution } from "../observability.js";
 import { verifyDeps } from "./decision-call.js";
 import { refuseIfOwnKeyRevoked } from "../own-key.js";
 import { awaitingEvidence, recordEvidencedAdmission, signedContexts, sizedAdmission, type AwaitingRecord } from "./intake.js";
@@ -162,7 +163,7 @@ export const challengeRoutes = new Hono<AppEnv>()
     else {
       // The deny stands, unless an answer was recorded: the record stops waiting now, if the challenge's alarm has not closed it yet.
       try {
-        answered = (await closeExpiredChallenge(journal, traceId, taken.expires_at)) === "answered";
+        answered = (await closeExpiredChallenge(journal, traceId, taken.expires_at, (record, entries) => exportToolExecution(c, "intake", record, entries))) === "answered";
       } catch (err) {
         // The answer is the same either way; the alarm tries again.
         console.error(JSON.stringify({ event: "challenge_close_failed", trace_id: traceId, error: String(err) }));

@@ -76,7 +76,7 @@ async function refuseExpired(c: Context<AppEnv>, record: JournalRecord, history:
   if (now <= until) return;
   const appended = await journalOf(c).append({ record_id: record.record_id, expected_revision: record.revision, at: now, to: "expired", effect: "not-started", detail: { admission_expired_at: receipt.expires_at } });
   if (appended.kind === "corrupt") corrupt(appended);
-  if (appended.kind === "appended") exportToolExecution(c, appended.record, appended.entries);
+  if (appended.kind === "appended") exportToolExecution(c, "intake", appended.record, appended.entries);
   throw new ApiError(409, "EXECUTION_NOT_ELIGIBLE", `the admission expired at ${receipt.expires_at} (${seconds(now - until)}s past its window with skew): nothing starts on it; admit the Command again under a new trace_id`);
 }
 
@@ -218,7 +218,7 @@ async function recordOutcome(c: Context<AppEnv>, traceId: string, loaded: Loaded
   });
   switch (result.kind) {
     case "appended":
-      exportToolExecution(c, result.record, result.entries);
+      exportToolExecution(c, "intake", result.record, result.entries);
       return answer(c, traceId, result.record, receipt, rules, false);
     case "revision-conflict": {
       // Raced by the same call (answer what it recorded) or by something else (a lapse, another outcome).
@@ -261,7 +261,7 @@ export const executionRoutes = new Hono<AppEnv>()
   const claimed = await journalOf(c).claim({ record_id: record.record_id, expected_revision: record.revision, at: now, lease_seconds: body.lease_seconds ?? leaseSeconds(c.env) });
   switch (claimed.kind) {
     case "claimed":
-      exportToolExecution(c, claimed.record);
+      exportToolExecution(c, "intake", claimed.record);
       return c.json({ trace_id: traceId, record_id: record.record_id, fence: claimed.fence, lease_until: claimed.lease_until, state: "started", receipt: admissionOf(history) });
     case "held":
       throw new ApiError(409, "EXECUTION_HELD", `the execution is already started under a lease until ${claimed.lease_until}`);

@@ -209,7 +209,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, l
   });
   if (reserved.kind === "corrupt") throw new Error(`journal record of ${traceId} refused: ${reserved.reason}`);
   if (reserved.kind === "conflict") throw new IntakeError("INTAKE_TRACE_CONFLICT", "this trace_id was already admitted for another Command; a trace_id names one Command", traceId);
-  if (reserved.kind === "created") exportToolExecution(c, reserved.record);
+  if (reserved.kind === "created") exportToolExecution(c, "intake", reserved.record);
   const approval = intake.humanApproval ? jcs(intake.humanApproval) : null;
   let expected = reserved.record.revision;
   let fromApproval = false;
@@ -248,7 +248,7 @@ async function admit(c: Context<AppEnv>, noteTrace: (traceId: string) => void, l
     transitions: fromApproval ? [decision] : [{ to: "awaiting_policy", effect: "not-started" }, decision],
   });
   if (appended.kind === "appended") {
-    exportToolExecution(c, appended.record, appended.entries);
+    exportToolExecution(c, "intake", appended.record, appended.entries);
     await withdrawIfMarked(c, reserved.record.record_id, admission);
     // Identical intakes sent at once each opened a challenge: the recorded one is put in place, so
     // the deadline this answer announces is the one that holds. The record is written
@@ -384,7 +384,7 @@ export async function recordEvidencedAdmission(c: Context<AppEnv>, at: AwaitingR
   const journal = c.get("services").journal(INTAKE_TENANT).port;
   const appended = await journal.appendMany({ record_id: at.record_id, expected_revision: at.revision, at: admission.receipt.issued_at, transitions: [decision] });
   if (appended.kind !== "appended") throw new ApiError(409, "CHALLENGE_ANSWERED", `the journal did not take this answer (${appended.kind}); read the trace again`);
-  exportToolExecution(c, appended.record, appended.entries);
+  exportToolExecution(c, "intake", appended.record, appended.entries);
   // A revocation that landed between the answer's mark check and this append marked the record and
   // withdrew only the receipts it held then: this answer's receipt is withdrawn here.
   await withdrawIfMarked(c, at.record_id, admission);

@@ -30,7 +30,7 @@ function reply(c: Context<AppEnv>, result: { kind: string; record_id?: string; r
   }
   // A write that recorded a step is a tool execution event: projected and exported best-effort, after the answer is built.
   const written = result as { record?: JournalRecord; entries?: JournalEntry[] };
-  if ((result.kind === "created" || result.kind === "appended" || result.kind === "claimed") && written.record) exportToolExecution(c, written.record, written.entries);
+  if ((result.kind === "created" || result.kind === "appended" || result.kind === "claimed") && written.record) exportToolExecution(c, "relying_party", written.record, written.entries);
   return c.json(result);
 }
 
