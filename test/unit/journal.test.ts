@@ -8,6 +8,7 @@ import { EFFECT_DISPOSITIONS, EFFECTS, JOURNAL_STATES, TRANSITIONS, isAllowedTra
 import { memoryJournal } from "../../worker/protocol/journal/memory.js";
 import { entryDigest, historySize, JournalInputError, MAX_REPEATING_HISTORY, MAX_REPEATING_HISTORY_SIZE, MAX_TRANSITION_BYTES } from "../../worker/protocol/journal/core.js";
 import { journalPortSuite, RECEIPT } from "../support/journal-suite.js";
+type JournalExtensions = Parameters<ReturnType<typeof memoryJournal>["append"]>[0]["extensions"];
 
 const AT = 1_900_000_000;
 journalPortSuite("memory", () => {
@@ -319,10 +320,19 @@ describe("leases and recovery from history", () => {
 });
 
 describe("provider extensions holding header lists", () => {
-  it("a credential header's value is redacted in {name, value} entries (HAR), [name, value] pairs and flat [name, value, …] lists (review rv-113)", () => {
+  /** Stores `extensions` on a fresh record's first step and answers them as loaded back; no secret survives anywhere in the record. */
+  const stored = (key: string, extensions: JournalExtensions, secrets: readonly string[] = []) => {
     const j = memoryJournal();
-    const r = j.reserve({ idempotency_key: "ext-headers", action_digest: "d", at: AT });
+    const r = j.reserve({ idempotency_key: key, action_digest: "d", at: AT });
     if (r.kind !== "created") throw new Error(r.kind);
+    expect(j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions }).kind).toBe("appended");
+    const loaded = j.load(r.record.record_id);
+    if (loaded.kind !== "found") throw new Error(loaded.kind);
+    for (const s of secrets) expect(JSON.stringify(loaded), s).not.toContain(s);
+    return loaded.history[1].extensions;
+  };
+
+  it("a credential header's value is redacted in {name, value} entries (HAR), [name, value] pairs and flat [name, value, …] lists (review rv-113)", () => {
     const secrets = ["opaqueToken12345", "k3y-abcdef123456", "sid=abcdef", "proxy-0123456789", "tok-flat-999", "capitalised-999"];
     const extensions = {
       "com.example.provider": {
@@ -333,12 +343,7 @@ describe("provider extensions holding header lists", () => {
         tags: ["weather", "lisbon", "daily"],
       },
     };
-    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
-    expect(a.kind).toBe("appended");
-    const loaded = j.load(r.record.record_id);
-    if (loaded.kind !== "found") throw new Error(loaded.kind);
-    for (const s of secrets) expect(JSON.stringify(loaded)).not.toContain(s);
-    expect(loaded.history[1].extensions).toEqual({
+    expect(stored("ext-headers", extensions, secrets)).toEqual({
       "com.example.provider": {
         har: [{ name: "Authorization", value: "[redacted]" }, { name: "Content-Type", value: "application/json" }],
         postman: [{ key: "X-Api-Key", value: "[redacted]", type: "text" }, { key: "Accept", value: "*/*" }, { Name: "Set-Cookie", Value: "[redacted]" }],
@@ -350,20 +355,13 @@ describe("provider extensions holding header lists", () => {
   });
 
   it("a flat header list holding HTTP/2 pseudo-headers is still read as one; a [name, object] pair is evidence, not a header", () => {
-    const j = memoryJournal();
-    const r = j.reserve({ idempotency_key: "ext-h2-headers", action_digest: "d", at: AT });
-    if (r.kind !== "created") throw new Error(r.kind);
     const extensions = {
       "com.example.provider": {
         rawHeaders: [":method", "GET", ":path", "/v1/items", ":authority", "api.example", "authorization", "h2-opaque-0123"],
         steps: ["password_reset", { via: "email", ticket: "T-1234" }],
       },
     };
-    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
-    expect(a.kind).toBe("appended");
-    const loaded = j.load(r.record.record_id);
-    if (loaded.kind !== "found") throw new Error(loaded.kind);
-    expect(loaded.history[1].extensions).toEqual({
+    expect(stored("ext-h2-headers", extensions)).toEqual({
       "com.example.provider": {
         rawHeaders: [":method", "GET", ":path", "/v1/items", ":authority", "api.example", "authorization", "[redacted]"],
         steps: ["password_reset", { via: "email", ticket: "T-1234" }],
@@ -372,9 +370,6 @@ describe("provider extensions holding header lists", () => {
   });
 
   it("{field, value} and {header_name, header_value} entries, OpenTelemetry's header attributes and signing, HMAC, JWT and subscription keys are redacted; key ids and token counts kept (stored as sent before)", () => {
-    const j = memoryJournal();
-    const r = j.reserve({ idempotency_key: "ext-more-names", action_digest: "d", at: AT });
-    if (r.kind !== "created") throw new Error(r.kind);
     const secrets = ["SECRET-field-1", "SECRET-header-2", "SECRET-camel-3", "SECRET-otel-4", "SECRET-otel-5", "SECRET-sign-6", "SECRET-sign-7", "SECRET-hmac-8", "SECRET-bearer-9", "SECRET-jwt-10", "SECRET-apim-11"];
     const extensions = {
       "com.example.provider": {
@@ -386,12 +381,7 @@ describe("provider extensions holding header lists", () => {
         key_id: "k-1", kid: "k-2", public_key: "MCowBQYDK2VwAyEA", token_count: 12, input_tokens: 3, max_tokens: 100,
       },
     };
-    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
-    expect(a.kind).toBe("appended");
-    const loaded = j.load(r.record.record_id);
-    if (loaded.kind !== "found") throw new Error(loaded.kind);
-    for (const s of secrets) expect(JSON.stringify(loaded), s).not.toContain(s);
-    expect(loaded.history[1].extensions).toEqual({
+    expect(stored("ext-more-names", extensions, secrets)).toEqual({
       "com.example.provider": {
         headers: [{ field: "Authorization", value: "[redacted]" }, { header_name: "X-Api-Key", header_value: "[redacted]" }, { headerName: "Cookie", headerValue: "[redacted]" }, { field: "Accept", value: "*/*" }],
         "http.request.header.authorization": "[redacted]",
@@ -404,9 +394,6 @@ describe("provider extensions holding header lists", () => {
   });
 
   it("a header recorded as OpenTelemetry names it (http.request.header.<name>) is a header: as an attribute {key, value} and as a member", () => {
-    const j = memoryJournal();
-    const r = j.reserve({ idempotency_key: "ext-otel-headers", action_digest: "d", at: AT });
-    if (r.kind !== "created") throw new Error(r.kind);
     const secrets = ["otel-opaque-0123", "otel-sid-4567", "otel-member-89ab"];
     const extensions = {
       "com.example.provider": {
@@ -418,12 +405,7 @@ describe("provider extensions holding header lists", () => {
         tags: { "http.request.header.authorization": [secrets[2]], "http.response.status_code": 200 },
       },
     };
-    const a = j.append({ record_id: r.record.record_id, expected_revision: 1, at: AT, to: "awaiting_policy", effect: "not-started", extensions });
-    expect(a.kind).toBe("appended");
-    const loaded = j.load(r.record.record_id);
-    if (loaded.kind !== "found") throw new Error(loaded.kind);
-    for (const secret of secrets) expect(JSON.stringify(loaded)).not.toContain(secret);
-    expect(loaded.history[1].extensions).toEqual({
+    expect(stored("ext-otel-headers", extensions, secrets)).toEqual({
       "com.example.provider": {
         attributes: [
           { key: "http.request.header.authorization", value: "[redacted]" },
