@@ -204,18 +204,42 @@ function durationAtom(before: string | undefined, count: string, unit: string, a
   return direction ? `relative:${direction}${iso}` : `duration:${iso}`;
 }
 
+/** An absolute date as a text writes it: where, and its year, month (two digits) and day (when written). */
+interface WrittenDate {
+  start: number;
+  end: number;
+  year: string;
+  month: string;
+  day?: string;
+}
+/** Each absolute date form, and how its match names the year, month and day. */
+const DATE_FORMS: [RegExp, (m: RegExpMatchArray) => [string, string, string?]][] = [
+  [PATTERNS.iso_date, (m) => [m[1], m[2], m[3]]],
+  [PATTERNS.day_month_year, (m) => [m[3], monthNumber(m[2]), m[1]]],
+  [PATTERNS.month_day_year, (m) => [m[3], monthNumber(m[1]), m[2]]],
+  [PATTERNS.month_year, (m) => [m[2], monthNumber(m[1])]],
+];
+/** A text's absolute dates, one list a form, each in text order. */
+const writtenDates = (text: string): WrittenDate[][] =>
+  DATE_FORMS.map(([pattern, parts]) =>
+    [...text.matchAll(pattern)].map((m) => {
+      const [year, month, day] = parts(m);
+      return { start: m.index!, end: m.index! + m[0].length, year, month, ...(day ? { day } : {}) };
+    }),
+  );
+/** A date's most precise atom: `date:YYYY-MM-DD`, or `date:YYYY-MM` when no day is written. */
+const dateAtom = (d: WrittenDate): string => `date:${d.year}-${d.month}${d.day ? `-${d.day.padStart(2, "0")}` : ""}`;
+
 /** The temporal atoms of a text: absolute dates, years, months, weekdays, decades, durations and relative expressions with their direction. */
 export function temporalAtoms(text: string): string[] {
   const out = new Set<string>();
-  const date = (y: string, m: string, d?: string) => {
-    out.add(`year:${y}`);
-    out.add(`date:${y}-${m}`);
-    if (d) out.add(`date:${y}-${m}-${d.padStart(2, "0")}`);
-  };
-  for (const [, y, m, d] of text.matchAll(PATTERNS.iso_date)) date(y, m, d);
-  for (const [, d, m, y] of text.matchAll(PATTERNS.day_month_year)) date(y, monthNumber(m), d);
-  for (const [, m, d, y] of text.matchAll(PATTERNS.month_day_year)) date(y, monthNumber(m), d);
-  for (const [, m, y] of text.matchAll(PATTERNS.month_year)) date(y, monthNumber(m));
+  for (const form of writtenDates(text)) {
+    for (const d of form) {
+      out.add(`year:${d.year}`);
+      out.add(`date:${d.year}-${d.month}`);
+      if (d.day) out.add(dateAtom(d));
+    }
+  }
   for (const [, y] of text.matchAll(PATTERNS.year)) out.add(`year:${y}`);
   for (const [, d] of text.matchAll(PATTERNS.decade)) out.add(`decade:${d}s`);
   for (const m of text.matchAll(PATTERNS.word)) {
@@ -286,15 +310,8 @@ interface DatedNumbers {
  * "3.12 March 1923"): a number is a date's only when the date's match holds all of it.
  */
 function datedNumbers(text: string): { outside: Set<string>; dated: DatedNumbers[] } {
-  // Each pattern's matches, in text order and not overlapping one another.
-  const matches = (pattern: RegExp, atom: (m: RegExpMatchArray) => string) =>
-    [...text.matchAll(pattern)].map((m) => ({ start: m.index!, end: m.index! + m[0].length, atom: atom(m), numbers: new Set<string>() }));
-  const kinds = [
-    matches(PATTERNS.iso_date, (m) => `date:${m[1]}-${m[2]}-${m[3]}`),
-    matches(PATTERNS.day_month_year, (m) => `date:${m[3]}-${monthNumber(m[2])}-${m[1].padStart(2, "0")}`),
-    matches(PATTERNS.month_day_year, (m) => `date:${m[3]}-${monthNumber(m[1])}-${m[2].padStart(2, "0")}`),
-    matches(PATTERNS.month_year, (m) => `date:${m[2]}-${monthNumber(m[1])}`),
-  ];
+  // Each form's dates, in text order and not overlapping one another.
+  const kinds = writtenDates(text).map((dates) => dates.map((d) => ({ start: d.start, end: d.end, atom: dateAtom(d), numbers: new Set<string>() })));
   const next = kinds.map(() => 0);
   const outside = new Set<string>();
   // The numbers come in text order too, so each pattern's matches are walked once.
