@@ -75,7 +75,7 @@ const RELEASED: Record<string, string> = {
   "countersign/0.2.55": "fffc0c61a2f654ef320ef37a0485faf684737c725036c66dc1a275110bd2dc1c",
   "countersign/0.2.56": "fcbd15d0d5afd597c1f12751247b8dd9d743006d24a04db0003cbbff4c5df0da",
   "countersign/0.2.57": "24fa0c27c327ed6242732d0157d4fa8b8dbb72ccb7629d2d4c5507f695c0bb67",
-  "countersign/0.2.58": "f5b7ac55d0151d1c6a19478619018d56d0c7d231200d651d4708e10a4b06915c",
+  "countersign/0.2.58": "85750908f61082cf0a5eb7c8313fbfc10f04d2d5547686b4b1030abc2fa203e7",
 };
 
 /**

@@ -299,15 +299,14 @@ function copyObject(value: object, path: JsonPath, depth: number, maxDepth: numb
     checkString(key, at);
     if (PROTOTYPE_KEYS.has(key)) refuse("prototype_key", at, `prototype key ${JSON.stringify(key)}`);
     const name = redact ? redactedName(key) : key;
+    const d = Object.getOwnPropertyDescriptor(value, key)!;
     if (redact && isCredentialName(key)) {
       // No credential is a boolean or null: `use_hmac: true`, `verify_jwt: false` are evidence, kept.
-      const d = Object.getOwnPropertyDescriptor(value, key)!;
       const flag = "value" in d && d.enumerable && (d.value === null || typeof d.value === "boolean");
       put(name, flag ? (d.value as boolean | null) : REDACTED, at);
       continue;
     }
     if (isAuthorityField(key)) refuse("authority_field", at, `authority field ${JSON.stringify(key)} is never part of portable evidence`);
-    const d = Object.getOwnPropertyDescriptor(value, key)!;
     if (!("value" in d)) refuse("accessor", at, "member is an accessor");
     if (!d.enumerable) refuse("hidden_property", at, "non-enumerable member");
     // An undefined member is an absent one, as in JSON text; an undefined array element is refused below.
